@@ -1,0 +1,146 @@
+//! Entries of the sparse offset index (`.index`, spec §4.1) and the time index (`.timeindex`,
+//! spec §5.1). Both are fixed-size big-endian records with no file header.
+//!
+//! ```text
+//! .index entry (8 bytes)       .timeindex entry (12 bytes)
+//!   0  4  relativeOffset int32    0  8  timestamp      int64
+//!   4  4  position       int32    8  4  relativeOffset int32
+//! ```
+
+use crate::error::{DecodeError, Result};
+
+/// Bytes of one offset index entry.
+pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
+/// Bytes of one time index entry.
+pub const TIME_INDEX_ENTRY_BYTES: usize = 12;
+
+/// One `.index` entry: the batch starting at `position` has (last, or before Kafka 2.0 first)
+/// offset `base_offset + relative_offset` (Kafka's `OffsetPosition`, relative form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OffsetIndexEntry {
+    /// Offset minus the segment's base offset.
+    pub relative_offset: u32,
+    /// Byte position of the batch in the `.log`.
+    pub position: u32,
+}
+
+impl OffsetIndexEntry {
+    /// Encodes the entry.
+    pub fn encode(&self) -> [u8; OFFSET_INDEX_ENTRY_BYTES] {
+        let mut bytes = [0u8; OFFSET_INDEX_ENTRY_BYTES];
+        let (offset, position) = bytes.split_at_mut(4);
+        offset.copy_from_slice(&self.relative_offset.to_be_bytes());
+        position.copy_from_slice(&self.position.to_be_bytes());
+        bytes
+    }
+
+    /// Decodes an entry from exactly eight bytes. Relative offsets and positions above
+    /// `i32::MAX` are corruption (Kafka reads them as negative ints).
+    pub fn decode(bytes: &[u8; OFFSET_INDEX_ENTRY_BYTES]) -> Result<Self> {
+        let (offset, position) = bytes.split_at(4);
+        let relative_offset = u32::from_be_bytes(offset.try_into().unwrap_or_default());
+        let position = u32::from_be_bytes(position.try_into().unwrap_or_default());
+        if relative_offset > i32::MAX as u32 || position > i32::MAX as u32 {
+            return Err(DecodeError::InvalidRecord {
+                at: 0,
+                reason: "index entry holds a negative relative offset or position",
+            });
+        }
+        Ok(Self { relative_offset, position })
+    }
+
+    /// Decodes the entry at `entry_idx` of an index file's bytes.
+    pub fn read(file: &[u8], entry_idx: usize) -> Result<Self> {
+        let at = entry_idx * OFFSET_INDEX_ENTRY_BYTES;
+        let bytes = file
+            .get(at..at + OFFSET_INDEX_ENTRY_BYTES)
+            .and_then(|slice| <&[u8; OFFSET_INDEX_ENTRY_BYTES]>::try_from(slice).ok())
+            .ok_or(DecodeError::Truncated {
+                needed: at + OFFSET_INDEX_ENTRY_BYTES,
+                available: file.len(),
+            })?;
+        Self::decode(bytes).map_err(|error| error.at(at as u64))
+    }
+}
+
+/// One `.timeindex` entry: every record after `base_offset + relative_offset` has a timestamp
+/// greater than `timestamp` (Kafka's `TimestampOffset`, relative form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TimeIndexEntry {
+    /// The largest timestamp up to the offset.
+    pub timestamp: i64,
+    /// Offset minus the segment's base offset.
+    pub relative_offset: u32,
+}
+
+impl TimeIndexEntry {
+    /// Encodes the entry.
+    pub fn encode(&self) -> [u8; TIME_INDEX_ENTRY_BYTES] {
+        let mut bytes = [0u8; TIME_INDEX_ENTRY_BYTES];
+        let (timestamp, offset) = bytes.split_at_mut(8);
+        timestamp.copy_from_slice(&self.timestamp.to_be_bytes());
+        offset.copy_from_slice(&self.relative_offset.to_be_bytes());
+        bytes
+    }
+
+    /// Decodes an entry from exactly twelve bytes.
+    pub fn decode(bytes: &[u8; TIME_INDEX_ENTRY_BYTES]) -> Result<Self> {
+        let (timestamp, offset) = bytes.split_at(8);
+        let timestamp = i64::from_be_bytes(timestamp.try_into().unwrap_or_default());
+        let relative_offset = u32::from_be_bytes(offset.try_into().unwrap_or_default());
+        if relative_offset > i32::MAX as u32 {
+            return Err(DecodeError::InvalidRecord {
+                at: 8,
+                reason: "time index entry holds a negative relative offset",
+            });
+        }
+        Ok(Self { timestamp, relative_offset })
+    }
+
+    /// Decodes the entry at `entry_idx` of a time index file's bytes.
+    pub fn read(file: &[u8], entry_idx: usize) -> Result<Self> {
+        let at = entry_idx * TIME_INDEX_ENTRY_BYTES;
+        let bytes = file
+            .get(at..at + TIME_INDEX_ENTRY_BYTES)
+            .and_then(|slice| <&[u8; TIME_INDEX_ENTRY_BYTES]>::try_from(slice).ok())
+            .ok_or(DecodeError::Truncated {
+                needed: at + TIME_INDEX_ENTRY_BYTES,
+                available: file.len(),
+            })?;
+        Self::decode(bytes).map_err(|error| error.at(at as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_entry_bytes_are_big_endian() {
+        let entry = OffsetIndexEntry { relative_offset: 0x0102_0304, position: 0x0A0B_0C0D };
+        let bytes = entry.encode();
+        assert_eq!(bytes, [1, 2, 3, 4, 0x0A, 0x0B, 0x0C, 0x0D]);
+        assert_eq!(OffsetIndexEntry::decode(&bytes).unwrap(), entry);
+        assert!(OffsetIndexEntry::decode(&[0x80, 0, 0, 0, 0, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn time_entry_bytes_are_big_endian() {
+        let entry = TimeIndexEntry { timestamp: 1_700_000_000_000, relative_offset: 7 };
+        let bytes = entry.encode();
+        assert_eq!(bytes, [0, 0, 1, 0x8B, 0xCF, 0xE5, 0x68, 0, 0, 0, 0, 7]);
+        assert_eq!(TimeIndexEntry::decode(&bytes).unwrap(), entry);
+    }
+
+    #[test]
+    fn read_past_the_end_is_truncated() {
+        let file = [0u8; 20];
+        assert!(OffsetIndexEntry::read(&file, 1).is_ok());
+        assert_eq!(
+            OffsetIndexEntry::read(&file, 2),
+            Err(DecodeError::Truncated { needed: 24, available: 20 })
+        );
+        assert!(TimeIndexEntry::read(&file, 0).is_ok());
+        assert!(TimeIndexEntry::read(&file, 1).is_err());
+    }
+}
