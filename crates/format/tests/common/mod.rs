@@ -1,0 +1,51 @@
+//! Helpers shared by the integration tests: hex parsing and the external fixtures directory.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+
+/// Bytes from hex text; anything that is not a hex digit (spaces, `|`, newlines, `0000:` address
+/// columns are stripped by the caller) is ignored.
+pub fn hex(text: &str) -> Vec<u8> {
+    let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+    assert!(digits.len() % 2 == 0, "odd number of hex digits");
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+        .collect()
+}
+
+/// Bytes from an `xxd`-like dump whose lines start with a `0000:` address column.
+pub fn hex_dump(text: &str) -> Vec<u8> {
+    let body: String = text
+        .lines()
+        .map(|line| line.split_once(':').map_or(line, |(_, rest)| rest))
+        .collect::<Vec<_>>()
+        .join(" ");
+    hex(&body)
+}
+
+/// The `kafka-real` fixtures directory, or `None` (with a loud note) when it is absent outside CI.
+/// In CI (`CI` set) a missing directory fails the test.
+pub fn kafka_real() -> Option<PathBuf> {
+    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
+        PathBuf::from,
+    );
+    let dir = root.join("kafka-real");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "fixtures missing in CI: {} (set SEGLOG_FIXTURES)",
+        dir.display()
+    );
+    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
+    None
+}
+
+/// The repository's `testdata/` directory.
+pub fn testdata() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+}

@@ -1,0 +1,52 @@
+//! Everything else that decodes untrusted bytes: file and directory names, topic names,
+//! checkpoint files, index entries, control record keys and values, and each codec's
+//! decompressor (bounded to 1 MiB).
+//!
+//! The first 8 bytes (big-endian) pick the index entry to read; the whole input is used for
+//! everything else.
+
+#![no_main]
+
+use std::hint::black_box;
+
+use libfuzzer_sys::fuzz_target;
+use seglog_format::checkpoint::{parse_leader_epoch_checkpoint, parse_offset_checkpoint};
+use seglog_format::compression::{decompress, decompress_magic};
+use seglog_format::names::validate_topic;
+use seglog_format::{
+    Compression, ControlRecordType, DecodeLimits, EndTransactionMarker, OffsetIndexEntry,
+    PartitionDir, SegmentFileName, TimeIndexEntry,
+};
+
+const LIMITS: DecodeLimits = DecodeLimits { decompressed_bytes_max: 1 << 20 };
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(name) = SegmentFileName::parse(&text) {
+        assert_eq!(SegmentFileName::parse(&name.to_name()), Ok(name), "segment name round trip");
+    }
+    if let Ok(dir) = PartitionDir::parse(&text) {
+        black_box(dir.to_name());
+    }
+    let _ = black_box(validate_topic(&text));
+    let _ = black_box(parse_offset_checkpoint(&text));
+    let _ = black_box(parse_leader_epoch_checkpoint(&text));
+
+    let mut idx = [0u8; 8];
+    for (slot, byte) in idx.iter_mut().zip(data) {
+        *slot = *byte;
+    }
+    let idx = u64::from_be_bytes(idx);
+    for entry_idx in [idx as usize, (idx & 0xFF) as usize, 0] {
+        let _ = black_box(OffsetIndexEntry::read(data, entry_idx));
+        let _ = black_box(TimeIndexEntry::read(data, entry_idx));
+    }
+
+    let _ = black_box(ControlRecordType::parse_key(data));
+    let _ = black_box(EndTransactionMarker::parse(data));
+
+    for codec in Compression::ALL {
+        let _ = black_box(decompress(codec, data, LIMITS));
+    }
+    let _ = black_box(decompress_magic(Compression::Lz4, data, LIMITS, 0));
+});
