@@ -175,7 +175,7 @@ mod tests {
         for (text, line) in cases {
             match parse_offset_checkpoint(text) {
                 Err(DecodeError::Checkpoint { line: found, .. }) => {
-                    assert_eq!(found, line, "{text:?}")
+                    assert_eq!(found, line, "{text:?}");
                 }
                 other => panic!("{text:?} gave {other:?}"),
             }
