@@ -1,1 +1,29 @@
-fn main() {}
+//! Project automation. `cargo xtask tidy` runs the tidy checks, which also run as tests
+//! (`cargo test -p xtask`), so CI enforces them through the README's test command.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod tidy;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    match std::env::args().nth(1).as_deref() {
+        Some("tidy") => {
+            let problems = tidy::check(&tidy::workspace_root());
+            for problem in &problems {
+                eprintln!("{problem}");
+            }
+            if problems.is_empty() {
+                println!("tidy: ok");
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        _ => {
+            eprintln!("usage: cargo xtask tidy");
+            ExitCode::from(2)
+        }
+    }
+}

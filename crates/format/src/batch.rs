@@ -104,7 +104,7 @@ impl TimestampType {
         }
     }
 
-    /// Kafka's id: −1, 0 or 1.
+    /// Kafka's id: -1, 0 or 1.
     pub const fn id(self) -> i8 {
         match self {
             Self::NoTimestampType => -1,
@@ -121,14 +121,24 @@ impl std::fmt::Display for TimestampType {
 }
 
 /// Adds `delta` to a producer sequence, wrapping from `i32::MAX` to 0 (Kafka's
-/// `DefaultRecordBatch.incrementSequence`).
+/// `DefaultRecordBatch.incrementSequence`). Both come from untrusted bytes, so the arithmetic
+/// wraps as Java's `int` does instead of overflowing.
 pub const fn increment_sequence(sequence: i32, delta: i32) -> i32 {
-    if sequence > i32::MAX - delta { delta - (i32::MAX - sequence) - 1 } else { sequence + delta }
+    if sequence > i32::MAX.wrapping_sub(delta) {
+        delta.wrapping_sub(i32::MAX.wrapping_sub(sequence)).wrapping_sub(1)
+    } else {
+        sequence.wrapping_add(delta)
+    }
 }
 
-/// Subtracts `delta` from a producer sequence, wrapping below 0 to `i32::MAX`.
+/// Subtracts `delta` from a producer sequence, wrapping below 0 to `i32::MAX`, with Java's
+/// wrapping `int` arithmetic.
 pub const fn decrement_sequence(sequence: i32, delta: i32) -> i32 {
-    if sequence < delta { i32::MAX - (delta - sequence) + 1 } else { sequence - delta }
+    if sequence < delta {
+        i32::MAX.wrapping_sub(delta.wrapping_sub(sequence)).wrapping_add(1)
+    } else {
+        sequence.wrapping_sub(delta)
+    }
 }
 
 /// The attributes byte for the given fields (Kafka's `computeAttributes`).
@@ -339,7 +349,7 @@ impl<'a> RecordBatch<'a> {
         i32::from_be_bytes(be(self.bytes, BASE_SEQUENCE_OFFSET))
     }
 
-    /// The sequence of the last record, or −1.
+    /// The sequence of the last record, or -1.
     pub fn last_sequence(&self) -> i32 {
         let base = self.base_sequence();
         if base == NO_SEQUENCE {

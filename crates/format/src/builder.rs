@@ -290,7 +290,7 @@ pub struct EmptyHeader {
 }
 
 impl EmptyHeader {
-    /// The 61-byte header with zero records, baseTimestamp −1 and no codec.
+    /// The 61-byte header with zero records, baseTimestamp -1 and no codec.
     pub fn encode(&self) -> Result<Vec<u8>> {
         let last_offset_delta = i32::try_from(self.last_offset - self.base_offset)
             .map_err(|_| DecodeError::Unencodable { reason: "offset span exceeds i32" })?;

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 
 use crate::error::{DecodeError, Result};
 
-/// The codec named by bits 0–2 of a batch's attributes (Kafka's `CompressionType`).
+/// The codec named by bits 0-2 of a batch's attributes (Kafka's `CompressionType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Compression {
     /// Records stored as they are.

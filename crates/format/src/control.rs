@@ -69,7 +69,7 @@ impl ControlRecordType {
         }
     }
 
-    /// Parses a control record key: `int16 version` (≥ 0) and `int16 type`.
+    /// Parses a control record key: `int16 version` (>= 0) and `int16 type`.
     pub fn parse_key(key: &[u8]) -> Result<Self> {
         let Some((version, rest)) = key.split_first_chunk::<2>() else {
             return Err(DecodeError::InvalidControlRecord { reason: "key shorter than 4 bytes" });

@@ -76,7 +76,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// The largest timestamp (v2 `maxTimestamp`, the v1 timestamp, or −1 for v0).
+    /// The largest timestamp (v2 `maxTimestamp`, the v1 timestamp, or -1 for v0).
     pub fn max_timestamp(&self) -> i64 {
         match self {
             Self::V2(batch) => batch.max_timestamp(),
@@ -124,7 +124,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// `partitionLeaderEpoch`, or −1 below magic 2.
+    /// `partitionLeaderEpoch`, or -1 below magic 2.
     pub fn partition_leader_epoch(&self) -> i32 {
         match self {
             Self::V2(batch) => batch.partition_leader_epoch(),
@@ -132,7 +132,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// `producerId`, or −1 below magic 2.
+    /// `producerId`, or -1 below magic 2.
     pub fn producer_id(&self) -> i64 {
         match self {
             Self::V2(batch) => batch.producer_id(),
@@ -140,7 +140,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// `producerEpoch`, or −1 below magic 2.
+    /// `producerEpoch`, or -1 below magic 2.
     pub fn producer_epoch(&self) -> i16 {
         match self {
             Self::V2(batch) => batch.producer_epoch(),
@@ -148,7 +148,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// `baseSequence`, or −1 below magic 2.
+    /// `baseSequence`, or -1 below magic 2.
     pub fn base_sequence(&self) -> i32 {
         match self {
             Self::V2(batch) => batch.base_sequence(),
@@ -156,7 +156,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// The last sequence, or −1.
+    /// The last sequence, or -1.
     pub fn last_sequence(&self) -> i32 {
         match self {
             Self::V2(batch) => batch.last_sequence(),
@@ -166,12 +166,18 @@ impl<'a> Batch<'a> {
 
     /// Whether the entry is part of a transaction (never below magic 2).
     pub fn is_transactional(&self) -> bool {
-        matches!(self, Self::V2(batch) if batch.is_transactional())
+        match self {
+            Self::V2(batch) => batch.is_transactional(),
+            Self::Legacy(_) => false,
+        }
     }
 
     /// Whether the entry is a control batch (never below magic 2).
     pub fn is_control_batch(&self) -> bool {
-        matches!(self, Self::V2(batch) if batch.is_control_batch())
+        match self {
+            Self::V2(batch) => batch.is_control_batch(),
+            Self::Legacy(_) => false,
+        }
     }
 
     /// `recordsCount` for v2; `None` for legacy entries, as Kafka's `countOrNull`.

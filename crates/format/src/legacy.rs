@@ -127,7 +127,7 @@ impl<'a> LegacyEntry<'a> {
         }
     }
 
-    /// The v1 timestamp, or −1 for magic 0.
+    /// The v1 timestamp, or -1 for magic 0.
     pub fn timestamp(&self) -> i64 {
         if self.magic() == 0 {
             NO_TIMESTAMP

@@ -282,7 +282,7 @@ mod tests {
     fn topic_names_follow_kafka_rules() {
         validate_topic("orders.v1_eu-west").unwrap();
         validate_topic(&"a".repeat(249)).unwrap();
-        for bad in ["", ".", "..", "a/b", "../etc", "a b", "ü", &"a".repeat(250)] {
+        for bad in ["", ".", "..", "a/b", "../etc", "a b", "\u{fc}", &"a".repeat(250)] {
             assert!(validate_topic(bad).is_err(), "{bad}");
         }
     }

@@ -31,7 +31,7 @@ pub const MAX_RECORD_OVERHEAD: usize = 21;
 pub struct Record<'a> {
     /// The record's absolute offset.
     pub offset: i64,
-    /// The record's timestamp as Kafka reports it (the batch's for LogAppendTime), or −1.
+    /// The record's timestamp as Kafka reports it (the batch's for LogAppendTime), or -1.
     pub timestamp: i64,
     /// How `timestamp` was assigned.
     pub timestamp_type: TimestampType,
@@ -41,7 +41,7 @@ pub struct Record<'a> {
     pub value: Option<&'a [u8]>,
     /// The headers (always empty below magic 2).
     pub headers: Headers<'a>,
-    /// The producer sequence of this record, or −1.
+    /// The producer sequence of this record, or -1.
     pub sequence: i32,
     /// Bytes this record occupies in its (uncompressed) encoding.
     pub size_bytes: usize,
@@ -380,7 +380,7 @@ mod tests {
         bytes[0] = 0x40; // length 32, far more than there is
         assert!(decode(&bytes).is_err());
         let mut bytes = encode(Some(b"k"), Some(b"v"), &[]);
-        bytes[0] = 0x01; // length −1
+        bytes[0] = 0x01; // length -1
         assert_eq!(
             decode(&bytes),
             Err(DecodeError::InvalidRecord { at: 0, reason: "negative record length" })

@@ -204,7 +204,7 @@ impl<'a> Reader<'a> {
         Err(DecodeError::InvalidVarlong { at })
     }
 
-    /// Reads a varint length and then that many bytes; a length of −1 means null.
+    /// Reads a varint length and then that many bytes; a length of -1 means null.
     #[inline]
     pub fn nullable_varint_bytes(&mut self, what: &'static str) -> Result<Option<&'a [u8]>> {
         let at = self.position();

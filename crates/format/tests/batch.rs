@@ -1,7 +1,13 @@
 //! Magic v2 batches: the spec's worked examples byte for byte (§1.9), and the behaviours Kafka's
 //! own `DefaultRecordBatchTest`, `DefaultRecordTest` and `FileRecordsTest` check (§11.1).
 
-#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr, clippy::pedantic, clippy::type_complexity)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::pedantic,
+    clippy::type_complexity
+)]
 
 mod common;
 

@@ -2,7 +2,13 @@
 //! checksums and the offsets its README states; the wire captures of magic 0/1 and mixed magics
 //! decode; the corrupted sample is reported corrupt; the Kafka 0.7 file is rejected.
 
-#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr, clippy::pedantic, clippy::type_complexity)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::pedantic,
+    clippy::type_complexity
+)]
 
 mod common;
 

@@ -3,7 +3,13 @@
 //! manifest; we rebuild every v2 batch with our builder and get identical bytes where the format
 //! is deterministic (uncompressed), and identical records sections after decompression otherwise.
 
-#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr, clippy::pedantic, clippy::type_complexity)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::pedantic,
+    clippy::type_complexity
+)]
 
 mod common;
 

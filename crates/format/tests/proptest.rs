@@ -2,7 +2,13 @@
 //! and every small codec (varints, index entries, names, checkpoints) round-trips.
 //! proptest prints the failing input and its seed; `PROPTEST_CASES` raises the case count.
 
-#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr, clippy::pedantic, clippy::type_complexity)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::pedantic,
+    clippy::type_complexity
+)]
 
 use proptest::prelude::*;
 use seglog_format::checkpoint::{
@@ -48,7 +54,12 @@ fn codec() -> impl Strategy<Value = Compression> {
     proptest::sample::select(Compression::ALL.to_vec())
 }
 
-fn build(codec: Compression, base_offset: i64, producer: (i64, i16, i32), records: &[Rec]) -> Vec<u8> {
+fn build(
+    codec: Compression,
+    base_offset: i64,
+    producer: (i64, i16, i32),
+    records: &[Rec],
+) -> Vec<u8> {
     let mut builder = RecordBatchBuilder::new(codec)
         .base_offset(base_offset)
         .partition_leader_epoch(7)
@@ -58,7 +69,9 @@ fn build(codec: Compression, base_offset: i64, producer: (i64, i16, i32), record
         offset += rec.offset_gap;
         let headers: Vec<HeaderRef<'_>> =
             rec.headers.iter().map(|(k, v)| HeaderRef { key: k, value: v.as_deref() }).collect();
-        builder.append(offset, rec.timestamp, rec.key.as_deref(), rec.value.as_deref(), &headers).unwrap();
+        builder
+            .append(offset, rec.timestamp, rec.key.as_deref(), rec.value.as_deref(), &headers)
+            .unwrap();
     }
     builder.build().unwrap()
 }
@@ -81,7 +94,9 @@ fn rebuild(bytes: &[u8]) -> Vec<u8> {
             .zip(&keys)
             .map(|(h, key)| HeaderRef { key, value: h.value })
             .collect();
-        builder.append(record.offset, record.timestamp, record.key, record.value, &headers).unwrap();
+        builder
+            .append(record.offset, record.timestamp, record.key, record.value, &headers)
+            .unwrap();
     }
     builder.build().unwrap()
 }
