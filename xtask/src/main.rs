@@ -8,22 +8,18 @@ mod tidy;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match std::env::args().nth(1).as_deref() {
-        Some("tidy") => {
-            let problems = tidy::check(&tidy::workspace_root());
-            for problem in &problems {
-                eprintln!("{problem}");
-            }
-            if problems.is_empty() {
-                println!("tidy: ok");
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        _ => {
-            eprintln!("usage: cargo xtask tidy");
-            ExitCode::from(2)
-        }
+    if std::env::args().nth(1).as_deref() != Some("tidy") {
+        eprintln!("usage: cargo xtask tidy");
+        return ExitCode::from(2);
+    }
+    let problems = tidy::check(&tidy::workspace_root());
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    if problems.is_empty() {
+        println!("tidy: ok");
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }

@@ -172,19 +172,19 @@ fn write_sample(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `./seglog-data`, with a sample partition written first when it does not exist.
+fn default_dir() -> Result<PathBuf> {
+    let dir = PathBuf::from(DEFAULT_LOG_DIR);
+    if !dir.exists() {
+        write_sample(&dir)?;
+    }
+    Ok(dir)
+}
+
 /// Runs the command; `Ok(false)` means corruption was found.
 pub(crate) fn run(path: Option<PathBuf>, decompressed_bytes_max: usize) -> Result<bool> {
     let limits = DecodeLimits { decompressed_bytes_max };
-    let path = match path {
-        Some(path) => path,
-        None => {
-            let dir = PathBuf::from(DEFAULT_LOG_DIR);
-            if !dir.exists() {
-                write_sample(&dir)?;
-            }
-            dir
-        }
-    };
+    let path = path.map_or_else(default_dir, Ok)?;
     let metadata =
         std::fs::metadata(&path).with_context(|| format!("cannot open {}", path.display()))?;
     if metadata.is_file() {

@@ -21,7 +21,7 @@ fn walk(log: &[u8]) {
     }
 }
 
-/// batch_decode: a v2 batch with baseSequence 0 and lastOffsetDelta −134744073 overflowed
+/// batch_decode: a v2 batch with baseSequence 0 and lastOffsetDelta -134744073 overflowed
 /// `i32::MAX - delta` in `increment_sequence` (via `last_sequence`).
 #[test]
 fn last_sequence_with_negative_last_offset_delta() {

@@ -1,0 +1,318 @@
+//! The storage shared by both indexes (Kafka's `AbstractIndex`): a fixed-size entry file,
+//! preallocated while the segment is active and trimmed to its valid entries when it is not, with
+//! the entries mirrored in memory and searched with Kafka's warm-section binary search.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::io::{File, Fs, OpenMode, read_all};
+
+/// Entries in the last 8 KiB of an index are searched first: nearly every lookup hits the tail.
+pub const WARM_SECTION_BYTES: usize = 8192;
+
+/// One fixed-size index entry.
+pub trait IndexEntry: Copy + std::fmt::Debug + PartialEq {
+    /// Bytes per entry on disk.
+    const BYTES: usize;
+    /// Decodes one entry from exactly `BYTES` bytes.
+    fn decode(bytes: &[u8]) -> Option<Self>;
+    /// Encodes the entry.
+    fn encode(&self, out: &mut Vec<u8>);
+    /// The relative offset this entry names.
+    fn relative_offset(&self) -> u32;
+    /// Whether this entry may follow `previous` (the index's ordering rule).
+    fn may_follow(&self, previous: &Self) -> bool;
+}
+
+/// Which column a lookup searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchKey {
+    /// The entry's offset.
+    Offset,
+    /// The entry's value: a position (offset index) or a timestamp (time index).
+    Value,
+}
+
+/// An index file and its entries (the role of Kafka's `AbstractIndex`).
+#[derive(Debug)]
+pub struct IndexFile<E: IndexEntry> {
+    path: PathBuf,
+    file: Box<dyn File>,
+    base_offset: i64,
+    entries: Vec<E>,
+    /// Entries `[written_entries..]` are not yet in the file.
+    written_entries: usize,
+    /// Entries the file has room for (its length / entry size).
+    max_entries: usize,
+    /// Bytes the file is preallocated to while active.
+    index_bytes_max: u64,
+}
+
+fn rounded(bytes: u64, entry_bytes: usize) -> u64 {
+    bytes - bytes % entry_bytes as u64
+}
+
+impl<E: IndexEntry> IndexFile<E> {
+    /// Creates (or truncates) the file at `path`, preallocated to `index_bytes_max` rounded down
+    /// to whole entries, with no entries.
+    pub fn create(
+        fs: &dyn Fs,
+        path: &Path,
+        base_offset: i64,
+        index_bytes_max: u64,
+    ) -> Result<Self> {
+        let file = fs
+            .open(path, OpenMode::CreateOrOpen)
+            .map_err(|e| Error::io("create index", path, e))?;
+        let len = rounded(index_bytes_max, E::BYTES);
+        file.set_len(0).map_err(|e| Error::io("truncate index", path, e))?;
+        file.set_len(len).map_err(|e| Error::io("preallocate index", path, e))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            base_offset,
+            entries: Vec::new(),
+            written_entries: 0,
+            max_entries: (len / E::BYTES as u64) as usize,
+            index_bytes_max,
+        })
+    }
+
+    /// Opens an existing file and loads its valid entries: the longest prefix that obeys the
+    /// ordering rule. A zero-filled tail (Kafka's preallocation, left by an unclean shutdown) is
+    /// expected; [`IndexFile::sanity_check`] reports anything else after the prefix.
+    pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
+        let file =
+            fs.open(path, OpenMode::ReadWrite).map_err(|e| Error::io("open index", path, e))?;
+        let bytes = read_all(file.as_ref()).map_err(|e| Error::io("read index", path, e))?;
+        let mut entries: Vec<E> = Vec::with_capacity(bytes.len() / E::BYTES);
+        for chunk in bytes.chunks_exact(E::BYTES) {
+            match E::decode(chunk) {
+                Some(entry) if entries.last().is_none_or(|last| entry.may_follow(last)) => {
+                    entries.push(entry);
+                }
+                _ => break,
+            }
+        }
+        let max_entries = bytes.len() / E::BYTES;
+        let written_entries = entries.len();
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            base_offset,
+            entries,
+            written_entries,
+            max_entries,
+            index_bytes_max,
+        })
+    }
+
+    /// Checks the file as Kafka's `sanityCheck` does, and that nothing but zeros follows the valid
+    /// entries. Reads the file again; the caller rebuilds the index when this fails.
+    pub fn sanity_check(&self) -> Result<()> {
+        let corrupt = |reason: String| Error::CorruptIndex { path: self.path.clone(), reason };
+        let len = self.file.len().map_err(|e| Error::io("stat index", &self.path, e))?;
+        if len % E::BYTES as u64 != 0 {
+            return Err(corrupt(format!(
+                "found {len} bytes which is neither positive nor a multiple of {}",
+                E::BYTES
+            )));
+        }
+        let bytes =
+            read_all(self.file.as_ref()).map_err(|e| Error::io("read index", &self.path, e))?;
+        let written = self.written_entries.min(self.entries.len()) * E::BYTES;
+        if let Some(at) = bytes.get(written..).and_then(|tail| tail.iter().position(|b| *b != 0)) {
+            let entry_idx = (written + at) / E::BYTES;
+            return Err(corrupt(format!(
+                "entry {entry_idx} breaks the index order (or is garbage after the last valid entry)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The segment's base offset.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// The entries.
+    pub fn entries(&self) -> &[E] {
+        &self.entries
+    }
+
+    /// Number of entries.
+    pub fn n_entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Entries the file has room for.
+    pub fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    /// Bytes of valid entries (Kafka's `sizeInBytes`).
+    pub fn size_bytes(&self) -> u64 {
+        (self.entries.len() * E::BYTES) as u64
+    }
+
+    /// The last entry.
+    pub fn last(&self) -> Option<&E> {
+        self.entries.last()
+    }
+
+    /// The entry at `entry_idx`.
+    pub fn entry(&self, entry_idx: usize) -> Result<E> {
+        self.entries.get(entry_idx).copied().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "attempt to fetch the {entry_idx}th entry from an index of size {}",
+                self.entries.len()
+            ))
+        })
+    }
+
+    /// Appends an entry; the caller has checked the index rules.
+    pub fn push(&mut self, entry: E) -> Result<()> {
+        if self.entries.len() >= self.max_entries {
+            return Err(Error::InvalidArgument(format!(
+                "attempt to append to a full index (size = {})",
+                self.entries.len()
+            )));
+        }
+        if let Some(last) = self.entries.last()
+            && !entry.may_follow(last)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "attempt to append an entry {entry:?} that does not follow the last entry {last:?} in {}",
+                self.path.display()
+            )));
+        }
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// The slot of the largest entry whose `key` is <= `target` (Kafka's `largestLowerBoundSlotFor`,
+    /// warm section first), or `None`.
+    pub fn largest_lower_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Option<usize> {
+        let n = self.entries.len();
+        let key_at = |slot: usize| self.entries.get(slot).map_or(i64::MAX, &key);
+        if n == 0 {
+            return None;
+        }
+        let warm = WARM_SECTION_BYTES / E::BYTES;
+        let first_hot = n.saturating_sub(1 + warm);
+        if key_at(first_hot) < target {
+            return Some(binary_search(first_hot, n - 1, target, key_at));
+        }
+        if key_at(0) > target {
+            return None;
+        }
+        Some(binary_search(0, first_hot, target, key_at))
+    }
+
+    /// The slot of the smallest entry whose `key` is >= `target`, or `None`.
+    pub fn smallest_upper_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Option<usize> {
+        let slot = self.entries.partition_point(|entry| key(entry) < target);
+        (slot < self.entries.len()).then_some(slot)
+    }
+
+    /// Removes every entry from `keep` on, and zeroes their bytes in the file so a later reopen
+    /// cannot read them back.
+    pub fn truncate_entries(&mut self, keep: usize) -> Result<()> {
+        if keep >= self.entries.len() {
+            return Ok(());
+        }
+        let written_end = self.written_entries.min(self.entries.len());
+        if keep < written_end {
+            let zeros = vec![0u8; (written_end - keep) * E::BYTES];
+            self.file
+                .write_all_at(&zeros, (keep * E::BYTES) as u64)
+                .map_err(|e| Error::io("truncate index", &self.path, e))?;
+        }
+        self.entries.truncate(keep);
+        self.written_entries = self.written_entries.min(keep);
+        Ok(())
+    }
+
+    /// Writes entries not yet in the file.
+    fn write_pending(&mut self) -> Result<()> {
+        let Some(pending) = self.entries.get(self.written_entries..) else { return Ok(()) };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut bytes = Vec::with_capacity(pending.len() * E::BYTES);
+        for entry in pending {
+            entry.encode(&mut bytes);
+        }
+        self.file
+            .write_all_at(&bytes, (self.written_entries * E::BYTES) as u64)
+            .map_err(|e| Error::io("write index", &self.path, e))?;
+        self.written_entries = self.entries.len();
+        Ok(())
+    }
+
+    /// Writes pending entries and fsyncs the file (Kafka's `flush`).
+    pub fn flush(&mut self) -> Result<()> {
+        self.write_pending()?;
+        self.file.sync_data().map_err(|e| Error::io("fsync index", &self.path, e))
+    }
+
+    /// Sets the file length to `bytes` rounded down to whole entries, keeping the entries that fit.
+    /// Returns false when the length did not change (Kafka's `resize`).
+    pub fn resize(&mut self, bytes: u64) -> Result<bool> {
+        let len = rounded(bytes, E::BYTES);
+        let new_max = (len / E::BYTES as u64) as usize;
+        if new_max < self.entries.len() {
+            self.truncate_entries(new_max)?;
+        }
+        self.write_pending()?;
+        let current = self.file.len().map_err(|e| Error::io("stat index", &self.path, e))?;
+        self.max_entries = new_max;
+        if current == len {
+            return Ok(false);
+        }
+        self.file.set_len(len).map_err(|e| Error::io("resize index", &self.path, e))?;
+        Ok(true)
+    }
+
+    /// Shrinks the file to its valid entries; afterwards the index is full (Kafka's
+    /// `trimToValidSize`, run when the segment becomes inactive and on close).
+    pub fn trim_to_valid_size(&mut self) -> Result<bool> {
+        self.resize(self.size_bytes())
+    }
+
+    /// Grows the file back to its preallocated size, for a segment that becomes active again.
+    pub fn resize_to_max(&mut self) -> Result<bool> {
+        self.resize(self.index_bytes_max)
+    }
+
+    /// Removes all entries and preallocates again (Kafka's `reset`).
+    pub fn reset(&mut self) -> Result<()> {
+        self.truncate_entries(0)?;
+        self.resize(self.index_bytes_max)?;
+        Ok(())
+    }
+
+    /// Trims and fsyncs.
+    pub fn close(&mut self) -> Result<()> {
+        self.trim_to_valid_size()?;
+        self.flush()
+    }
+}
+
+/// Largest slot in `[lo, hi]` whose key is <= `target`, given that `key(lo) <= target`.
+fn binary_search(mut lo: usize, mut hi: usize, target: i64, key: impl Fn(usize) -> i64) -> usize {
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        match key(mid).cmp(&target) {
+            std::cmp::Ordering::Greater => hi = mid - 1,
+            std::cmp::Ordering::Less => lo = mid,
+            std::cmp::Ordering::Equal => return mid,
+        }
+    }
+    lo
+}

@@ -1,0 +1,381 @@
+//! The offset index, `.index` (Kafka's `OffsetIndex`): sparse `(relative offset, position)`
+//! entries mapping an offset to a byte position in the `.log` at or before its batch.
+//!
+//! ```text
+//! entry (8 bytes, big-endian)
+//!   0  4  relativeOffset  int32  offset - segment base offset
+//!   4  4  position        int32  position of the batch in the .log
+//! ```
+
+use std::path::Path;
+
+use seglog_format::OffsetIndexEntry;
+use seglog_format::index::OFFSET_INDEX_ENTRY_BYTES;
+
+use super::file::{IndexEntry, IndexFile};
+use crate::error::{Error, Result};
+use crate::io::Fs;
+
+impl IndexEntry for OffsetIndexEntry {
+    const BYTES: usize = OFFSET_INDEX_ENTRY_BYTES;
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let bytes = <&[u8; OFFSET_INDEX_ENTRY_BYTES]>::try_from(bytes).ok()?;
+        Self::decode(bytes).ok()
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&OffsetIndexEntry::encode(self));
+    }
+
+    fn relative_offset(&self) -> u32 {
+        self.relative_offset
+    }
+
+    /// Offsets strictly increase and positions never decrease.
+    fn may_follow(&self, previous: &Self) -> bool {
+        self.relative_offset > previous.relative_offset && self.position >= previous.position
+    }
+}
+
+/// An absolute offset and the byte position of the batch at or before it (Kafka's
+/// `OffsetPosition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetPosition {
+    /// The absolute offset.
+    pub offset: i64,
+    /// The position in the `.log`.
+    pub position: u32,
+}
+
+/// A segment's offset index (Kafka's `OffsetIndex`).
+#[derive(Debug)]
+pub struct OffsetIndex {
+    file: IndexFile<OffsetIndexEntry>,
+}
+
+impl OffsetIndex {
+    /// Creates a new, preallocated, empty index.
+    pub fn create(
+        fs: &dyn Fs,
+        path: &Path,
+        base_offset: i64,
+        index_bytes_max: u64,
+    ) -> Result<Self> {
+        Ok(Self { file: IndexFile::create(fs, path, base_offset, index_bytes_max)? })
+    }
+
+    /// Opens an existing index (Kafka's, with or without a zero-filled preallocated tail).
+    pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
+        Ok(Self { file: IndexFile::open(fs, path, base_offset, index_bytes_max)? })
+    }
+
+    fn absolute(&self, entry: OffsetIndexEntry) -> OffsetPosition {
+        OffsetPosition {
+            offset: self.file.base_offset() + i64::from(entry.relative_offset),
+            position: entry.position,
+        }
+    }
+
+    /// The largest entry whose offset is <= `target_offset`, or `(base_offset, 0)` when there is
+    /// none (Kafka's `lookup`).
+    pub fn lookup(&self, target_offset: i64) -> OffsetPosition {
+        let base = self.file.base_offset();
+        self.file
+            .largest_lower_bound(target_offset, |e| base + i64::from(e.relative_offset))
+            .and_then(|slot| self.file.entries().get(slot))
+            .map_or(OffsetPosition { offset: base, position: 0 }, |entry| self.absolute(*entry))
+    }
+
+    /// The smallest entry whose position is >= `start_position + fetch_size` (Kafka's
+    /// `fetchUpperBoundOffset`).
+    pub fn fetch_upper_bound_offset(
+        &self,
+        start_position: u32,
+        fetch_size: u32,
+    ) -> Option<OffsetPosition> {
+        let target = i64::from(start_position) + i64::from(fetch_size);
+        self.file
+            .smallest_upper_bound(target, |e| i64::from(e.position))
+            .and_then(|slot| self.file.entries().get(slot))
+            .map(|entry| self.absolute(*entry))
+    }
+
+    /// The entry at `entry_idx`, with an absolute offset.
+    pub fn entry(&self, entry_idx: usize) -> Result<OffsetPosition> {
+        self.file.entry(entry_idx).map(|entry| self.absolute(entry))
+    }
+
+    /// Appends `(offset, position)`. The index must not be full, the offset must exceed the last
+    /// one and fit in 31 bits relative to the base offset.
+    pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
+        let relative = offset - self.file.base_offset();
+        let relative_offset = i32::try_from(relative)
+            .ok()
+            .filter(|relative| *relative >= 0)
+            .map(|relative| relative as u32)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "offset {offset} is out of the 31-bit range of an index based at {}",
+                    self.file.base_offset()
+                ))
+            })?;
+        if let Some(last) = self.file.last()
+            && relative_offset <= last.relative_offset
+        {
+            return Err(Error::InvalidArgument(format!(
+                "attempt to append an offset ({offset}) no larger than the last offset appended ({}) to {}",
+                self.last_offset(),
+                self.file.path().display()
+            )));
+        }
+        self.file.push(OffsetIndexEntry { relative_offset, position })
+    }
+
+    /// The last entry's offset, or the base offset when empty.
+    pub fn last_offset(&self) -> i64 {
+        self.file.last().map_or(self.file.base_offset(), |e| self.absolute(*e).offset)
+    }
+
+    /// The last entry.
+    pub fn last_entry(&self) -> Option<OffsetPosition> {
+        self.file.last().map(|e| self.absolute(*e))
+    }
+
+    /// Removes every entry with an offset >= `offset` (Kafka's `truncateTo`).
+    pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
+        let base = self.file.base_offset();
+        let keep =
+            self.file.entries().partition_point(|e| base + i64::from(e.relative_offset) < offset);
+        self.file.truncate_entries(keep)
+    }
+
+    /// Removes every entry.
+    pub fn truncate(&mut self) -> Result<()> {
+        self.file.truncate_entries(0)
+    }
+
+    /// Whether no more entries fit.
+    pub fn is_full(&self) -> bool {
+        self.file.n_entries() >= self.file.max_entries()
+    }
+
+    /// Number of entries.
+    pub fn n_entries(&self) -> usize {
+        self.file.n_entries()
+    }
+
+    /// Entries the file has room for.
+    pub fn max_entries(&self) -> usize {
+        self.file.max_entries()
+    }
+
+    /// Bytes of valid entries.
+    pub fn size_bytes(&self) -> u64 {
+        self.file.size_bytes()
+    }
+
+    /// Kafka's `sanityCheck`, plus garbage after the valid entries.
+    pub fn sanity_check(&self) -> Result<()> {
+        self.file.sanity_check()
+    }
+
+    /// The underlying file (trim, resize, flush, close).
+    pub fn file_mut(&mut self) -> &mut IndexFile<OffsetIndexEntry> {
+        &mut self.file
+    }
+
+    /// The underlying file.
+    pub fn file(&self) -> &IndexFile<OffsetIndexEntry> {
+        &self.file
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::io::SimFs;
+
+    const BASE: i64 = 45;
+
+    fn index(max_bytes: u64) -> (SimFs, OffsetIndex) {
+        let fs = SimFs::new();
+        fs.create_dir_all(Path::new("/p")).unwrap();
+        let index = OffsetIndex::create(&fs, &path(), BASE, max_bytes).unwrap();
+        (fs, index)
+    }
+
+    fn path() -> PathBuf {
+        PathBuf::from("/p/00000000000000000045.index")
+    }
+
+    /// `randomLookupTest`: lookups agree with a brute-force search over the entries.
+    #[test]
+    fn random_lookup() {
+        let (_fs, mut index) = index(30 * 8);
+        assert_eq!(index.lookup(BASE + 1000), OffsetPosition { offset: BASE, position: 0 });
+        let mut state = 17u64;
+        let mut offset = BASE;
+        let mut entries = Vec::new();
+        for position in 0..30u32 {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            offset += 1 + (state >> 60) as i64;
+            index.append(offset, position * 100).unwrap();
+            entries.push((offset, position * 100));
+        }
+        for target in BASE - 5..offset + 10 {
+            let expected = entries
+                .iter()
+                .rev()
+                .find(|(o, _)| *o <= target)
+                .map_or(OffsetPosition { offset: BASE, position: 0 }, |&(offset, position)| {
+                    OffsetPosition { offset, position }
+                });
+            assert_eq!(index.lookup(target), expected, "target {target}");
+        }
+    }
+
+    /// `lookupExtremeCases`, `testEntry`, `testEntryOverflow`.
+    #[test]
+    fn extremes_and_entries() {
+        let (_fs, mut index) = index(10 * 8);
+        assert!(index.entry(0).is_err());
+        index.append(BASE + 1, 10).unwrap();
+        index.append(BASE + 10, 20).unwrap();
+        assert_eq!(index.lookup(BASE), OffsetPosition { offset: BASE, position: 0 });
+        assert_eq!(index.lookup(BASE + 1), OffsetPosition { offset: BASE + 1, position: 10 });
+        assert_eq!(index.lookup(BASE + 10), OffsetPosition { offset: BASE + 10, position: 20 });
+        assert_eq!(index.entry(1).unwrap(), OffsetPosition { offset: BASE + 10, position: 20 });
+        assert!(index.entry(2).is_err());
+    }
+
+    /// `appendTooMany` and `appendOutOfOrder`.
+    #[test]
+    fn append_rules() {
+        let (_fs, mut index) = index(3 * 8);
+        assert_eq!(index.max_entries(), 3);
+        index.append(BASE + 51, 0).unwrap();
+        assert!(index.append(BASE + 50, 1).is_err(), "out of order");
+        assert!(index.append(BASE + 51, 1).is_err(), "equal offset");
+        index.append(BASE + 52, 1).unwrap();
+        index.append(BASE + 53, 2).unwrap();
+        assert!(index.is_full());
+        assert!(index.append(BASE + 54, 3).is_err(), "full");
+        assert!(index.append(BASE - 1, 3).is_err(), "below the base");
+    }
+
+    /// `testFetchUpperBoundOffset`.
+    #[test]
+    fn fetch_upper_bound_offset() {
+        let (_fs, mut index) = index(10 * 8);
+        for (offset, position) in [(BASE, 0), (BASE + 1, 100), (BASE + 2, 200), (BASE + 3, 300)] {
+            index.append(offset, position).unwrap();
+        }
+        assert_eq!(
+            index.fetch_upper_bound_offset(0, 200),
+            Some(OffsetPosition { offset: BASE + 2, position: 200 })
+        );
+        assert_eq!(
+            index.fetch_upper_bound_offset(0, 201),
+            Some(OffsetPosition { offset: BASE + 3, position: 300 })
+        );
+        assert_eq!(
+            index.fetch_upper_bound_offset(200, 100),
+            Some(OffsetPosition { offset: BASE + 3, position: 300 })
+        );
+        assert_eq!(index.fetch_upper_bound_offset(200, 101), None);
+    }
+
+    /// `testReopen`: a trimmed, closed index reopens with its entries and refuses appends.
+    #[test]
+    fn reopen_after_close() {
+        let (fs, mut index) = index(10 * 8);
+        index.append(BASE + 5, 0).unwrap();
+        index.append(BASE + 9, 100).unwrap();
+        index.file_mut().close().unwrap();
+        let mut reopened = OffsetIndex::open(&fs, &path(), BASE, 10 * 8).unwrap();
+        assert_eq!(reopened.n_entries(), 2);
+        assert_eq!(reopened.last_offset(), BASE + 9);
+        assert!(reopened.is_full());
+        assert!(reopened.append(BASE + 10, 200).is_err());
+        reopened.sanity_check().unwrap();
+    }
+
+    /// A preallocated file left by a crash: zeros after the valid entries are not entries.
+    #[test]
+    fn zero_tail_of_a_preallocated_file_is_not_entries() {
+        let (fs, mut index) = index(100 * 8);
+        index.append(BASE + 5, 0).unwrap();
+        index.append(BASE + 9, 100).unwrap();
+        index.file_mut().flush().unwrap();
+        let reopened = OffsetIndex::open(&fs, &path(), BASE, 100 * 8).unwrap();
+        assert_eq!((reopened.n_entries(), reopened.max_entries()), (2, 100));
+        reopened.sanity_check().unwrap();
+    }
+
+    /// `truncate`.
+    #[test]
+    fn truncate() {
+        let (fs, mut index) = index(20 * 8);
+        for idx in 0..10 {
+            index.append(BASE + idx * 2, (idx * 10) as u32).unwrap();
+        }
+        index.file_mut().flush().unwrap();
+        index.truncate_to(BASE + 100).unwrap();
+        assert_eq!(index.n_entries(), 10, "past the end is a no-op");
+        index.truncate_to(BASE + 8).unwrap();
+        assert_eq!(index.last_offset(), BASE + 6, "an exact entry is removed");
+        index.truncate_to(BASE + 5).unwrap();
+        assert_eq!(index.last_offset(), BASE + 4, "between entries keeps the lower");
+        index.append(BASE + 5, 100).unwrap();
+        assert_eq!(index.lookup(BASE + 7).offset, BASE + 5, "appends work after truncation");
+        index.file_mut().flush().unwrap();
+        // The truncated entries are gone from the file too.
+        let reopened = OffsetIndex::open(&fs, &path(), BASE, 20 * 8).unwrap();
+        assert_eq!(reopened.n_entries(), 4);
+        reopened.sanity_check().unwrap();
+        index.truncate().unwrap();
+        assert_eq!(index.n_entries(), 0);
+    }
+
+    /// `testSanityLastOffsetEqualToBaseOffset`, and corruption detection.
+    #[test]
+    fn sanity_check() {
+        let (fs, mut index) = index(10 * 8);
+        index.append(BASE, 0).unwrap();
+        index.file_mut().close().unwrap();
+        OffsetIndex::open(&fs, &path(), BASE, 80).unwrap().sanity_check().unwrap();
+        // Length not a multiple of 8.
+        let file = fs.open(&path(), crate::io::OpenMode::ReadWrite).unwrap();
+        file.set_len(12).unwrap();
+        assert!(OffsetIndex::open(&fs, &path(), BASE, 80).unwrap().sanity_check().is_err());
+        // An entry that goes backwards after valid ones.
+        let mut bytes = Vec::new();
+        for (offset, position) in [(5u32, 0u32), (9, 100), (7, 200)] {
+            bytes.extend_from_slice(
+                &OffsetIndexEntry { relative_offset: offset, position }.encode(),
+            );
+        }
+        file.set_len(0).unwrap();
+        file.write_all_at(&bytes, 0).unwrap();
+        let reopened = OffsetIndex::open(&fs, &path(), BASE, 80).unwrap();
+        assert_eq!(reopened.n_entries(), 2);
+        assert!(reopened.sanity_check().is_err());
+    }
+
+    /// Resizing back to the maximum makes a trimmed index appendable again.
+    #[test]
+    fn resize_round_trip() {
+        let (_fs, mut index) = index(10 * 8);
+        index.append(BASE + 1, 0).unwrap();
+        assert!(index.file_mut().trim_to_valid_size().unwrap());
+        assert!(!index.file_mut().trim_to_valid_size().unwrap(), "same size: false");
+        assert!(index.is_full());
+        assert!(index.file_mut().resize_to_max().unwrap());
+        index.append(BASE + 2, 10).unwrap();
+        index.file_mut().reset().unwrap();
+        assert_eq!((index.n_entries(), index.max_entries()), (0, 10));
+    }
+}

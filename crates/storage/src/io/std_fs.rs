@@ -1,0 +1,244 @@
+//! `StdFs`: the real file system, and the only code in storage that calls `std::fs`.
+
+#![expect(clippy::disallowed_methods, reason = "the one real file system")]
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{File, Fs, OpenMode};
+
+/// The operating system's file system, through `std::fs` (what Kafka reaches through
+/// `java.nio.file.Files` and `FileChannel`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StdFs;
+
+impl Fs for StdFs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
+        let mut options = fs::OpenOptions::new();
+        options.read(true);
+        match mode {
+            OpenMode::Read => {}
+            OpenMode::ReadWrite => {
+                options.write(true);
+            }
+            OpenMode::CreateNew => {
+                options.write(true).create_new(true);
+            }
+            OpenMode::CreateOrOpen => {
+                options.write(true).create(true).truncate(false);
+            }
+        }
+        let file = options.open(path)?;
+        Ok(Box::new(StdFile { file, path: path.to_path_buf() }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut paths = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            paths.push(entry?.path());
+        }
+        paths.sort();
+        Ok(paths)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir_all(dir)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        fs::exists(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::File::open(dir)?.sync_all()
+    }
+}
+
+/// A file opened by [`StdFs`].
+#[derive(Debug)]
+struct StdFile {
+    file: fs::File,
+    path: PathBuf,
+}
+
+impl File for StdFile {
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, position)
+    }
+
+    fn write_all_at(&self, bytes: &[u8], position: u64) -> io::Result<()> {
+        self.file.write_all_at(bytes, position)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn modified_ms(&self) -> io::Result<i64> {
+        let modified = self.file.metadata()?.modified()?;
+        let ms = match modified.duration_since(UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_millis()),
+            Err(before) => i64::try_from(before.duration().as_millis()).map(|ms| -ms),
+        };
+        ms.map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("modification time of {} is out of range", self.path.display()),
+            )
+        })
+    }
+
+    fn set_modified_ms(&self, ms: i64) -> io::Result<()> {
+        let since_epoch = Duration::from_millis(ms.unsigned_abs());
+        let time = if ms >= 0 {
+            UNIX_EPOCH.checked_add(since_epoch)
+        } else {
+            UNIX_EPOCH.checked_sub(since_epoch)
+        };
+        let time: SystemTime = time.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("modification time {ms} ms is out of range"),
+            )
+        })?;
+        self.file.set_modified(time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::read_all;
+
+    fn check_mode_fails(fs: &dyn Fs, path: &Path, mode: OpenMode, kind: io::ErrorKind) {
+        let error = fs.open(path, mode).unwrap_err();
+        assert_eq!(error.kind(), kind, "{mode:?} on {}", path.display());
+    }
+
+    #[test]
+    fn open_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let path = dir.path().join("a.log");
+
+        check_mode_fails(&fs, &path, OpenMode::Read, io::ErrorKind::NotFound);
+        check_mode_fails(&fs, &path, OpenMode::ReadWrite, io::ErrorKind::NotFound);
+
+        let file = fs.open(&path, OpenMode::CreateNew).unwrap();
+        file.write_all_at(b"hello", 0).unwrap();
+        drop(file);
+        check_mode_fails(&fs, &path, OpenMode::CreateNew, io::ErrorKind::AlreadyExists);
+
+        // CreateOrOpen on an existing file keeps its contents.
+        let file = fs.open(&path, OpenMode::CreateOrOpen).unwrap();
+        assert_eq!(read_all(file.as_ref()).unwrap(), b"hello");
+        drop(file);
+        let file = fs.open(&dir.path().join("b.log"), OpenMode::CreateOrOpen).unwrap();
+        assert_eq!(file.len().unwrap(), 0);
+
+        let file = fs.open(&path, OpenMode::Read).unwrap();
+        assert_eq!(read_all(file.as_ref()).unwrap(), b"hello");
+        assert!(file.write_all_at(b"x", 0).is_err());
+        file.write_all_at(b"", 0).unwrap();
+        file.read_exact_at(&mut [], 9).unwrap();
+        assert!(file.set_len(0).is_err());
+
+        let file = fs.open(&path, OpenMode::ReadWrite).unwrap();
+        file.write_all_at(b"J", 0).unwrap();
+        assert_eq!(read_all(file.as_ref()).unwrap(), b"Jello");
+    }
+
+    #[test]
+    fn positional_reads_writes_and_set_len() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let file = fs.open(&dir.path().join("a.log"), OpenMode::CreateNew).unwrap();
+        file.write_all_at(b"abc", 0).unwrap();
+        file.write_all_at(b"xyz", 5).unwrap();
+        assert_eq!(file.len().unwrap(), 8);
+        assert_eq!(read_all(file.as_ref()).unwrap(), b"abc\0\0xyz");
+
+        let mut buf = [0; 3];
+        file.read_exact_at(&mut buf, 4).unwrap();
+        assert_eq!(&buf, b"\0xy");
+        let error = file.read_exact_at(&mut buf, 6).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+
+        file.set_len(2).unwrap();
+        assert_eq!(read_all(file.as_ref()).unwrap(), b"ab");
+        file.set_len(4).unwrap();
+        assert_eq!(read_all(file.as_ref()).unwrap(), b"ab\0\0");
+        file.sync_data().unwrap();
+    }
+
+    #[test]
+    fn directories_list_rename_remove() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let partition = dir.path().join("topic-0");
+        fs.create_dir_all(&partition.join("nested")).unwrap();
+        fs.create_dir_all(&partition).unwrap();
+        for name in ["b.log", "a.index", "c.log"] {
+            fs.open(&partition.join(name), OpenMode::CreateNew).unwrap();
+        }
+        let expected: Vec<PathBuf> = ["a.index", "b.log", "c.log", "nested"]
+            .iter()
+            .map(|name| partition.join(name))
+            .collect();
+        assert_eq!(fs.list(&partition).unwrap(), expected);
+
+        fs.rename(&partition.join("b.log"), &partition.join("b.log.deleted")).unwrap();
+        assert!(!fs.exists(&partition.join("b.log")).unwrap());
+        assert!(fs.exists(&partition.join("b.log.deleted")).unwrap());
+        fs.remove(&partition.join("b.log.deleted")).unwrap();
+        assert!(!fs.exists(&partition.join("b.log.deleted")).unwrap());
+        assert_eq!(
+            fs.remove(&partition.join("b.log.deleted")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+
+        fs.sync_dir(&partition).unwrap();
+        fs.sync_dir(dir.path()).unwrap();
+
+        fs.remove_dir(&partition.join("nested")).unwrap();
+        assert!(fs.remove_dir(&partition).is_err(), "not empty");
+        assert_eq!(
+            fs.list(&dir.path().join("missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn modified_ms_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let file = fs.open(&dir.path().join("a.log"), OpenMode::CreateNew).unwrap();
+        for ms in [1_700_000_000_123, 0, 86_400_000] {
+            file.set_modified_ms(ms).unwrap();
+            assert_eq!(file.modified_ms().unwrap(), ms);
+        }
+    }
+}

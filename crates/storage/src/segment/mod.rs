@@ -1,0 +1,721 @@
+//! One segment of a partition log (Kafka's `LogSegment`): a `.log` file of batches with its
+//! sparse `.index` and `.timeindex`, named by the segment's 20-digit base offset.
+
+mod scan;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use seglog_format::{Batch, DecodeLimits, FileKind, SegmentFileName};
+
+pub use scan::{EntryHeader, HeaderScan, ScanEnd};
+
+use crate::error::{Error, Result};
+use crate::index::{INDEX_BYTES_MAX_DEFAULT, OffsetIndex, TimeIndex, TimestampOffset};
+use crate::io::{File, Fs, OpenMode};
+
+/// Kafka's default `index.interval.bytes`.
+pub const INDEX_INTERVAL_BYTES_DEFAULT: u32 = 4096;
+/// A `.log` file may not exceed `i32::MAX` bytes (Kafka's `FileRecords` limit).
+pub const SEGMENT_BYTES_LIMIT: u64 = i32::MAX as u64;
+
+/// Per-segment settings taken from the topic configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentConfig {
+    /// `index.interval.bytes`: bytes of batches between offset index entries.
+    pub index_interval_bytes: u32,
+    /// `segment.index.bytes`: the size both indexes are preallocated to.
+    pub index_bytes_max: u64,
+    /// This segment's share of `segment.jitter.ms`, fixed when it is created.
+    pub roll_jitter_ms: i64,
+    /// Bounds for decompressing batches (timestamp search reads records).
+    pub decode_limits: DecodeLimits,
+}
+
+impl Default for SegmentConfig {
+    fn default() -> Self {
+        Self {
+            index_interval_bytes: INDEX_INTERVAL_BYTES_DEFAULT,
+            index_bytes_max: INDEX_BYTES_MAX_DEFAULT,
+            roll_jitter_ms: 0,
+            decode_limits: DecodeLimits::default(),
+        }
+    }
+}
+
+/// Where an offset sits in the log (Kafka's `LogOffsetMetadata`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsetMetadata {
+    /// The offset asked for.
+    pub message_offset: i64,
+    /// The base offset of the segment holding it.
+    pub segment_base_offset: i64,
+    /// The byte position of its batch in that segment.
+    pub relative_position: u32,
+}
+
+/// The batch that holds (or follows) an offset (Kafka's `LogOffsetPosition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOffsetPosition {
+    /// The batch's last offset.
+    pub offset: i64,
+    /// Its position.
+    pub position: u32,
+    /// Its size.
+    pub size_bytes: u32,
+}
+
+/// The result of a segment read (Kafka's `FetchDataInfo`): whole batches, from a position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchData {
+    /// Where the read starts.
+    pub metadata: LogOffsetMetadata,
+    /// The position of the first byte returned.
+    pub position: u32,
+    /// The bytes: whole batches, unless `first_entry_incomplete`.
+    pub records: Vec<u8>,
+    /// The first batch was larger than the size allowed (and `min_one_message` was off).
+    pub first_entry_incomplete: bool,
+}
+
+/// A record found by timestamp (Kafka's `TimestampAndOffset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampAndOffset {
+    /// The record's timestamp.
+    pub timestamp: i64,
+    /// The record's offset.
+    pub offset: i64,
+    /// The batch's leader epoch, when it has one (magic 2 and >= 0).
+    pub leader_epoch: Option<i32>,
+}
+
+/// The inputs of a roll decision (Kafka's `RollParams`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RollParams {
+    /// `segment.ms` (or the compaction lag bound).
+    pub segment_ms_max: i64,
+    /// `segment.bytes`.
+    pub segment_bytes_max: u32,
+    /// The largest timestamp of the append.
+    pub max_timestamp_in_messages: i64,
+    /// The last offset of the append.
+    pub max_offset_in_messages: i64,
+    /// Bytes of the append.
+    pub messages_bytes: u32,
+    /// The clock.
+    pub now_ms: i64,
+}
+
+/// What recovery found and did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecoveryReport {
+    /// Bytes of valid batches kept.
+    pub valid_bytes: u32,
+    /// Bytes removed from the end of the `.log`.
+    pub truncated_bytes: u64,
+    /// Valid batches found.
+    pub n_batches: usize,
+    /// Why the scan stopped early, when it did (a corrupt or invalid batch, or its position).
+    pub stopped_at: Option<(u32, String)>,
+    /// `(leader epoch, base offset)` each time a batch carried a larger epoch than any before.
+    pub leader_epochs: Vec<(i32, i64)>,
+    /// The offset after the last valid batch (the base offset when none).
+    pub next_offset: i64,
+}
+
+/// A segment: `.log`, `.index` and `.timeindex` (Kafka's `LogSegment`).
+///
+/// Appends, truncation and recovery take `&mut self`; reads take `&self` and use positional
+/// reads only, so a caller may run them concurrently under a read lock.
+#[derive(Debug)]
+pub struct LogSegment {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    base_offset: i64,
+    config: SegmentConfig,
+    log_path: PathBuf,
+    log: Box<dyn File>,
+    /// Logical size: bytes of batches appended (the file may be longer when preallocated).
+    size: u32,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    bytes_since_last_index_entry: u32,
+    /// Largest timestamp so far and the last offset of the batch that carried it.
+    max_timestamp_so_far: TimestampOffset,
+    /// The first batch's max timestamp: the base of time-based rolling.
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+}
+
+/// The path of a segment file.
+pub fn segment_path(dir: &Path, base_offset: i64, kind: FileKind) -> PathBuf {
+    dir.join(SegmentFileName::new(base_offset, kind).to_name())
+}
+
+impl LogSegment {
+    /// Creates a new, empty segment at `base_offset` in `dir`.
+    pub fn create(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> Result<Self> {
+        if base_offset < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a segment cannot start at offset {base_offset}"
+            )));
+        }
+        let log_path = segment_path(dir, base_offset, FileKind::Log);
+        let log = fs
+            .open(&log_path, OpenMode::CreateNew)
+            .map_err(|e| Error::io("create segment", &log_path, e))?;
+        let offset_index = OffsetIndex::create(
+            fs.as_ref(),
+            &segment_path(dir, base_offset, FileKind::Index),
+            base_offset,
+            config.index_bytes_max,
+        )?;
+        let time_index = TimeIndex::create(
+            fs.as_ref(),
+            &segment_path(dir, base_offset, FileKind::TimeIndex),
+            base_offset,
+            config.index_bytes_max,
+        )?;
+        Ok(Self {
+            fs,
+            dir: dir.to_owned(),
+            base_offset,
+            config,
+            log_path,
+            log,
+            size: 0,
+            offset_index,
+            time_index,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: TimestampOffset { timestamp: -1, offset: base_offset },
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+        })
+    }
+
+    /// Opens an existing segment. Its indexes are loaded as they are; when either is missing or
+    /// fails its sanity check, the segment is recovered (both rebuilt from the `.log`, and a torn
+    /// tail truncated) and the report returned. As in Kafka, the indexes of an opened segment are
+    /// trimmed (full); call [`LogSegment::resize_indexes_to_max`] before appending to it.
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        now_ms: i64,
+    ) -> Result<(Self, Option<RecoveryReport>)> {
+        let log_path = segment_path(dir, base_offset, FileKind::Log);
+        let log = fs
+            .open(&log_path, OpenMode::ReadWrite)
+            .map_err(|e| Error::io("open segment", &log_path, e))?;
+        let len = log.len().map_err(|e| Error::io("stat segment", &log_path, e))?;
+        if len > SEGMENT_BYTES_LIMIT {
+            return Err(Error::InvalidArgument(format!(
+                "{} is {len} bytes, larger than the segment limit of {SEGMENT_BYTES_LIMIT}",
+                log_path.display()
+            )));
+        }
+        let mut needs_recovery = false;
+        let mut open_index = |kind: FileKind| -> Result<bool> {
+            let path = segment_path(dir, base_offset, kind);
+            let exists = fs.exists(&path).map_err(|e| Error::io("stat index", &path, e))?;
+            needs_recovery |= !exists;
+            Ok(exists)
+        };
+        let offset_exists = open_index(FileKind::Index)?;
+        let time_exists = open_index(FileKind::TimeIndex)?;
+        let index_path = segment_path(dir, base_offset, FileKind::Index);
+        let time_path = segment_path(dir, base_offset, FileKind::TimeIndex);
+        let offset_index = if offset_exists {
+            OffsetIndex::open(fs.as_ref(), &index_path, base_offset, config.index_bytes_max)?
+        } else {
+            OffsetIndex::create(fs.as_ref(), &index_path, base_offset, config.index_bytes_max)?
+        };
+        let time_index = if time_exists {
+            TimeIndex::open(fs.as_ref(), &time_path, base_offset, config.index_bytes_max)?
+        } else {
+            TimeIndex::create(fs.as_ref(), &time_path, base_offset, config.index_bytes_max)?
+        };
+        needs_recovery |=
+            offset_index.sanity_check().is_err() || time_index.sanity_check().is_err();
+        let mut segment = Self {
+            fs,
+            dir: dir.to_owned(),
+            base_offset,
+            config,
+            log_path,
+            log,
+            size: len as u32,
+            offset_index,
+            time_index,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: TimestampOffset { timestamp: -1, offset: base_offset },
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+        };
+        if needs_recovery {
+            let report = segment.recover()?;
+            return Ok((segment, Some(report)));
+        }
+        segment.max_timestamp_so_far = segment.time_index.last_entry();
+        segment.rolling_based_timestamp = segment.first_batch_timestamp()?;
+        Ok((segment, None))
+    }
+
+    /// The segment's base offset.
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Bytes of batches in the `.log`.
+    pub fn size_bytes(&self) -> u32 {
+        self.size
+    }
+
+    /// The directory holding the segment.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The `.log` path.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// The offset index.
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+
+    /// The time index.
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+
+    /// The largest timestamp so far and the last offset of its batch, or `(-1, base_offset)`.
+    pub fn max_timestamp_so_far(&self) -> TimestampOffset {
+        self.max_timestamp_so_far
+    }
+
+    /// The largest record timestamp, when any batch carried one.
+    pub fn largest_record_timestamp(&self) -> Option<i64> {
+        (self.max_timestamp_so_far.timestamp >= 0).then_some(self.max_timestamp_so_far.timestamp)
+    }
+
+    /// The largest timestamp, or the `.log` mtime when no batch carried one (retention's view).
+    pub fn largest_timestamp(&self) -> Result<i64> {
+        match self.largest_record_timestamp() {
+            Some(timestamp) => Ok(timestamp),
+            None => self.last_modified_ms(),
+        }
+    }
+
+    /// The first batch's max timestamp, or `i64::MAX` when the segment is empty (Kafka's
+    /// `getFirstBatchTimestamp`).
+    pub fn first_batch_timestamp_or_max(&self) -> i64 {
+        self.rolling_based_timestamp.unwrap_or(i64::MAX)
+    }
+
+    fn first_batch_timestamp(&self) -> Result<Option<i64>> {
+        let mut scan = HeaderScan::new(self.log.as_ref(), 0, self.size);
+        Ok(scan.next_header(&self.log_path)?.map(|header| header.max_timestamp))
+    }
+
+    fn check_relative(&self, offset: i64) -> Result<()> {
+        let relative = offset.checked_sub(self.base_offset);
+        if relative.is_none_or(|relative| !(0..=i64::from(i32::MAX)).contains(&relative)) {
+            return Err(Error::OffsetOverflow { base_offset: self.base_offset, offset });
+        }
+        Ok(())
+    }
+
+    /// Appends `records` (one or more whole batches, written as they are), whose largest offset
+    /// is `largest_offset` and largest timestamp `largest_timestamp`, found in the batch whose
+    /// last offset is `shallow_offset_of_max_timestamp` (Kafka's `LogSegment.append`).
+    pub fn append(
+        &mut self,
+        largest_offset: i64,
+        largest_timestamp: i64,
+        shallow_offset_of_max_timestamp: i64,
+        records: &[u8],
+    ) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.check_relative(largest_offset)?;
+        let position = self.size;
+        let new_size = u64::from(position) + records.len() as u64;
+        if new_size > SEGMENT_BYTES_LIMIT {
+            return Err(Error::InvalidArgument(format!(
+                "appending {} bytes to {} would exceed the segment limit of {SEGMENT_BYTES_LIMIT} bytes",
+                records.len(),
+                self.log_path.display()
+            )));
+        }
+        self.log
+            .write_all_at(records, u64::from(position))
+            .map_err(|e| Error::io("append", &self.log_path, e))?;
+        if position == 0 {
+            self.rolling_based_timestamp = Some(largest_timestamp);
+        }
+        if largest_timestamp > self.max_timestamp_so_far.timestamp {
+            self.max_timestamp_so_far = TimestampOffset {
+                timestamp: largest_timestamp,
+                offset: shallow_offset_of_max_timestamp,
+            };
+        }
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes {
+            self.offset_index.append(largest_offset, position)?;
+            let max = self.max_timestamp_so_far;
+            self.time_index.maybe_append(max.timestamp, max.offset, false)?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += records.len() as u32;
+        self.size = new_size as u32;
+        Ok(())
+    }
+
+    /// The first batch whose last offset is >= `offset`, scanning from the index's lower bound or
+    /// `starting_position`, whichever is later (Kafka's `translateOffset`).
+    pub fn translate_offset(
+        &self,
+        offset: i64,
+        starting_position: u32,
+    ) -> Result<Option<LogOffsetPosition>> {
+        let from = self.offset_index.lookup(offset).position.max(starting_position);
+        let mut scan = HeaderScan::new(self.log.as_ref(), from.min(self.size), self.size);
+        while let Some(header) = scan.next_header(&self.log_path)? {
+            if header.last_offset >= offset {
+                return Ok(Some(LogOffsetPosition {
+                    offset: header.last_offset,
+                    position: header.position,
+                    size_bytes: header.size_bytes,
+                }));
+            }
+        }
+        if let Some(ScanEnd::Corrupt { position, reason }) = scan.ended() {
+            return Err(Error::CorruptLog {
+                path: self.log_path.clone(),
+                position: u64::from(*position),
+                reason: reason.clone(),
+            });
+        }
+        Ok(None)
+    }
+
+    /// Reads whole batches from the one holding `start_offset`: at most `max_bytes` (or the first
+    /// batch whole, with `min_one_message`), never past `max_position` (Kafka's `read`). `None`
+    /// means the offset is past this segment; a `None` `max_position` returns only metadata.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        max_position: Option<u32>,
+        min_one_message: bool,
+    ) -> Result<Option<FetchData>> {
+        let Some(start) = self.translate_offset(start_offset, 0)? else { return Ok(None) };
+        let metadata = LogOffsetMetadata {
+            message_offset: start_offset,
+            segment_base_offset: self.base_offset,
+            relative_position: start.position,
+        };
+        let adjusted_max =
+            if min_one_message { max_bytes.max(start.size_bytes) } else { max_bytes };
+        let empty = FetchData {
+            metadata,
+            position: start.position,
+            records: Vec::new(),
+            first_entry_incomplete: false,
+        };
+        let Some(max_position) = max_position else { return Ok(Some(empty)) };
+        if adjusted_max == 0 {
+            return Ok(Some(empty));
+        }
+        let fetch_bytes = max_position.saturating_sub(start.position).min(adjusted_max);
+        let end = (start.position + fetch_bytes).min(self.size);
+        let mut records = vec![0u8; (end - start.position) as usize];
+        self.log
+            .read_exact_at(&mut records, u64::from(start.position))
+            .map_err(|e| Error::io("read", &self.log_path, e))?;
+        Ok(Some(FetchData {
+            metadata,
+            position: start.position,
+            records,
+            first_entry_incomplete: adjusted_max < start.size_bytes,
+        }))
+    }
+
+    /// Reads the whole entry described by `header`.
+    fn read_entry(&self, header: &EntryHeader) -> Result<Vec<u8>> {
+        let mut bytes = vec![0u8; header.size_bytes as usize];
+        self.log
+            .read_exact_at(&mut bytes, u64::from(header.position))
+            .map_err(|e| Error::io("read", &self.log_path, e))?;
+        Ok(bytes)
+    }
+
+    /// The first record with `timestamp >= target` and `offset >= starting_offset` (Kafka's
+    /// `findOffsetByTimestamp`).
+    pub fn find_offset_by_timestamp(
+        &self,
+        target: i64,
+        starting_offset: i64,
+    ) -> Result<Option<TimestampAndOffset>> {
+        let indexed = self.time_index.lookup(target);
+        let from = self.offset_index.lookup(indexed.offset.max(starting_offset)).position;
+        let mut scan = HeaderScan::new(self.log.as_ref(), from, self.size);
+        while let Some(header) = scan.next_header(&self.log_path)? {
+            if header.max_timestamp < target {
+                continue;
+            }
+            let bytes = self.read_entry(&header)?;
+            let corrupt = |source: seglog_format::DecodeError| Error::Corrupt {
+                path: self.log_path.clone(),
+                position: u64::from(header.position),
+                source,
+            };
+            let batch = Batch::new(&bytes).map_err(corrupt)?;
+            let records = batch.records(self.config.decode_limits).map_err(corrupt)?;
+            for record in &records {
+                let record = record.map_err(corrupt)?;
+                if record.timestamp >= target && record.offset >= starting_offset {
+                    let epoch = batch.partition_leader_epoch();
+                    return Ok(Some(TimestampAndOffset {
+                        timestamp: record.timestamp,
+                        offset: record.offset,
+                        leader_epoch: (batch.magic() >= 2 && epoch >= 0).then_some(epoch),
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The offset after the last batch, or the base offset when empty (Kafka's
+    /// `readNextOffset`).
+    pub fn read_next_offset(&self) -> Result<i64> {
+        let from = self.offset_index.last_entry().map_or(0, |entry| entry.position);
+        let mut scan = HeaderScan::new(self.log.as_ref(), from, self.size);
+        let mut next = self.base_offset;
+        while let Some(header) = scan.next_header(&self.log_path)? {
+            next = header.last_offset + 1;
+        }
+        Ok(next)
+    }
+
+    /// Removes every batch holding an offset >= `offset`; returns the bytes removed (Kafka's
+    /// `truncateTo`). The granularity is a whole batch. Unlike Kafka, the truncation is durable
+    /// when this returns (the `.log` is fsynced), so a crash cannot bring truncated batches back.
+    pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<u64> {
+        let mapping = self.translate_offset(offset, 0)?;
+        self.offset_index.truncate_to(offset)?;
+        self.time_index.truncate_to(offset)?;
+        self.offset_index.file_mut().resize_to_max()?;
+        self.time_index.file_mut().resize_to_max()?;
+        let old_size = self.size;
+        if let Some(mapping) = mapping
+            && mapping.position < self.size
+        {
+            self.log
+                .set_len(u64::from(mapping.position))
+                .map_err(|e| Error::io("truncate", &self.log_path, e))?;
+            self.log.sync_data().map_err(|e| Error::io("fsync", &self.log_path, e))?;
+            self.size = mapping.position;
+        }
+        if self.size == 0 {
+            self.created_ms = now_ms;
+            self.rolling_based_timestamp = None;
+        }
+        self.bytes_since_last_index_entry = 0;
+        if self.max_timestamp_so_far.timestamp >= 0 {
+            self.max_timestamp_so_far = self.time_index.last_entry();
+            let from = self.offset_index.lookup(self.max_timestamp_so_far.offset).position;
+            let mut scan = HeaderScan::new(self.log.as_ref(), from, self.size);
+            while let Some(header) = scan.next_header(&self.log_path)? {
+                if header.max_timestamp > self.max_timestamp_so_far.timestamp {
+                    self.max_timestamp_so_far = TimestampOffset {
+                        timestamp: header.max_timestamp,
+                        offset: header.last_offset,
+                    };
+                }
+            }
+        }
+        Ok(u64::from(old_size - self.size))
+    }
+
+    /// Whether the next append of `params` must go to a new segment (Kafka's `shouldRoll`).
+    pub fn should_roll(&self, params: &RollParams) -> bool {
+        let too_big = i64::from(self.size)
+            > i64::from(params.segment_bytes_max) - i64::from(params.messages_bytes);
+        let waited = match self.rolling_based_timestamp {
+            Some(timestamp) if timestamp >= 0 => params.max_timestamp_in_messages - timestamp,
+            _ => params.now_ms - self.created_ms,
+        };
+        let too_old = self.size > 0 && waited > params.segment_ms_max - self.config.roll_jitter_ms;
+        let overflow = params
+            .max_offset_in_messages
+            .checked_sub(self.base_offset)
+            .is_none_or(|relative| !(0..=i64::from(i32::MAX)).contains(&relative));
+        too_big || too_old || self.offset_index.is_full() || self.time_index.is_full() || overflow
+    }
+
+    /// Seals the segment when the log rolls past it: the final time index entry, and the indexes
+    /// and the `.log` trimmed to their contents (Kafka's `onBecomeInactiveSegment`).
+    pub fn on_become_inactive(&mut self) -> Result<()> {
+        let max = self.max_timestamp_so_far;
+        self.time_index.maybe_append(max.timestamp, max.offset, true)?;
+        self.offset_index.file_mut().trim_to_valid_size()?;
+        self.time_index.file_mut().trim_to_valid_size()?;
+        let len = self.log.len().map_err(|e| Error::io("stat segment", &self.log_path, e))?;
+        if len > u64::from(self.size) {
+            self.log
+                .set_len(u64::from(self.size))
+                .map_err(|e| Error::io("trim segment", &self.log_path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Grows the indexes back to their full size, for a segment that is active again.
+    pub fn resize_indexes_to_max(&mut self) -> Result<()> {
+        self.offset_index.file_mut().resize_to_max()?;
+        self.time_index.file_mut().resize_to_max()?;
+        Ok(())
+    }
+
+    /// Fsyncs the `.log`, then the indexes (Kafka's `flush`). Data first: an index entry must
+    /// never be durable before the bytes it points at.
+    pub fn flush(&mut self) -> Result<()> {
+        self.log.sync_data().map_err(|e| Error::io("fsync", &self.log_path, e))?;
+        self.offset_index.file_mut().flush()?;
+        self.time_index.file_mut().flush()
+    }
+
+    /// Writes the final time index entry, trims and fsyncs everything (Kafka's `close`).
+    pub fn close(&mut self) -> Result<()> {
+        if self.max_timestamp_so_far.timestamp >= 0 {
+            let max = self.max_timestamp_so_far;
+            self.time_index.maybe_append(max.timestamp, max.offset, true)?;
+        }
+        self.on_become_inactive()?;
+        self.flush()
+    }
+
+    /// Deletes the segment's files; missing index files are not an error.
+    pub fn delete(self) -> Result<()> {
+        for kind in [FileKind::Log, FileKind::Index, FileKind::TimeIndex, FileKind::TxnIndex] {
+            let path = segment_path(&self.dir, self.base_offset, kind);
+            match self.fs.remove(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(Error::io("delete segment", &path, error)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The `.log` file's last-modified time.
+    pub fn last_modified_ms(&self) -> Result<i64> {
+        self.log.modified_ms().map_err(|e| Error::io("stat segment", &self.log_path, e))
+    }
+
+    /// Sets the last-modified time of the `.log` and both indexes.
+    pub fn set_last_modified_ms(&self, ms: i64) -> Result<()> {
+        self.log.set_modified_ms(ms).map_err(|e| Error::io("touch segment", &self.log_path, e))?;
+        for kind in [FileKind::Index, FileKind::TimeIndex] {
+            let path = segment_path(&self.dir, self.base_offset, kind);
+            let file = self
+                .fs
+                .open(&path, OpenMode::ReadWrite)
+                .map_err(|e| Error::io("open index", &path, e))?;
+            file.set_modified_ms(ms).map_err(|e| Error::io("touch index", &path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the last offset no longer fits this segment's relative range (Kafka's
+    /// `hasOverflow`).
+    pub fn has_overflow(&self) -> Result<bool> {
+        let next = self.read_next_offset()?;
+        Ok(next > self.base_offset && self.check_relative(next - 1).is_err())
+    }
+
+    /// Validates every batch from the start, rebuilds both indexes, and truncates whatever
+    /// follows the last valid batch (Kafka's `LogSegment.recover`).
+    pub fn recover(&mut self) -> Result<RecoveryReport> {
+        self.offset_index.file_mut().reset()?;
+        self.time_index.file_mut().reset()?;
+        self.max_timestamp_so_far = TimestampOffset { timestamp: -1, offset: self.base_offset };
+        let mut report =
+            RecoveryReport { next_offset: self.base_offset, ..RecoveryReport::default() };
+        let mut valid_bytes: u32 = 0;
+        let mut last_index_entry: u32 = 0;
+        let mut latest_epoch = -1;
+        let mut scan = HeaderScan::new(self.log.as_ref(), 0, self.size);
+        while let Some(header) = scan.next_header(&self.log_path)? {
+            let bytes = self.read_entry(&header)?;
+            let checked = Batch::new(&bytes).and_then(|batch| batch.validate().map(|()| batch));
+            let batch = match checked {
+                Ok(batch) => batch,
+                Err(error) => {
+                    report.stopped_at = Some((header.position, error.to_string()));
+                    break;
+                }
+            };
+            if self.check_relative(batch.last_offset()).is_err() {
+                return Err(Error::OffsetOverflow {
+                    base_offset: self.base_offset,
+                    offset: batch.last_offset(),
+                });
+            }
+            if header.max_timestamp > self.max_timestamp_so_far.timestamp {
+                self.max_timestamp_so_far =
+                    TimestampOffset { timestamp: header.max_timestamp, offset: header.last_offset };
+            }
+            if valid_bytes - last_index_entry > self.config.index_interval_bytes {
+                self.offset_index.append(header.last_offset, valid_bytes)?;
+                let max = self.max_timestamp_so_far;
+                self.time_index.maybe_append(max.timestamp, max.offset, false)?;
+                last_index_entry = valid_bytes;
+            }
+            valid_bytes += header.size_bytes;
+            report.n_batches += 1;
+            report.next_offset = header.last_offset + 1;
+            if header.magic >= 2 && header.partition_leader_epoch > latest_epoch {
+                latest_epoch = header.partition_leader_epoch;
+                report.leader_epochs.push((latest_epoch, header.base_offset));
+            }
+        }
+        if report.stopped_at.is_none()
+            && let Some(ScanEnd::Corrupt { position, reason }) = scan.ended()
+        {
+            report.stopped_at = Some((*position, reason.clone()));
+        }
+        report.valid_bytes = valid_bytes;
+        report.truncated_bytes = u64::from(self.size - valid_bytes);
+        let file_len = self.log.len().map_err(|e| Error::io("stat segment", &self.log_path, e))?;
+        if file_len > u64::from(valid_bytes) {
+            self.log
+                .set_len(u64::from(valid_bytes))
+                .map_err(|e| Error::io("truncate", &self.log_path, e))?;
+            self.log.sync_data().map_err(|e| Error::io("fsync", &self.log_path, e))?;
+        }
+        self.size = valid_bytes;
+        self.bytes_since_last_index_entry = valid_bytes - last_index_entry;
+        self.offset_index.file_mut().trim_to_valid_size()?;
+        let max = self.max_timestamp_so_far;
+        self.time_index.maybe_append(max.timestamp, max.offset, true)?;
+        self.time_index.file_mut().trim_to_valid_size()?;
+        self.rolling_based_timestamp = self.first_batch_timestamp()?;
+        Ok(report)
+    }
+}
+#[cfg(test)]
+mod model_tests;
+#[cfg(test)]
+mod tests;
