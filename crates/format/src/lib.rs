@@ -30,7 +30,7 @@ pub use compression::{Compression, DecodeLimits};
 pub use control::{ControlRecordType, EndTransactionMarker};
 pub use entry::{Batch, BatchRecords, Batches, PositionedBatch, RecordIter};
 pub use error::{DecodeError, Result};
-pub use index::{OffsetIndexEntry, TimeIndexEntry};
+pub use index::{AbortedTxn, OffsetIndexEntry, TimeIndexEntry};
 pub use legacy::LegacyEntry;
 pub use names::{DirState, FileKind, FileState, PartitionDir, SegmentFileName};
 pub use record::{Header, HeaderRef, Headers, Record};

@@ -135,6 +135,13 @@ impl<E: IndexEntry> IndexFile<E> {
         &self.path
     }
 
+    /// Renames the file; the open handle keeps working under the new name.
+    pub fn rename_to(&mut self, fs: &dyn Fs, path: &Path) -> Result<()> {
+        fs.rename(&self.path, path).map_err(|e| Error::io("rename index", &self.path, e))?;
+        path.clone_into(&mut self.path);
+        Ok(())
+    }
+
     /// The segment's base offset.
     pub fn base_offset(&self) -> i64 {
         self.base_offset

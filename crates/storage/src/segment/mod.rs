@@ -11,8 +11,12 @@ use seglog_format::{Batch, DecodeLimits, FileKind, SegmentFileName};
 pub use scan::{EntryHeader, HeaderScan, ScanEnd};
 
 use crate::error::{Error, Result};
-use crate::index::{INDEX_BYTES_MAX_DEFAULT, OffsetIndex, TimeIndex, TimestampOffset};
+use crate::index::{
+    INDEX_BYTES_MAX_DEFAULT, OffsetIndex, TimeIndex, TimestampOffset, TransactionIndex,
+    TxnIndexSearchResult,
+};
 use crate::io::{File, Fs, OpenMode};
+use seglog_format::AbortedTxn;
 
 /// Kafka's default `index.interval.bytes`.
 pub const INDEX_INTERVAL_BYTES_DEFAULT: u32 = 4096;
@@ -30,6 +34,9 @@ pub struct SegmentConfig {
     pub roll_jitter_ms: i64,
     /// Bounds for decompressing batches (timestamp search reads records).
     pub decode_limits: DecodeLimits,
+    /// `preallocate`: bytes a new `.log` is extended to up front (0: off, Kafka's default). The
+    /// file is trimmed to its contents when the segment becomes inactive or closes.
+    pub preallocate_bytes: u32,
 }
 
 impl Default for SegmentConfig {
@@ -39,6 +46,7 @@ impl Default for SegmentConfig {
             index_bytes_max: INDEX_BYTES_MAX_DEFAULT,
             roll_jitter_ms: 0,
             decode_limits: DecodeLimits::default(),
+            preallocate_bytes: 0,
         }
     }
 }
@@ -139,6 +147,7 @@ pub struct LogSegment {
     size: u32,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
+    txn_index: TransactionIndex,
     bytes_since_last_index_entry: u32,
     /// Largest timestamp so far and the last offset of the batch that carried it.
     max_timestamp_so_far: TimestampOffset,
@@ -170,6 +179,12 @@ impl LogSegment {
         let log = fs
             .open(&log_path, OpenMode::CreateNew)
             .map_err(|e| Error::io("create segment", &log_path, e))?;
+        if config.preallocate_bytes > 0 {
+            log.set_len(u64::from(config.preallocate_bytes))
+                .map_err(|e| Error::io("preallocate segment", &log_path, e))?;
+        }
+        let txn_path = segment_path(dir, base_offset, FileKind::TxnIndex);
+        let txn_index = TransactionIndex::open(fs.clone(), &txn_path, base_offset)?;
         let offset_index = OffsetIndex::create(
             fs.as_ref(),
             &segment_path(dir, base_offset, FileKind::Index),
@@ -192,6 +207,7 @@ impl LogSegment {
             size: 0,
             offset_index,
             time_index,
+            txn_index,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: TimestampOffset { timestamp: -1, offset: base_offset },
             rolling_based_timestamp: None,
@@ -242,6 +258,8 @@ impl LogSegment {
         } else {
             TimeIndex::create(fs.as_ref(), &time_path, base_offset, config.index_bytes_max)?
         };
+        let txn_path = segment_path(dir, base_offset, FileKind::TxnIndex);
+        let txn_index = TransactionIndex::open(fs.clone(), &txn_path, base_offset)?;
         needs_recovery |=
             offset_index.sanity_check().is_err() || time_index.sanity_check().is_err();
         let mut segment = Self {
@@ -254,6 +272,7 @@ impl LogSegment {
             size: len as u32,
             offset_index,
             time_index,
+            txn_index,
             bytes_since_last_index_entry: 0,
             max_timestamp_so_far: TimestampOffset { timestamp: -1, offset: base_offset },
             rolling_based_timestamp: None,
@@ -516,6 +535,7 @@ impl LogSegment {
         let mapping = self.translate_offset(offset, 0)?;
         self.offset_index.truncate_to(offset)?;
         self.time_index.truncate_to(offset)?;
+        self.txn_index.truncate_to(offset)?;
         self.offset_index.file_mut().resize_to_max()?;
         self.time_index.file_mut().resize_to_max()?;
         let old_size = self.size;
@@ -593,7 +613,8 @@ impl LogSegment {
     pub fn flush(&mut self) -> Result<()> {
         self.log.sync_data().map_err(|e| Error::io("fsync", &self.log_path, e))?;
         self.offset_index.file_mut().flush()?;
-        self.time_index.file_mut().flush()
+        self.time_index.file_mut().flush()?;
+        self.txn_index.flush()
     }
 
     /// Writes the final time index entry, trims and fsyncs everything (Kafka's `close`).
@@ -645,11 +666,118 @@ impl LogSegment {
         Ok(next > self.base_offset && self.check_relative(next - 1).is_err())
     }
 
+    /// The transaction index.
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+
+    /// Records an aborted transaction whose marker is in this segment (Kafka's
+    /// `updateTxnIndex` for an aborted `CompletedTxn`).
+    pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> Result<()> {
+        self.txn_index.append(txn)
+    }
+
+    /// The aborted transactions overlapping `[fetch_offset, upper_bound_offset)`.
+    pub fn collect_aborted_txns(
+        &self,
+        fetch_offset: i64,
+        upper_bound_offset: i64,
+    ) -> TxnIndexSearchResult {
+        self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+    }
+
+    /// Renames every file of the segment from suffix `old` to `new`, e.g. `""` to `".deleted"`
+    /// (Kafka's `changeFileSuffixes`). Open handles keep working; a missing txn index is skipped.
+    pub fn change_file_suffixes(&mut self, old: &str, new: &str) -> Result<()> {
+        let renamed = |path: &Path| -> Result<PathBuf> {
+            let text = path.to_string_lossy();
+            let stem = text.strip_suffix(old).ok_or_else(|| {
+                Error::InvalidArgument(format!("{} does not end with {old:?}", path.display()))
+            })?;
+            Ok(PathBuf::from(format!("{stem}{new}")))
+        };
+        let log_path = renamed(&self.log_path)?;
+        self.fs
+            .rename(&self.log_path, &log_path)
+            .map_err(|e| Error::io("rename segment", &self.log_path, e))?;
+        self.log_path = log_path;
+        let offset_path = renamed(self.offset_index.file().path())?;
+        self.offset_index.file_mut().rename_to(self.fs.as_ref(), &offset_path)?;
+        let time_path = renamed(self.time_index.file().path())?;
+        self.time_index.file_mut().rename_to(self.fs.as_ref(), &time_path)?;
+        let txn_path = renamed(self.txn_index.path())?;
+        self.txn_index.rename_to(&txn_path)
+    }
+
+    /// Whether every file of the segment ends with `suffix`.
+    pub fn has_suffix(&self, suffix: &str) -> bool {
+        [
+            self.log_path.as_path(),
+            self.offset_index.file().path(),
+            self.time_index.file().path(),
+            self.txn_index.path(),
+        ]
+        .iter()
+        .all(|path| path.to_string_lossy().ends_with(suffix))
+    }
+
+    /// Copies whole batches from `source` (a `.log` at `source_path`), starting at position
+    /// `start` and ending before `end`, in chunks of about 1 MiB, for as long as their offsets fit
+    /// this segment. Returns the bytes copied (Kafka's `appendFromFile`, used to split a segment).
+    pub fn append_from_file(
+        &mut self,
+        source: &dyn File,
+        source_path: &Path,
+        start: u32,
+        end: u32,
+    ) -> Result<u32> {
+        const CHUNK_BYTES: u32 = 1024 * 1024;
+        let mut scan = HeaderScan::new(source, start, end);
+        let mut copied = 0u32;
+        let mut pending: Option<(u32, u32, i64, i64, i64)> = None; // (start, len, last, max ts, its offset)
+        loop {
+            let header = scan.next_header(source_path)?;
+            let fits = header.is_some_and(|h| self.check_relative(h.last_offset).is_ok());
+            let flush_now = match (&pending, header) {
+                (Some((_, len, ..)), Some(h)) => !fits || len + h.size_bytes > CHUNK_BYTES,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if flush_now
+                && let Some((chunk_start, len, last, max_timestamp, max_offset)) = pending.take()
+            {
+                let mut bytes = vec![0u8; len as usize];
+                source
+                    .read_exact_at(&mut bytes, u64::from(chunk_start))
+                    .map_err(|e| Error::io("read", source_path, e))?;
+                self.append(last, max_timestamp, max_offset, &bytes)?;
+                copied += len;
+            }
+            let Some(header) = header.filter(|_| fits) else { return Ok(copied) };
+            let entry = pending.get_or_insert((
+                header.position,
+                0,
+                header.last_offset,
+                header.max_timestamp,
+                header.last_offset,
+            ));
+            entry.1 += header.size_bytes;
+            entry.2 = header.last_offset;
+            if header.max_timestamp > entry.3 {
+                entry.3 = header.max_timestamp;
+                entry.4 = header.last_offset;
+            }
+        }
+    }
+
     /// Validates every batch from the start, rebuilds both indexes, and truncates whatever
     /// follows the last valid batch (Kafka's `LogSegment.recover`).
     pub fn recover(&mut self) -> Result<RecoveryReport> {
         self.offset_index.file_mut().reset()?;
         self.time_index.file_mut().reset()?;
+        // Producer state (which rebuilds aborted transactions) comes with the idempotent
+        // producer; until then recovery empties the index, as Kafka's reset does first.
+        self.txn_index.reset()?;
         self.max_timestamp_so_far = TimestampOffset { timestamp: -1, offset: self.base_offset };
         let mut report =
             RecoveryReport { next_offset: self.base_offset, ..RecoveryReport::default() };

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use seglog_format::{Compression, DecodeLimits, FileKind, RecordBatch, RecordBatchBuilder};
+use seglog_format::{
+    AbortedTxn, Compression, DecodeLimits, FileKind, RecordBatch, RecordBatchBuilder,
+};
 
 use super::*;
 use crate::io::SimFs;
@@ -404,4 +406,125 @@ fn index_entries_point_at_the_append_start_with_its_last_offset() {
         assert_eq!(entry.offset, (entry_idx as i64 + 1) * 3 + 2);
         assert_eq!(entry.position, positions[entry_idx + 1]);
     }
+}
+
+/// `testChangeFileSuffixes`: every file is renamed; handles keep working.
+#[test]
+fn change_file_suffixes_renames_every_file() {
+    let fs = fs();
+    let mut seg = segment(&fs, 40, 4096);
+    append(&mut seg, &batch_at(40..=41));
+    seg.append_aborted_txn(AbortedTxn {
+        producer_id: 1,
+        first_offset: 40,
+        last_offset: 41,
+        last_stable_offset: 40,
+    })
+    .unwrap();
+    seg.change_file_suffixes("", ".deleted").unwrap();
+    assert!(seg.has_suffix(".deleted"));
+    for kind in [FileKind::Log, FileKind::Index, FileKind::TimeIndex, FileKind::TxnIndex] {
+        let live = segment_path(&dir(), 40, kind);
+        assert!(!fs.exists(&live).unwrap(), "{kind:?}");
+        assert!(
+            fs.exists(&PathBuf::from(format!("{}.deleted", live.display()))).unwrap(),
+            "{kind:?}"
+        );
+    }
+    assert_eq!(seg.read_next_offset().unwrap(), 42, "the handle follows the rename");
+    seg.change_file_suffixes(".deleted", "").unwrap();
+    assert!(fs.exists(&segment_path(&dir(), 40, FileKind::Log)).unwrap());
+    assert!(seg.change_file_suffixes(".swap", "").is_err());
+}
+
+/// `testAppendFromFile`: copying stops at the first batch that overflows the segment, and the
+/// remainder fits a segment based at `i32::MAX`.
+#[test]
+fn append_from_file_stops_at_offset_overflow() {
+    let fs = fs();
+    let source_path = dir().join("source.log");
+    let source = fs.open(&source_path, OpenMode::CreateNew).unwrap();
+    let mut bytes = Vec::new();
+    for offset in [0, 1, 2] {
+        bytes.extend_from_slice(&batch_at(offset..=offset));
+    }
+    let first_part = bytes.len();
+    // Relative offset i32::MAX still fits a segment based at 0; one more does not.
+    let high = i64::from(i32::MAX);
+    for offset in [high + 1, high + 2] {
+        let mut builder = RecordBatchBuilder::new(Compression::None).base_offset(offset);
+        builder.append(offset, 5, None, Some(b"x"), &[]).unwrap();
+        bytes.extend_from_slice(&builder.build().unwrap());
+    }
+    source.write_all_at(&bytes, 0).unwrap();
+    let end = bytes.len() as u32;
+    let mut low = segment(&fs, 0, 4096);
+    let copied = low.append_from_file(source.as_ref(), &source_path, 0, end).unwrap();
+    assert_eq!(copied as usize, first_part);
+    assert_eq!(low.read_next_offset().unwrap(), 3);
+    let mut upper = segment(&fs, high, 4096);
+    let copied_high = upper.append_from_file(source.as_ref(), &source_path, copied, end).unwrap();
+    assert_eq!((copied + copied_high) as usize, bytes.len());
+    assert_eq!(upper.read_next_offset().unwrap(), high + 3);
+}
+
+/// `testCreateWithInitFileSizeAppendMessage` / `...ClearShutdown`: a preallocated `.log`
+/// works, close trims it, and a reopen sees the same size.
+#[test]
+fn preallocated_segment_is_trimmed_on_close() {
+    let fs = fs();
+    let config = SegmentConfig { preallocate_bytes: 512 * 1024, ..config(4096) };
+    let mut seg = LogSegment::create(Arc::new(fs.clone()), &dir(), 40, config, 0).unwrap();
+    let log = fs.open(&segment_path(&dir(), 40, FileKind::Log), OpenMode::Read).unwrap();
+    assert_eq!(log.len().unwrap(), 512 * 1024);
+    append(&mut seg, &batch_at(40..=41));
+    append(&mut seg, &batch_at(42..=43));
+    let size = seg.size_bytes();
+    let read = seg.read(40, 10_000, Some(size), false).unwrap().unwrap();
+    assert_eq!(offsets_in(&read.records), [40, 41, 42, 43]);
+    seg.close().unwrap();
+    assert_eq!(log.len().unwrap(), u64::from(size));
+    let (reopened, report) = LogSegment::open(Arc::new(fs.clone()), &dir(), 40, config, 0).unwrap();
+    assert!(report.is_none());
+    assert_eq!(reopened.size_bytes(), size);
+    assert_eq!(reopened.read_next_offset().unwrap(), 44);
+}
+
+/// `testRecoveryRebuildsEpochCache`: recovery reports where each new leader epoch began.
+#[test]
+fn recovery_reports_leader_epochs() {
+    let fs = fs();
+    let mut seg = segment(&fs, 100, 4096);
+    for (offset, epoch) in [(104, 0), (105, 0), (106, 1), (107, 1), (108, 1), (110, 2), (111, 2)] {
+        let mut builder = RecordBatchBuilder::new(Compression::None)
+            .base_offset(offset)
+            .partition_leader_epoch(epoch);
+        builder.append(offset, offset * 10, None, Some(b"v"), &[]).unwrap();
+        append(&mut seg, &builder.build().unwrap());
+    }
+    let report = seg.recover().unwrap();
+    assert_eq!(report.leader_epochs, vec![(0, 104), (1, 106), (2, 110)]);
+    assert_eq!(report.next_offset, 112);
+}
+
+/// Truncation removes aborted transactions whose marker is cut off.
+#[test]
+fn truncation_truncates_the_txn_index() {
+    let fs = fs();
+    let mut seg = segment(&fs, 40, 4096);
+    for offset in 40..50 {
+        append(&mut seg, &batch_at(offset..=offset));
+    }
+    for (first, last) in [(40, 42), (43, 45), (46, 48)] {
+        seg.append_aborted_txn(AbortedTxn {
+            producer_id: 7,
+            first_offset: first,
+            last_offset: last,
+            last_stable_offset: first,
+        })
+        .unwrap();
+    }
+    seg.truncate_to(45, 0).unwrap();
+    assert_eq!(seg.txn_index().all_aborted_txns().len(), 1);
+    assert_eq!(seg.collect_aborted_txns(40, 50).aborted.len(), 1);
 }
