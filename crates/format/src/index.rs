@@ -51,14 +51,13 @@ impl OffsetIndexEntry {
 
     /// Decodes the entry at `entry_idx` of an index file's bytes.
     pub fn read(file: &[u8], entry_idx: usize) -> Result<Self> {
-        let at = entry_idx * OFFSET_INDEX_ENTRY_BYTES;
+        // Saturating: an index past the end of any file is truncation, not overflow.
+        let at = entry_idx.saturating_mul(OFFSET_INDEX_ENTRY_BYTES);
+        let end = at.saturating_add(OFFSET_INDEX_ENTRY_BYTES);
         let bytes = file
-            .get(at..at + OFFSET_INDEX_ENTRY_BYTES)
+            .get(at..end)
             .and_then(|slice| <&[u8; OFFSET_INDEX_ENTRY_BYTES]>::try_from(slice).ok())
-            .ok_or(DecodeError::Truncated {
-                needed: at + OFFSET_INDEX_ENTRY_BYTES,
-                available: file.len(),
-            })?;
+            .ok_or(DecodeError::Truncated { needed: end, available: file.len() })?;
         Self::decode(bytes).map_err(|error| error.at(at as u64))
     }
 }
@@ -99,14 +98,13 @@ impl TimeIndexEntry {
 
     /// Decodes the entry at `entry_idx` of a time index file's bytes.
     pub fn read(file: &[u8], entry_idx: usize) -> Result<Self> {
-        let at = entry_idx * TIME_INDEX_ENTRY_BYTES;
+        // Saturating: an index past the end of any file is truncation, not overflow.
+        let at = entry_idx.saturating_mul(TIME_INDEX_ENTRY_BYTES);
+        let end = at.saturating_add(TIME_INDEX_ENTRY_BYTES);
         let bytes = file
-            .get(at..at + TIME_INDEX_ENTRY_BYTES)
+            .get(at..end)
             .and_then(|slice| <&[u8; TIME_INDEX_ENTRY_BYTES]>::try_from(slice).ok())
-            .ok_or(DecodeError::Truncated {
-                needed: at + TIME_INDEX_ENTRY_BYTES,
-                available: file.len(),
-            })?;
+            .ok_or(DecodeError::Truncated { needed: end, available: file.len() })?;
         Self::decode(bytes).map_err(|error| error.at(at as u64))
     }
 }
@@ -142,6 +140,22 @@ mod tests {
         );
         assert!(TimeIndexEntry::read(&file, 0).is_ok());
         assert!(TimeIndexEntry::read(&file, 1).is_err());
+    }
+
+    /// Found by the `small_codecs` fuzz target: `entry_idx * 8` overflowed. The minimised input
+    /// was the single byte 0x30, which the target reads as the entry index 0x3000_0000_0000_0000.
+    #[test]
+    fn huge_entry_index_is_truncated_not_overflow() {
+        let file = [0x30u8];
+        let entry_idx = u64::from_be_bytes([0x30, 0, 0, 0, 0, 0, 0, 0]) as usize;
+        let truncated = DecodeError::Truncated { needed: usize::MAX, available: 1 };
+        assert_eq!(OffsetIndexEntry::read(&file, entry_idx), Err(truncated.clone()));
+        assert_eq!(TimeIndexEntry::read(&file, entry_idx), Err(truncated));
+        let file = [0u8; 24];
+        for entry_idx in [usize::MAX, usize::MAX / 8, usize::MAX / 12 + 1] {
+            assert!(OffsetIndexEntry::read(&file, entry_idx).is_err());
+            assert!(TimeIndexEntry::read(&file, entry_idx).is_err());
+        }
     }
 }
 

@@ -210,7 +210,9 @@ impl<'a> LegacyEntry<'a> {
                         reason: "wrapper offset is smaller than the last inner relative offset",
                     });
                 }
-                self.offset() - last_relative
+                self.offset().checked_sub(last_relative).ok_or(DecodeError::InvalidWrapper {
+                    reason: "wrapper offset minus the last inner relative offset overflows",
+                })?
             }
         };
         Ok(LegacyRecords::Wrapper { wrapper: *self, data, inner, base })

@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use seglog_format::{Batch, Batches, DecodeLimits, decrement_sequence, increment_sequence};
+use seglog_format::{
+    Batch, Batches, DecodeError, DecodeLimits, decrement_sequence, increment_sequence,
+};
 
 const LIMITS: DecodeLimits = DecodeLimits { decompressed_bytes_max: 1 << 20 };
 
@@ -50,4 +52,26 @@ fn sequence_arithmetic_never_overflows() {
             let _ = (increment_sequence(value, delta), decrement_sequence(value, delta));
         }
     }
+}
+
+/// Found by review, not by a fuzz target (the CRC-checked, gzip-compressed inner messages are out
+/// of a mutator's reach): a v1 gzip wrapper at offset `i64::MAX` whose one inner message has
+/// relative offset -1 overflowed `offset - last_relative` when making inner offsets absolute.
+#[test]
+fn legacy_wrapper_base_offset_overflow() {
+    let log: [u8; 73] = [
+        127, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 61, 59, 8, 154, 131, 1, 1, 0, 0, 0, 0, 0,
+        0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 39, 31, 139, 8, 0, 0, 0, 0, 0, 2, 255, 251, 255, 31,
+        2, 24, 24, 24, 196, 131, 111, 102, 105, 50, 50, 192, 0, 84, 148, 177, 2, 0, 169, 86, 150,
+        30, 35, 0, 0, 0,
+    ];
+    walk(&log);
+    let Batch::Legacy(entry) = Batch::new(&log).unwrap() else { panic!("not a legacy entry") };
+    entry.validate().unwrap();
+    assert_eq!(
+        entry.records(LIMITS).unwrap_err(),
+        DecodeError::InvalidWrapper {
+            reason: "wrapper offset minus the last inner relative offset overflows"
+        }
+    );
 }

@@ -9,9 +9,12 @@
 //! - [`index`]: the sparse offset index and time index of a segment.
 //! - [`segment`]: one segment, Kafka's `LogSegment`: append, read, lookups, truncation, recovery.
 
+pub mod config;
+pub mod dirs;
 pub mod error;
 pub mod index;
 pub mod io;
+pub mod log;
 pub mod segment;
 
 pub use error::{Error, Result};

@@ -3,6 +3,7 @@
 //! the entries mirrored in memory and searched with Kafka's warm-section binary search.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::io::{File, Fs, OpenMode, read_all};
@@ -37,7 +38,7 @@ pub enum SearchKey {
 #[derive(Debug)]
 pub struct IndexFile<E: IndexEntry> {
     path: PathBuf,
-    file: Box<dyn File>,
+    file: Arc<dyn File>,
     base_offset: i64,
     entries: Vec<E>,
     /// Entries `[written_entries..]` are not yet in the file.
@@ -69,7 +70,7 @@ impl<E: IndexEntry> IndexFile<E> {
         file.set_len(len).map_err(|e| Error::io("preallocate index", path, e))?;
         Ok(Self {
             path: path.to_owned(),
-            file,
+            file: Arc::from(file),
             base_offset,
             entries: Vec::new(),
             written_entries: 0,
@@ -84,6 +85,7 @@ impl<E: IndexEntry> IndexFile<E> {
     pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
         let file =
             fs.open(path, OpenMode::ReadWrite).map_err(|e| Error::io("open index", path, e))?;
+        let file: Arc<dyn File> = Arc::from(file);
         let bytes = read_all(file.as_ref()).map_err(|e| Error::io("read index", path, e))?;
         let mut entries: Vec<E> = Vec::with_capacity(bytes.len() / E::BYTES);
         for chunk in bytes.chunks_exact(E::BYTES) {
@@ -245,8 +247,13 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(())
     }
 
-    /// Writes entries not yet in the file.
-    fn write_pending(&mut self) -> Result<()> {
+    /// The file handle, for an fsync made outside the owner's lock (see `LogSegment::prepare_sync`).
+    pub fn handle(&self) -> Arc<dyn File> {
+        Arc::clone(&self.file)
+    }
+
+    /// Writes entries not yet in the file (without an fsync).
+    pub fn write_pending(&mut self) -> Result<()> {
         let Some(pending) = self.entries.get(self.written_entries..) else { return Ok(()) };
         if pending.is_empty() {
             return Ok(());

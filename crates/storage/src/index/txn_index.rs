@@ -29,7 +29,7 @@ pub struct TransactionIndex {
     path: PathBuf,
     start_offset: i64,
     entries: Vec<AbortedTxn>,
-    file: Option<Box<dyn File>>,
+    file: Option<Arc<dyn File>>,
 }
 
 impl TransactionIndex {
@@ -61,7 +61,7 @@ impl TransactionIndex {
         } else {
             (None, Vec::new())
         };
-        Ok(Self { fs, path: path.to_owned(), start_offset, entries, file })
+        Ok(Self { fs, path: path.to_owned(), start_offset, entries, file: file.map(Arc::from) })
     }
 
     /// The entries.
@@ -89,16 +89,22 @@ impl TransactionIndex {
         let position = (self.entries.len() * ABORTED_TXN_BYTES) as u64;
         let file = match self.file.take() {
             Some(file) => file,
-            None => self
-                .fs
-                .open(&self.path, OpenMode::CreateOrOpen)
-                .map_err(|e| Error::io("create txn index", &self.path, e))?,
+            None => Arc::from(
+                self.fs
+                    .open(&self.path, OpenMode::CreateOrOpen)
+                    .map_err(|e| Error::io("create txn index", &self.path, e))?,
+            ),
         };
         let written = file.write_all_at(&txn.encode(), position);
         self.file = Some(file);
         written.map_err(|e| Error::io("append txn index", &self.path, e))?;
         self.entries.push(txn);
         Ok(())
+    }
+
+    /// The file handle, once the file exists.
+    pub fn handle(&self) -> Option<Arc<dyn File>> {
+        self.file.clone()
     }
 
     /// Fsyncs the file, if there is one.

@@ -131,6 +131,25 @@ pub struct RecoveryReport {
     pub next_offset: i64,
 }
 
+/// The file handles of one segment to fsync, taken by [`LogSegment::prepare_sync`].
+#[derive(Debug)]
+pub struct SegmentSync {
+    log: (Arc<dyn File>, PathBuf),
+    indexes: Vec<(Arc<dyn File>, PathBuf)>,
+}
+
+impl SegmentSync {
+    /// Fsyncs the `.log` first, then each index.
+    pub fn sync(&self) -> Result<()> {
+        let (log, log_path) = &self.log;
+        log.sync_data().map_err(|e| Error::io("fsync", log_path, e))?;
+        for (file, path) in &self.indexes {
+            file.sync_data().map_err(|e| Error::io("fsync index", path, e))?;
+        }
+        Ok(())
+    }
+}
+
 /// A segment: `.log`, `.index` and `.timeindex` (Kafka's `LogSegment`).
 ///
 /// Appends, truncation and recovery take `&mut self`; reads take `&self` and use positional
@@ -142,7 +161,7 @@ pub struct LogSegment {
     base_offset: i64,
     config: SegmentConfig,
     log_path: PathBuf,
-    log: Box<dyn File>,
+    log: Arc<dyn File>,
     /// Logical size: bytes of batches appended (the file may be longer when preallocated).
     size: u32,
     offset_index: OffsetIndex,
@@ -176,9 +195,10 @@ impl LogSegment {
             )));
         }
         let log_path = segment_path(dir, base_offset, FileKind::Log);
-        let log = fs
-            .open(&log_path, OpenMode::CreateNew)
-            .map_err(|e| Error::io("create segment", &log_path, e))?;
+        let log: Arc<dyn File> = Arc::from(
+            fs.open(&log_path, OpenMode::CreateNew)
+                .map_err(|e| Error::io("create segment", &log_path, e))?,
+        );
         if config.preallocate_bytes > 0 {
             log.set_len(u64::from(config.preallocate_bytes))
                 .map_err(|e| Error::io("preallocate segment", &log_path, e))?;
@@ -227,9 +247,10 @@ impl LogSegment {
         now_ms: i64,
     ) -> Result<(Self, Option<RecoveryReport>)> {
         let log_path = segment_path(dir, base_offset, FileKind::Log);
-        let log = fs
-            .open(&log_path, OpenMode::ReadWrite)
-            .map_err(|e| Error::io("open segment", &log_path, e))?;
+        let log: Arc<dyn File> = Arc::from(
+            fs.open(&log_path, OpenMode::ReadWrite)
+                .map_err(|e| Error::io("open segment", &log_path, e))?,
+        );
         let len = log.len().map_err(|e| Error::io("stat segment", &log_path, e))?;
         if len > SEGMENT_BYTES_LIMIT {
             return Err(Error::InvalidArgument(format!(
@@ -611,10 +632,23 @@ impl LogSegment {
     /// Fsyncs the `.log`, then the indexes (Kafka's `flush`). Data first: an index entry must
     /// never be durable before the bytes it points at.
     pub fn flush(&mut self) -> Result<()> {
-        self.log.sync_data().map_err(|e| Error::io("fsync", &self.log_path, e))?;
-        self.offset_index.file_mut().flush()?;
-        self.time_index.file_mut().flush()?;
-        self.txn_index.flush()
+        self.prepare_sync()?.sync()
+    }
+
+    /// Writes pending index entries (no fsync) and returns the file handles to fsync, so that a
+    /// caller can release its lock before the slow part: readers and appenders then never wait
+    /// for an fsync. Entries written here point only at bytes already written to the `.log`.
+    pub fn prepare_sync(&mut self) -> Result<SegmentSync> {
+        self.offset_index.file_mut().write_pending()?;
+        self.time_index.file_mut().write_pending()?;
+        let mut files = vec![
+            (self.offset_index.file().handle(), self.offset_index.file().path().to_owned()),
+            (self.time_index.file().handle(), self.time_index.file().path().to_owned()),
+        ];
+        if let Some(txn) = self.txn_index.handle() {
+            files.push((txn, self.txn_index.path().to_owned()));
+        }
+        Ok(SegmentSync { log: (Arc::clone(&self.log), self.log_path.clone()), indexes: files })
     }
 
     /// Writes the final time index entry, trims and fsyncs everything (Kafka's `close`).
@@ -795,6 +829,18 @@ impl LogSegment {
                     break;
                 }
             };
+            // Offsets are not covered by the CRC: a batch that starts below the segment or below
+            // the end of the previous batch is damage, and ends the valid prefix.
+            if header.base_offset < report.next_offset || header.last_offset < header.base_offset {
+                report.stopped_at = Some((
+                    header.position,
+                    format!(
+                        "batch offsets {}..={} do not follow offset {}",
+                        header.base_offset, header.last_offset, report.next_offset
+                    ),
+                ));
+                break;
+            }
             if self.check_relative(batch.last_offset()).is_err() {
                 return Err(Error::OffsetOverflow {
                     base_offset: self.base_offset,

@@ -1,0 +1,1 @@
+//! Topic and broker log configuration with Kafka's key names and defaults. Being written.

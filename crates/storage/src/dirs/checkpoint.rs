@@ -1,0 +1,1 @@
+//! Atomic checkpoint files through `Fs`. Being written.

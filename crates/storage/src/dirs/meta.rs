@@ -1,0 +1,1 @@
+//! `meta.properties`, `partition.metadata` and the clean-shutdown marker. Being written.

@@ -1,0 +1,13 @@
+//! The partition log: the segment map ([`segments`]), the local log of segments ([`local_log`],
+//! Kafka's `LocalLog`), leader-side validation ([`validator`], `LogValidator`), the leader-epoch
+//! cache ([`epoch_cache`]), and the partition log itself ([`partition_log`], Kafka's
+//! `UnifiedLog`).
+
+pub mod epoch_cache;
+pub mod load;
+pub mod local_log;
+pub mod segments;
+pub mod validator;
+
+#[cfg(test)]
+mod load_tests;

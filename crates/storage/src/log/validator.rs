@@ -1,0 +1,1 @@
+//! Leader-side validation and offset assignment (Kafka's `LogValidator`). Being written.
