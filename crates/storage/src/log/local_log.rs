@@ -335,13 +335,12 @@ impl LocalLog {
         }
         let floor_base = floor.base_offset();
         for segment in std::iter::once(floor).chain(self.segments.higher_segments(floor_base)) {
-            let max_position = if segment.base_offset() < max_offset_metadata.segment_base_offset {
-                Some(segment.size_bytes())
-            } else if segment.base_offset() == max_offset_metadata.segment_base_offset {
-                Some(max_offset_metadata.relative_position)
-            } else {
-                None
-            };
+            let max_position =
+                match segment.base_offset().cmp(&max_offset_metadata.segment_base_offset) {
+                    std::cmp::Ordering::Less => Some(segment.size_bytes()),
+                    std::cmp::Ordering::Equal => Some(max_offset_metadata.relative_position),
+                    std::cmp::Ordering::Greater => None,
+                };
             if let Some(fetch) =
                 segment.read(start_offset, max_bytes, max_position, min_one_message)?
             {
