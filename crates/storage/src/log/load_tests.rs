@@ -234,22 +234,22 @@ fn swap_files_complete_or_roll_back() {
         fs.open(to, OpenMode::CreateNew).unwrap().write_all_at(&bytes, 0).unwrap();
     };
     // A completed swap of segment 0 (same content) plus a stray .cleaned at 10.
-    let old0 = segment_path(&dir(), 0, FileKind::Log);
-    copy(&old0, &PathBuf::from(format!("{}.swap", old0.display())));
-    let old10 = segment_path(&dir(), 10, FileKind::Log);
-    copy(&old10, &PathBuf::from(format!("{}.cleaned", old10.display())));
+    let first_log = segment_path(&dir(), 0, FileKind::Log);
+    copy(&first_log, &PathBuf::from(format!("{}.swap", first_log.display())));
+    let second_log = segment_path(&dir(), 10, FileKind::Log);
+    copy(&second_log, &PathBuf::from(format!("{}.cleaned", second_log.display())));
     let loaded = reload(&fs, params(true, 20));
     assert_eq!(offsets(&loaded.local), (0..20).collect::<Vec<_>>());
-    assert!(!fs.exists(&PathBuf::from(format!("{}.swap", old0.display()))).unwrap());
-    assert!(!fs.exists(&PathBuf::from(format!("{}.cleaned", old10.display()))).unwrap());
+    assert!(!fs.exists(&PathBuf::from(format!("{}.swap", first_log.display()))).unwrap());
+    assert!(!fs.exists(&PathBuf::from(format!("{}.cleaned", second_log.display()))).unwrap());
     drop(loaded);
     // A swap at or above a .cleaned offset is dropped: the old segment stays.
-    copy(&old10, &PathBuf::from(format!("{}.swap", old10.display())));
-    let old0_cleaned = PathBuf::from(format!("{}.cleaned", old0.display()));
-    copy(&old0, &old0_cleaned);
+    copy(&second_log, &PathBuf::from(format!("{}.swap", second_log.display())));
+    let first_cleaned = PathBuf::from(format!("{}.cleaned", first_log.display()));
+    copy(&first_log, &first_cleaned);
     let loaded = reload(&fs, params(true, 20));
     assert_eq!(offsets(&loaded.local), (0..20).collect::<Vec<_>>());
-    assert!(!fs.exists(&PathBuf::from(format!("{}.swap", old10.display()))).unwrap());
+    assert!(!fs.exists(&PathBuf::from(format!("{}.swap", second_log.display()))).unwrap());
 }
 
 /// Crash after every step: reload always yields a prefix of what was appended, with every
