@@ -45,6 +45,16 @@ pub enum Error {
     #[error("corrupt index {}: {reason}", path.display())]
     CorruptIndex { path: PathBuf, reason: String },
 
+    /// A small text file of a log or partition directory (a checkpoint, `meta.properties`,
+    /// `partition.metadata`) does not parse. `line` is 1-based, or `None` when the file as a
+    /// whole is wrong (a required key is missing, the file is not UTF-8 or too large).
+    #[error(
+        "malformed {}{}: {reason}",
+        path.display(),
+        line.map_or_else(String::new, |line| format!(" line {line}"))
+    )]
+    Malformed { path: PathBuf, line: Option<usize>, reason: String },
+
     /// An offset outside `[log_start, log_end)` was asked for.
     #[error("offset {requested} is out of range [{log_start}, {log_end})")]
     OffsetOutOfRange { requested: i64, log_start: i64, log_end: i64 },
@@ -58,6 +68,18 @@ pub enum Error {
     /// message is lowercase and says which argument and why.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+
+    /// A leader or follower append was refused; the inner error carries Kafka's error code.
+    #[error(transparent)]
+    Validation(#[from] crate::log::validator::ValidationError),
+
+    /// No such topic or partition (Kafka's `UNKNOWN_TOPIC_OR_PARTITION`).
+    #[error("unknown topic or partition {topic}-{partition}")]
+    UnknownTopicOrPartition { topic: String, partition: i32 },
+
+    /// The topic exists already (Kafka's `TOPIC_ALREADY_EXISTS`).
+    #[error("topic {topic} already exists")]
+    TopicAlreadyExists { topic: String },
 }
 
 /// The result of a storage operation.

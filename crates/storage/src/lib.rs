@@ -15,6 +15,10 @@ pub mod error;
 pub mod index;
 pub mod io;
 pub mod log;
+pub mod manager;
 pub mod segment;
+
+#[cfg(test)]
+mod manager_tests;
 
 pub use error::{Error, Result};

@@ -66,7 +66,15 @@ pub trait Fs: Send + Sync + Debug {
 
     /// Makes the current entries of the directory `dir` durable (fsync of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// Takes an exclusive lock on the file at `path` (created when missing) until the guard is
+    /// dropped: Kafka's `.lock`, so that two processes never share a log directory. Fails with
+    /// [`io::ErrorKind::WouldBlock`] while another holder has it.
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
 }
+
+/// A held [`Fs::lock_exclusive`] lock; dropping it releases the lock.
+pub trait FileLock: Send + Sync + Debug {}
 
 /// An open file, read and written at explicit positions (the role of the `FileChannel` under
 /// Kafka's `FileRecords` and index classes).

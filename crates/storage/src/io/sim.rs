@@ -58,7 +58,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{File, Fs, OpenMode};
+use super::{File, FileLock, Fs, OpenMode};
 
 const ENOENT: i32 = 2;
 const EIO: i32 = 5;
@@ -622,6 +622,23 @@ impl State {
 #[derive(Clone)]
 pub struct SimFs {
     state: Arc<Mutex<State>>,
+    /// Paths held by [`Fs::lock_exclusive`]; a lock is process state, so a crash does not keep it.
+    locks: Arc<Mutex<BTreeSet<PathBuf>>>,
+}
+
+/// A lock held on a [`SimFs`] path.
+#[derive(Debug)]
+struct SimFileLock {
+    locks: Arc<Mutex<BTreeSet<PathBuf>>>,
+    path: PathBuf,
+}
+
+impl FileLock for SimFileLock {}
+
+impl Drop for SimFileLock {
+    fn drop(&mut self) {
+        self.locks.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.path);
+    }
 }
 
 impl fmt::Debug for SimFs {
@@ -649,7 +666,7 @@ impl SimFs {
     /// An empty file system holding only the root directory, with no fault plan, no capacity
     /// limit and the clock at 0.
     pub fn new() -> Self {
-        Self { state: Arc::new(Mutex::new(State::new())) }
+        Self { state: Arc::new(Mutex::new(State::new())), locks: Arc::default() }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -863,6 +880,19 @@ impl Fs for SimFs {
         state.pending.retain(|change| !change.parts.is_empty());
         state.collect_garbage();
         Ok(())
+    }
+
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        // The lock file is created like any file (and counts as an operation).
+        drop(self.open(path, OpenMode::CreateOrOpen)?);
+        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
+        if !locks.insert(path.to_owned()) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked", path.display()),
+            ));
+        }
+        Ok(Box::new(SimFileLock { locks: Arc::clone(&self.locks), path: path.to_owned() }))
     }
 }
 

@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{File, Fs, OpenMode};
+use super::{File, FileLock, Fs, OpenMode};
 
 /// The operating system's file system, through `std::fs` (what Kafka reaches through
 /// `java.nio.file.Files` and `FileChannel`).
@@ -67,7 +67,27 @@ impl Fs for StdFs {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         fs::File::open(dir)?.sync_all()
     }
+
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let file = fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(StdFileLock { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another process", path.display()),
+            )),
+            Err(fs::TryLockError::Error(error)) => Err(error),
+        }
+    }
 }
+
+/// An OS file lock held through its open file; closing the file releases it.
+#[derive(Debug)]
+struct StdFileLock {
+    _file: fs::File,
+}
+
+impl FileLock for StdFileLock {}
 
 /// A file opened by [`StdFs`].
 #[derive(Debug)]

@@ -6,8 +6,11 @@
 pub mod epoch_cache;
 pub mod load;
 pub mod local_log;
+pub mod partition_log;
 pub mod segments;
 pub mod validator;
 
 #[cfg(test)]
 mod load_tests;
+#[cfg(test)]
+mod partition_log_tests;

@@ -1,0 +1,717 @@
+//! One topic partition's log (Kafka's `UnifiedLog`): validated leader appends and offset-keeping
+//! follower appends, rolling, reads bounded by an isolation level, the high watermark, offsets
+//! by timestamp, retention, truncation, and explicit durability.
+//!
+//! Locking: one `RwLock` guards the state. Appends, rolls and truncations take it for writing;
+//! reads take it for reading. A flush takes it only to collect file handles and to move the
+//! recovery point: its fsyncs run unlocked, so neither readers nor appenders wait for the disk.
+//! An I/O error poisons the log: every later call fails with [`Error::Offline`].
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use seglog_format::{Compression, DecodeLimits};
+
+use super::epoch_cache::LeaderEpochFileCache;
+use super::load::{LoadParams, LoadReport, load};
+use super::local_log::{LocalLog, LocalLogConfig};
+use super::validator::{
+    AppendOrigin, TargetCompression, ValidatedAppend, ValidationConfig, analyze_follower_append,
+    validate_and_assign_offsets,
+};
+use crate::config::{BrokerCompressionType, DurabilityMode, LogConfig};
+use crate::error::{Error, Result};
+use crate::io::Fs;
+use crate::segment::{FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig};
+
+/// `ListOffsets` special timestamp: the log end (or the high watermark, for consumers).
+pub const LATEST_TIMESTAMP: i64 = -1;
+/// `ListOffsets` special timestamp: the log start offset.
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+/// `ListOffsets` special timestamp: the record with the largest timestamp.
+pub const MAX_TIMESTAMP: i64 = -3;
+
+/// A topic and partition (Kafka's `TopicPartition`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// How far a read may go (Kafka's `FetchIsolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Up to the log end offset (replicas, local tools).
+    LogEnd,
+    /// Up to the high watermark (`read_uncommitted` consumers).
+    HighWatermark,
+    /// Up to the last stable offset (`read_committed` consumers).
+    TxnCommitted,
+}
+
+/// What an append did (Kafka's `LogAppendInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// The first offset written.
+    pub first_offset: i64,
+    /// The last offset written.
+    pub last_offset: i64,
+    /// The largest timestamp of the append.
+    pub max_timestamp: i64,
+    /// The broker time stamped on LogAppendTime batches, or -1.
+    pub log_append_time: i64,
+    /// The log start offset after the append.
+    pub log_start_offset: i64,
+    /// Records written.
+    pub n_records: usize,
+    /// Every offset below this is durable (fsynced) when the append returns.
+    pub durable_offset: i64,
+}
+
+/// A timestamp search result (Kafka's `TimestampAndOffset`); timestamp -1 for special searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetAndTimestamp {
+    /// The record's timestamp, or -1.
+    pub timestamp: i64,
+    /// The offset.
+    pub offset: i64,
+    /// The leader epoch, when known.
+    pub leader_epoch: Option<i32>,
+}
+
+fn target_compression(kind: BrokerCompressionType) -> TargetCompression {
+    match kind {
+        BrokerCompressionType::Producer => TargetCompression::Producer,
+        BrokerCompressionType::Uncompressed => TargetCompression::Codec(Compression::None),
+        BrokerCompressionType::Gzip => TargetCompression::Codec(Compression::Gzip),
+        BrokerCompressionType::Snappy => TargetCompression::Codec(Compression::Snappy),
+        BrokerCompressionType::Lz4 => TargetCompression::Codec(Compression::Lz4),
+        BrokerCompressionType::Zstd => TargetCompression::Codec(Compression::Zstd),
+    }
+}
+
+/// The segment settings of `config`, with this segment's roll jitter.
+fn local_config(config: &LogConfig) -> LocalLogConfig {
+    LocalLogConfig {
+        segment: SegmentConfig {
+            index_interval_bytes: config.index_interval_bytes,
+            index_bytes_max: u64::from(config.segment_index_bytes),
+            roll_jitter_ms: 0,
+            decode_limits: DecodeLimits::default(),
+            preallocate_bytes: if config.preallocate { config.segment_bytes } else { 0 },
+        },
+        file_delete_delay_ms: config.file_delete_delay_ms,
+    }
+}
+
+fn validation_config(config: &LogConfig) -> ValidationConfig {
+    ValidationConfig {
+        target_compression: target_compression(config.compression_type),
+        compact: config.is_compact(),
+        timestamp_type: config.message_timestamp_type,
+        timestamp_before_max_ms: config.message_timestamp_before_max_ms,
+        timestamp_after_max_ms: config.message_timestamp_after_max_ms,
+        max_message_bytes: config.max_message_bytes as usize,
+        decode_limits: DecodeLimits::default(),
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    config: LogConfig,
+    local: LocalLog,
+    log_start_offset: i64,
+    high_watermark: LogOffsetMetadata,
+    epoch_cache: LeaderEpochFileCache,
+    /// Set by the first failed write or fsync; the log is offline from then on.
+    poisoned: bool,
+}
+
+/// A topic partition's log (Kafka's `UnifiedLog`).
+#[derive(Debug)]
+pub struct PartitionLog {
+    topic_partition: TopicPartition,
+    dir: PathBuf,
+    state: RwLock<State>,
+    /// One flush at a time; appends and reads do not take it.
+    flush_lock: Mutex<()>,
+    /// Signalled whenever the recovery point moves, for callers waiting to be durable.
+    durable: (Mutex<i64>, Condvar),
+}
+
+impl PartitionLog {
+    /// Loads (or, for an empty directory, creates) the log in `dir`, recovering it as Kafka's
+    /// loader does.
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        params: LoadParams,
+    ) -> Result<(Self, LoadReport)> {
+        let loaded = load(fs.clone(), dir, local_config(&config), params)?;
+        let mut epoch_cache = LeaderEpochFileCache::load(fs, dir)?;
+        for (epoch, start_offset) in &loaded.report.leader_epochs {
+            if epoch_cache.latest_epoch().is_none_or(|latest| *epoch > latest) {
+                epoch_cache.assign(*epoch, *start_offset)?;
+            }
+        }
+        let log_end_offset = loaded.local.log_end_offset();
+        epoch_cache.truncate_from_end(log_end_offset)?;
+        epoch_cache.truncate_from_start(loaded.log_start_offset)?;
+        let high_watermark = offset_metadata(&loaded.local, loaded.log_start_offset)?;
+        let recovery_point = loaded.local.recovery_point();
+        let log = Self {
+            topic_partition,
+            dir: dir.to_owned(),
+            state: RwLock::new(State {
+                config,
+                local: loaded.local,
+                log_start_offset: loaded.log_start_offset,
+                high_watermark,
+                epoch_cache,
+                poisoned: false,
+            }),
+            flush_lock: Mutex::new(()),
+            durable: (Mutex::new(recovery_point), Condvar::new()),
+        };
+        Ok((log, loaded.report))
+    }
+
+    /// The topic partition.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn read_state(&self) -> Result<RwLockReadGuard<'_, State>> {
+        let state = self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.poisoned {
+            return Err(Error::Offline { dir: self.dir.clone() });
+        }
+        Ok(state)
+    }
+
+    fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
+        let state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.poisoned {
+            return Err(Error::Offline { dir: self.dir.clone() });
+        }
+        Ok(state)
+    }
+
+    /// Whether an I/O error took this log offline.
+    pub fn is_offline(&self) -> bool {
+        self.state.read().map_or(true, |state| state.poisoned)
+    }
+
+    /// The topic configuration.
+    pub fn config(&self) -> Result<LogConfig> {
+        Ok(self.read_state()?.config.clone())
+    }
+
+    /// Applies a new topic configuration; new segments and appends use it.
+    pub fn set_config(&self, config: LogConfig) -> Result<()> {
+        let mut state = self.write_state()?;
+        state.local.set_config(local_config(&config));
+        state.config = config;
+        Ok(())
+    }
+
+    /// The offset of the next record appended.
+    pub fn log_end_offset(&self) -> Result<i64> {
+        Ok(self.read_state()?.local.log_end_offset())
+    }
+
+    /// The earliest offset readable.
+    pub fn log_start_offset(&self) -> Result<i64> {
+        Ok(self.read_state()?.log_start_offset)
+    }
+
+    /// The high watermark.
+    pub fn high_watermark(&self) -> Result<i64> {
+        Ok(self.read_state()?.high_watermark.message_offset)
+    }
+
+    /// The last stable offset (the high watermark until transactions exist).
+    pub fn last_stable_offset(&self) -> Result<i64> {
+        self.high_watermark()
+    }
+
+    /// The first offset not known to be durable.
+    pub fn recovery_point(&self) -> Result<i64> {
+        Ok(self.read_state()?.local.recovery_point())
+    }
+
+    /// Bytes of all segments.
+    pub fn size_bytes(&self) -> Result<u64> {
+        Ok(self.read_state()?.local.segments().size_bytes())
+    }
+
+    /// Base offsets of the segments.
+    pub fn segment_base_offsets(&self) -> Result<Vec<i64>> {
+        Ok(self.read_state()?.local.segments().base_offsets())
+    }
+
+    /// The leader epoch entries `(epoch, start offset)`.
+    pub fn leader_epochs(&self) -> Result<Vec<(i32, i64)>> {
+        Ok(self
+            .read_state()?
+            .epoch_cache
+            .entries()
+            .iter()
+            .map(|e| (e.epoch, e.start_offset))
+            .collect())
+    }
+
+    /// Validates `records` as a leader does (Kafka's `LogValidator`), assigns offsets from the
+    /// log end, stamps `leader_epoch`, rolls when needed, and appends. The result says which
+    /// offsets are durable: with `fsync-every-append` all of them.
+    pub fn append_as_leader(
+        &self,
+        records: &[u8],
+        leader_epoch: i32,
+        origin: AppendOrigin,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let info = {
+            let mut state = self.write_state()?;
+            let validation = validation_config(&state.config);
+            let next_offset = state.local.log_end_offset();
+            let validated = validate_and_assign_offsets(
+                records,
+                next_offset,
+                leader_epoch,
+                now_ms,
+                origin,
+                &validation,
+            )
+            .map_err(Error::Validation)?;
+            let result = append_validated(&mut state, &validated, now_ms);
+            poison(&mut state, result)?
+        };
+        self.after_append(info, now_ms)
+    }
+
+    /// Appends batches that already carry offsets (a follower, or a restore): they must start at
+    /// or after the log end offset and increase.
+    pub fn append_as_follower(&self, records: &[u8], now_ms: i64) -> Result<AppendInfo> {
+        let info = {
+            let mut state = self.write_state()?;
+            let validation = validation_config(&state.config);
+            let log_end_offset = state.local.log_end_offset();
+            let validated = analyze_follower_append(records, log_end_offset, &validation)
+                .map_err(Error::Validation)?;
+            let result = append_validated(&mut state, &validated, now_ms);
+            poison(&mut state, result)?
+        };
+        self.after_append(info, now_ms)
+    }
+
+    /// Applies the durability mode once the append is in the page cache.
+    fn after_append(&self, mut info: AppendInfo, now_ms: i64) -> Result<AppendInfo> {
+        let (durability, flush_messages, recovery_point) = {
+            let state = self.read_state()?;
+            (state.config.durability, state.config.flush_messages, state.local.recovery_point())
+        };
+        let unflushed = info.last_offset + 1 - recovery_point;
+        if durability == DurabilityMode::FsyncEveryAppend || unflushed >= flush_messages {
+            info.durable_offset = self.flush(now_ms)?;
+        }
+        Ok(info)
+    }
+
+    /// Fsyncs everything appended so far (data, then indexes, then the directory if segments
+    /// were created) and moves the recovery point to the log end. Returns the durable offset.
+    /// Readers and appenders proceed while the fsyncs run.
+    pub fn flush(&self, now_ms: i64) -> Result<i64> {
+        let _one_flush = self.flush_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let plan = {
+            let mut state = self.write_state()?;
+            let log_end_offset = state.local.log_end_offset();
+            let result = state.local.prepare_flush(log_end_offset);
+            poison(&mut state, result)?
+        };
+        let executed = plan.execute();
+        let mut state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = executed {
+            // A failed fsync is never retried: the data's fate is unknown, so the log goes offline.
+            state.poisoned = true;
+            return Err(error);
+        }
+        state.local.complete_flush(&plan, now_ms);
+        let durable_offset = state.local.recovery_point();
+        drop(state);
+        let (lock, signal) = &self.durable;
+        let mut durable = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *durable = (*durable).max(durable_offset);
+        signal.notify_all();
+        Ok(durable_offset)
+    }
+
+    /// Flushes when the topic's `flush.ms` or group-commit interval has passed since the last
+    /// flush and there is unflushed data (the background flusher's job). Returns whether it did.
+    pub fn flush_if_due(&self, now_ms: i64) -> Result<bool> {
+        let due = {
+            let state = self.read_state()?;
+            let interval = match state.config.durability {
+                DurabilityMode::GroupCommit => {
+                    state.config.group_commit_interval_ms.min(state.config.flush_ms)
+                }
+                _ => state.config.flush_ms,
+            };
+            let unflushed = state.local.log_end_offset() > state.local.recovery_point();
+            unflushed && now_ms.saturating_sub(state.local.last_flush_ms()) >= interval
+        };
+        if due {
+            self.flush(now_ms)?;
+        }
+        Ok(due)
+    }
+
+    /// Blocks until every offset below `offset` is durable, or `timeout` passes. Returns whether
+    /// it became durable (group commit: the background flusher signals it).
+    pub fn wait_durable(&self, offset: i64, timeout: Duration) -> Result<bool> {
+        let (lock, signal) = &self.durable;
+        let durable = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (durable, _) = signal
+            .wait_timeout_while(durable, timeout, |durable| *durable < offset && !self.is_offline())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if self.is_offline() {
+            return Err(Error::Offline { dir: self.dir.clone() });
+        }
+        Ok(*durable >= offset)
+    }
+
+    /// Reads whole batches from `start_offset`, up to `max_bytes` (or one whole batch with
+    /// `min_one_message`), never at or past the bound `isolation` sets (Kafka's `read`).
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: Isolation,
+        min_one_message: bool,
+    ) -> Result<FetchData> {
+        let state = self.read_state()?;
+        let log_end_offset = state.local.log_end_offset();
+        if start_offset < state.log_start_offset || start_offset > log_end_offset {
+            return Err(Error::OffsetOutOfRange {
+                requested: start_offset,
+                log_start: state.log_start_offset,
+                log_end: log_end_offset,
+            });
+        }
+        let bound = match isolation {
+            Isolation::LogEnd => state.local.next_offset_metadata(),
+            Isolation::HighWatermark | Isolation::TxnCommitted => state.high_watermark,
+        };
+        state.local.read(start_offset, max_bytes, min_one_message, bound)
+    }
+
+    /// Sets the high watermark, clamped to `[log start, log end]` (Kafka's
+    /// `updateHighWatermark`). Returns the value set.
+    pub fn update_high_watermark(&self, offset: i64) -> Result<i64> {
+        let mut state = self.write_state()?;
+        let clamped = offset.clamp(state.log_start_offset, state.local.log_end_offset());
+        state.high_watermark = offset_metadata(&state.local, clamped)?;
+        Ok(clamped)
+    }
+
+    /// Raises the log start offset (DeleteRecords); it must not pass the high watermark. Whole
+    /// segments below it are deleted by the next retention pass.
+    pub fn maybe_increment_log_start_offset(&self, new_start: i64) -> Result<i64> {
+        let mut state = self.write_state()?;
+        if new_start > state.high_watermark.message_offset {
+            return Err(Error::OffsetOutOfRange {
+                requested: new_start,
+                log_start: state.log_start_offset,
+                log_end: state.high_watermark.message_offset,
+            });
+        }
+        if new_start > state.log_start_offset {
+            state.log_start_offset = new_start;
+            let result = state.epoch_cache.truncate_from_start(new_start);
+            poison(&mut state, result)?;
+        }
+        Ok(state.log_start_offset)
+    }
+
+    /// Applies retention (Kafka's `deleteOldSegments`): segments wholly below the log start,
+    /// and, when `cleanup.policy` has `delete`, those past `retention.ms` or over
+    /// `retention.bytes`. Segments at or above the high watermark stay. Returns how many went.
+    pub fn delete_old_segments(&self, now_ms: i64) -> Result<usize> {
+        let mut state = self.write_state()?;
+        let result = delete_old_segments(&mut state, now_ms);
+        poison(&mut state, result)
+    }
+
+    /// Removes `.deleted` files whose delay has passed.
+    pub fn delete_expired(&self, now_ms: i64) -> Result<usize> {
+        let mut state = self.write_state()?;
+        let result = state.local.delete_expired(now_ms);
+        poison(&mut state, result)
+    }
+
+    /// The offset for a `ListOffsets` timestamp: -1 latest, -2 earliest, -3 the record with the
+    /// largest timestamp, or the first record at or after a real timestamp (spec §7.7).
+    pub fn fetch_offset_by_timestamp(&self, target: i64) -> Result<Option<OffsetAndTimestamp>> {
+        let state = self.read_state()?;
+        let log_end_offset = state.local.log_end_offset();
+        match target {
+            LATEST_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+                timestamp: -1,
+                offset: log_end_offset,
+                leader_epoch: state.epoch_cache.latest_epoch(),
+            })),
+            EARLIEST_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+                timestamp: -1,
+                offset: state.log_start_offset,
+                leader_epoch: state
+                    .epoch_cache
+                    .earliest_entry()
+                    .filter(|entry| entry.start_offset <= state.log_start_offset)
+                    .map(|entry| entry.epoch),
+            })),
+            MAX_TIMESTAMP => {
+                let best = state
+                    .local
+                    .segments()
+                    .iter()
+                    .filter_map(|segment| {
+                        segment.largest_record_timestamp().map(|ts| (ts, segment))
+                    })
+                    .fold(None, |best: Option<(i64, &LogSegment)>, (ts, segment)| match best {
+                        Some((best_ts, _)) if best_ts >= ts => best,
+                        _ => Some((ts, segment)),
+                    });
+                let Some((timestamp, segment)) = best else { return Ok(None) };
+                let found = segment.find_offset_by_timestamp(timestamp, state.log_start_offset)?;
+                Ok(found.map(|found| OffsetAndTimestamp {
+                    timestamp: found.timestamp,
+                    offset: found.offset,
+                    leader_epoch: found.leader_epoch,
+                }))
+            }
+            target if target >= 0 => {
+                for segment in state.local.segments().iter() {
+                    if segment.largest_timestamp()? < target {
+                        continue;
+                    }
+                    if let Some(found) =
+                        segment.find_offset_by_timestamp(target, state.log_start_offset)?
+                    {
+                        return Ok(Some(OffsetAndTimestamp {
+                            timestamp: found.timestamp,
+                            offset: found.offset,
+                            leader_epoch: found.leader_epoch,
+                        }));
+                    }
+                }
+                Ok(None)
+            }
+            other => {
+                Err(Error::InvalidArgument(format!("unsupported ListOffsets timestamp {other}")))
+            }
+        }
+    }
+
+    /// Removes every record at or after `target` (Kafka's `truncateTo`). Returns whether
+    /// anything was removed.
+    pub fn truncate_to(&self, target: i64, now_ms: i64) -> Result<bool> {
+        if target < 0 {
+            return Err(Error::InvalidArgument(format!(
+                "cannot truncate to a negative offset {target}"
+            )));
+        }
+        let mut state = self.write_state()?;
+        let result = truncate_to(&mut state, target, now_ms);
+        poison(&mut state, result)
+    }
+
+    /// Deletes everything and starts again at `new_offset` (Kafka's `truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&self, new_offset: i64, now_ms: i64) -> Result<()> {
+        let mut state = self.write_state()?;
+        let result = (|| {
+            state.local.truncate_fully_and_start_at(new_offset, now_ms)?;
+            state.epoch_cache.clear()?;
+            state.log_start_offset = new_offset;
+            state.high_watermark = offset_metadata(&state.local, new_offset)?;
+            Ok(())
+        })();
+        poison(&mut state, result)
+    }
+
+    /// Flushes everything and closes the segments (trimmed files, final time index entries).
+    pub fn close(&self, now_ms: i64) -> Result<()> {
+        self.flush(now_ms)?;
+        let mut state = self.write_state()?;
+        let result = state.local.close();
+        poison(&mut state, result)
+    }
+}
+
+/// Marks the log offline after an I/O error, and passes the error on.
+fn poison<T>(state: &mut State, result: Result<T>) -> Result<T> {
+    if let Err(Error::Io { .. }) = &result {
+        state.poisoned = true;
+    }
+    result
+}
+
+/// Rolls when needed and appends a validated append to the active segment.
+fn append_validated(
+    state: &mut State,
+    validated: &ValidatedAppend,
+    now_ms: i64,
+) -> Result<AppendInfo> {
+    let segment_bytes = state.config.segment_bytes as usize;
+    if validated.records.len() > segment_bytes {
+        return Err(Error::Validation(super::validator::ValidationError::RecordBatchTooLarge {
+            records_bytes: validated.records.len(),
+            segment_bytes,
+        }));
+    }
+    let roll = RollParams {
+        segment_ms_max: state.config.max_segment_ms(),
+        segment_bytes_max: state.config.segment_bytes,
+        max_timestamp_in_messages: validated.max_timestamp,
+        max_offset_in_messages: validated.last_offset,
+        messages_bytes: validated.records.len() as u32,
+        now_ms,
+    };
+    if state.local.active_segment().should_roll(&roll) {
+        let expected = if validated.has_legacy_batches {
+            validated.last_offset - i64::from(i32::MAX)
+        } else {
+            validated.first_offset
+        };
+        state.local.roll(Some(expected), now_ms)?;
+    }
+    state.local.append(
+        validated.last_offset,
+        validated.max_timestamp,
+        validated.shallow_offset_of_max_timestamp,
+        &validated.records,
+    )?;
+    for (epoch, base_offset) in &validated.batches {
+        if *epoch >= 0 {
+            state.epoch_cache.assign(*epoch, *base_offset)?;
+        }
+    }
+    Ok(AppendInfo {
+        first_offset: validated.first_offset,
+        last_offset: validated.last_offset,
+        max_timestamp: validated.max_timestamp,
+        log_append_time: validated.log_append_time,
+        log_start_offset: state.log_start_offset,
+        n_records: validated.n_records,
+        durable_offset: state.local.recovery_point(),
+    })
+}
+
+/// The full metadata of `offset` (segment and position), as the read path needs it.
+fn offset_metadata(local: &LocalLog, offset: i64) -> Result<LogOffsetMetadata> {
+    if offset >= local.log_end_offset() {
+        return Ok(LogOffsetMetadata { message_offset: offset, ..local.next_offset_metadata() });
+    }
+    let segment =
+        local.segments().floor_segment(offset).or_else(|| local.segments().first_segment());
+    let Some(segment) = segment else { return Ok(local.next_offset_metadata()) };
+    let position =
+        segment.translate_offset(offset, 0)?.map_or(segment.size_bytes(), |found| found.position);
+    Ok(LogOffsetMetadata {
+        message_offset: offset,
+        segment_base_offset: segment.base_offset(),
+        relative_position: position,
+    })
+}
+
+fn truncate_to(state: &mut State, target: i64, now_ms: i64) -> Result<bool> {
+    let log_end_offset = state.local.log_end_offset();
+    if target >= log_end_offset {
+        state.epoch_cache.truncate_from_end(log_end_offset)?;
+        return Ok(false);
+    }
+    let first_base = state.local.segments().first_segment().map_or(0, LogSegment::base_offset);
+    if target < first_base {
+        state.local.truncate_fully_and_start_at(target, now_ms)?;
+        state.epoch_cache.clear()?;
+        state.log_start_offset = target;
+    } else {
+        state.local.truncate_to(target, now_ms)?;
+        state.epoch_cache.truncate_from_end(target)?;
+        state.log_start_offset = state.log_start_offset.min(target);
+    }
+    let high_watermark = state.high_watermark.message_offset.min(state.local.log_end_offset());
+    state.high_watermark = offset_metadata(&state.local, high_watermark)?;
+    Ok(true)
+}
+
+/// The retention pass of Kafka's `deleteOldSegments`.
+fn delete_old_segments(state: &mut State, now_ms: i64) -> Result<usize> {
+    let high_watermark = state.high_watermark.message_offset;
+    let log_end_offset = state.local.log_end_offset();
+    let delete_policy = state.config.is_delete();
+    let retention_ms = state.config.retention_ms;
+    let retention_bytes = state.config.retention_bytes;
+    let segments: Vec<&LogSegment> = state.local.segments().iter().collect();
+    let total_bytes: i64 = segments.iter().map(|s| i64::from(s.size_bytes())).sum();
+    let mut size_left = total_bytes.saturating_sub(retention_bytes);
+    let mut deletable = Vec::new();
+    for (segment_idx, segment) in segments.iter().enumerate() {
+        let next_base = segments.get(segment_idx + 1).map(|next| next.base_offset());
+        let upper_bound = next_base.unwrap_or(log_end_offset);
+        let is_last_and_empty = next_base.is_none() && segment.size_bytes() == 0;
+        if high_watermark < upper_bound || is_last_and_empty {
+            break;
+        }
+        let start_offset_breached = next_base.is_some_and(|next| next <= state.log_start_offset);
+        let time_breached = delete_policy
+            && retention_ms >= 0
+            && now_ms.saturating_sub(segment.largest_timestamp()?) > retention_ms;
+        let size_breached = delete_policy
+            && retention_bytes >= 0
+            && total_bytes >= retention_bytes
+            && size_left - i64::from(segment.size_bytes()) >= 0;
+        if !(start_offset_breached || time_breached || size_breached) {
+            break;
+        }
+        if size_breached {
+            size_left -= i64::from(segment.size_bytes());
+        }
+        deletable.push(segment.base_offset());
+    }
+    if deletable.is_empty() {
+        return Ok(0);
+    }
+    if deletable.len() == state.local.segments().len() {
+        // Every segment goes: roll an empty active segment first so the log keeps its end.
+        state.local.roll(None, now_ms)?;
+        let active_base = state.local.active_segment().base_offset();
+        deletable.retain(|base| *base != active_base);
+    }
+    let next_start = state
+        .local
+        .segments()
+        .higher_segment(*deletable.last().unwrap_or(&0))
+        .map_or(log_end_offset, LogSegment::base_offset);
+    state.local.remove_and_delete_segments(&deletable, true, now_ms)?;
+    if next_start > state.log_start_offset {
+        state.log_start_offset = next_start;
+        state.epoch_cache.truncate_from_start(next_start)?;
+    }
+    Ok(deletable.len())
+}

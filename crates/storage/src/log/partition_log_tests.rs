@@ -1,0 +1,380 @@
+//! `UnifiedLogTest`'s storage behaviours (spec §11.8), durability modes, poisoning, and readers
+//! racing a writer, on the simulated file system.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+
+use super::load::LoadParams;
+use super::partition_log::{
+    AppendInfo, EARLIEST_TIMESTAMP, Isolation, LATEST_TIMESTAMP, MAX_TIMESTAMP, PartitionLog,
+    TopicPartition,
+};
+use super::validator::AppendOrigin;
+use crate::config::{DurabilityMode, LogConfig};
+use crate::error::Error;
+use crate::io::{FaultKind, FaultPlan, Fs, SimFs};
+
+fn dir() -> PathBuf {
+    PathBuf::from("/logs/orders-0")
+}
+
+fn open_with(fs: &SimFs, config: LogConfig, params: LoadParams) -> PartitionLog {
+    fs.create_dir_all(&dir()).unwrap();
+    for ancestor in dir().ancestors() {
+        fs.sync_dir(ancestor).unwrap();
+    }
+    let tp = TopicPartition { topic: "orders".into(), partition: 0 };
+    PartitionLog::open(Arc::new(fs.clone()), &dir(), tp, config, params).unwrap().0
+}
+
+fn fresh(params_clean: bool) -> LoadParams {
+    LoadParams {
+        had_clean_shutdown: params_clean,
+        log_start_offset_checkpoint: 0,
+        recovery_point_checkpoint: 0,
+        now_ms: 0,
+    }
+}
+
+fn open(fs: &SimFs, config: LogConfig) -> PartitionLog {
+    open_with(fs, config, fresh(true))
+}
+
+/// A producer batch (base offset 0) of `n` records with timestamps `ts..`.
+fn producer_batch(n: usize, ts: i64) -> Vec<u8> {
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for idx in 0..n {
+        builder
+            .push(ts + idx as i64, Some(b"key"), Some(format!("value-{idx}").as_bytes()), &[])
+            .unwrap();
+    }
+    builder.build().unwrap()
+}
+
+fn append(log: &PartitionLog, n: usize, ts: i64) -> AppendInfo {
+    log.append_as_leader(&producer_batch(n, ts), 0, AppendOrigin::Client, ts).unwrap()
+}
+
+fn read_offsets(log: &PartitionLog, from: i64, isolation: Isolation) -> Vec<i64> {
+    let mut offsets = Vec::new();
+    let mut next = from;
+    loop {
+        let fetch = log.read(next, u32::MAX, isolation, true).unwrap();
+        if fetch.records.is_empty() {
+            return offsets;
+        }
+        for item in Batches::new(&fetch.records) {
+            let batch = item.unwrap().batch;
+            let records = batch.records(DecodeLimits::default()).unwrap();
+            offsets.extend(records.iter().map(|r| r.unwrap().offset));
+            next = batch.next_offset();
+        }
+    }
+}
+
+fn small_segments(records_per_segment: usize) -> LogConfig {
+    let batch_bytes = producer_batch(1, 0).len() as u32;
+    LogConfig { segment_bytes: batch_bytes * records_per_segment as u32, ..LogConfig::default() }
+}
+
+/// `testAppendInfoFirstOffset`.
+#[test]
+fn append_info_first_offsets() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig::default());
+    assert_eq!(append(&log, 3, 0).first_offset, 0);
+    assert_eq!(append(&log, 3, 0).first_offset, 3);
+    assert_eq!(append(&log, 3, 0).last_offset, 8);
+    assert_eq!(log.log_end_offset().unwrap(), 9);
+    assert_eq!(read_offsets(&log, 0, Isolation::LogEnd), (0..9).collect::<Vec<_>>());
+}
+
+/// `testHighWatermarkMaintenance` and `testFetchUpToHighWatermark`.
+#[test]
+fn high_watermark_bounds_reads() {
+    let fs = SimFs::new();
+    let log = open(&fs, small_segments(2));
+    for _ in 0..5 {
+        append(&log, 1, 0);
+    }
+    assert_eq!(log.high_watermark().unwrap(), 0, "appends do not move it");
+    assert!(read_offsets(&log, 0, Isolation::HighWatermark).is_empty());
+    assert_eq!(log.update_high_watermark(3).unwrap(), 3);
+    assert_eq!(read_offsets(&log, 0, Isolation::HighWatermark), [0, 1, 2]);
+    assert_eq!(log.update_high_watermark(100).unwrap(), 5, "clamped to the log end");
+    assert_eq!(read_offsets(&log, 0, Isolation::HighWatermark), [0, 1, 2, 3, 4]);
+    log.truncate_to(2, 0).unwrap();
+    assert_eq!(log.high_watermark().unwrap(), 2, "lowered by truncation");
+    log.truncate_fully_and_start_at(7, 0).unwrap();
+    assert_eq!((log.high_watermark().unwrap(), log.log_end_offset().unwrap()), (7, 7));
+}
+
+/// `testSizeBasedLogRoll` and `testReadOutOfRange`.
+#[test]
+fn size_based_roll_and_out_of_range_reads() {
+    let fs = SimFs::new();
+    let batch_bytes = producer_batch(1, 0).len() as u32;
+    let log =
+        open(&fs, LogConfig { segment_bytes: 10 * (batch_bytes - 1), ..LogConfig::default() });
+    for _ in 0..11 {
+        append(&log, 1, 0);
+    }
+    assert_eq!(log.segment_base_offsets().unwrap().len(), 2);
+    assert!(
+        log.read(11, 100, Isolation::LogEnd, false).unwrap().records.is_empty(),
+        "at the end: empty"
+    );
+    assert!(matches!(
+        log.read(12, 100, Isolation::LogEnd, false),
+        Err(Error::OffsetOutOfRange { requested: 12, log_start: 0, log_end: 11 })
+    ));
+}
+
+/// `testTimeBasedLogRollDuringAppend`: record time decides; an empty segment never rolls.
+#[test]
+fn time_based_roll_uses_record_time() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig { segment_ms: 1000, ..LogConfig::default() });
+    append(&log, 1, 10_000);
+    append(&log, 1, 10_500);
+    assert_eq!(log.segment_base_offsets().unwrap(), [0]);
+    append(&log, 1, 11_001);
+    assert_eq!(log.segment_base_offsets().unwrap(), [0, 2]);
+}
+
+/// `testMessageSizeCheck` and `testMessageSetSizeCheck`.
+#[test]
+fn size_limits_are_typed_errors_and_write_nothing() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig { max_message_bytes: 200, ..LogConfig::default() });
+    let error =
+        log.append_as_leader(&producer_batch(20, 0), 0, AppendOrigin::Client, 0).unwrap_err();
+    let Error::Validation(validation) = &error else { panic!("{error}") };
+    assert_eq!(validation.error_code(), 10, "MESSAGE_TOO_LARGE");
+    assert_eq!(log.log_end_offset().unwrap(), 0);
+    let log2_fs = SimFs::new();
+    let log2 = open(&log2_fs, LogConfig { segment_bytes: 100, ..LogConfig::default() });
+    let error =
+        log2.append_as_leader(&producer_batch(20, 0), 0, AppendOrigin::Client, 0).unwrap_err();
+    let Error::Validation(validation) = &error else { panic!("{error}") };
+    assert_eq!(validation.error_code(), 18, "RECORD_LIST_TOO_LARGE");
+}
+
+/// The retention examples of spec §7.9: 15 single-record batches in 5-record segments.
+#[test]
+fn retention_by_bytes_time_and_log_start() {
+    let batch_bytes = i64::from(producer_batch(1, 0).len() as u32);
+    let setup = |config: LogConfig| {
+        let fs = SimFs::new();
+        let log = open(&fs, LogConfig { segment_bytes: 5 * batch_bytes as u32, ..config });
+        for idx in 0..15 {
+            append(&log, 1, 1_000 + idx);
+        }
+        log.update_high_watermark(15).unwrap();
+        (fs, log)
+    };
+    let (_fs, log) = setup(LogConfig { retention_bytes: 10 * batch_bytes, ..LogConfig::default() });
+    assert_eq!(log.delete_old_segments(2_000).unwrap(), 1);
+    assert_eq!(log.segment_base_offsets().unwrap().len(), 2);
+    assert_eq!(log.log_start_offset().unwrap(), 5);
+    let (_fs, log) = setup(LogConfig { retention_bytes: 15 * batch_bytes, ..LogConfig::default() });
+    assert_eq!(log.delete_old_segments(2_000).unwrap(), 0);
+    assert_eq!(log.segment_base_offsets().unwrap().len(), 3);
+    let (_fs, log) = setup(LogConfig { retention_ms: 100, ..LogConfig::default() });
+    assert_eq!(log.delete_old_segments(1_000_000).unwrap(), 3);
+    assert_eq!(log.segment_base_offsets().unwrap(), [15], "one new empty segment");
+    assert_eq!((log.log_start_offset().unwrap(), log.log_end_offset().unwrap()), (15, 15));
+    assert_eq!(append(&log, 1, 0).first_offset, 15, "offsets continue");
+    let (_fs, log) = setup(LogConfig::default());
+    log.maybe_increment_log_start_offset(6).unwrap();
+    assert_eq!(log.delete_old_segments(2_000).unwrap(), 1);
+    assert_eq!(log.segment_base_offsets().unwrap(), [5, 10]);
+    assert_eq!(log.log_start_offset().unwrap(), 6);
+    assert!(matches!(
+        log.read(5, 100, Isolation::LogEnd, false),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+}
+
+/// `testCannotDeleteSegmentsAtOrAboveHighWatermark` and
+/// `testCannotIncrementLogStartOffsetPastHighWatermark`.
+#[test]
+fn nothing_at_or_above_the_high_watermark_is_deleted() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig { retention_ms: 1, ..small_segments(2) });
+    for _ in 0..6 {
+        append(&log, 1, 0);
+    }
+    assert_eq!(log.delete_old_segments(1_000_000).unwrap(), 0, "no high watermark yet");
+    log.update_high_watermark(3).unwrap();
+    assert_eq!(log.delete_old_segments(1_000_000).unwrap(), 1, "only the segment below 3");
+    assert!(log.maybe_increment_log_start_offset(4).is_err());
+}
+
+/// `testAsyncDelete`: deleted segments become `.deleted` at once and go after the delay.
+#[test]
+fn deleted_segments_linger_as_dot_deleted() {
+    let fs = SimFs::new();
+    let log =
+        open(&fs, LogConfig { retention_ms: 1, file_delete_delay_ms: 500, ..small_segments(2) });
+    for _ in 0..4 {
+        append(&log, 1, 0);
+    }
+    log.update_high_watermark(4).unwrap();
+    log.delete_old_segments(10_000).unwrap();
+    let deleted = dir().join("00000000000000000000.log.deleted");
+    assert!(fs.exists(&deleted).unwrap());
+    assert_eq!(log.delete_expired(10_499).unwrap(), 0);
+    assert!(log.delete_expired(10_500).unwrap() >= 1);
+    assert!(!fs.exists(&deleted).unwrap());
+}
+
+/// `testFetchOffsetByTimestampIncludesLeaderEpoch` and the special timestamps of §7.7.
+#[test]
+fn offsets_by_timestamp() {
+    let fs = SimFs::new();
+    let log = open(&fs, small_segments(3));
+    for (idx, epoch) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2)] {
+        let batch = producer_batch(1, 100 + idx * 10);
+        log.append_as_leader(&batch, epoch, AppendOrigin::Client, 0).unwrap();
+    }
+    let found = log.fetch_offset_by_timestamp(125).unwrap().unwrap();
+    assert_eq!((found.offset, found.timestamp, found.leader_epoch), (3, 130, Some(1)));
+    assert!(log.fetch_offset_by_timestamp(200).unwrap().is_none());
+    let latest = log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).unwrap().unwrap();
+    assert_eq!((latest.offset, latest.timestamp, latest.leader_epoch), (5, -1, Some(2)));
+    let earliest = log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).unwrap().unwrap();
+    assert_eq!((earliest.offset, earliest.leader_epoch), (0, Some(0)));
+    let max = log.fetch_offset_by_timestamp(MAX_TIMESTAMP).unwrap().unwrap();
+    assert_eq!((max.offset, max.timestamp), (4, 140));
+    assert_eq!(log.leader_epochs().unwrap(), [(0, 0), (1, 2), (2, 4)]);
+}
+
+/// `testTruncateTo` and `shouldTruncateLeaderEpochCheckpointFileWhenTruncatingLog`.
+#[test]
+fn truncation() {
+    let fs = SimFs::new();
+    let log = open(&fs, small_segments(3));
+    for epoch in 0..9 {
+        log.append_as_leader(&producer_batch(1, 0), epoch / 3, AppendOrigin::Client, 0).unwrap();
+    }
+    assert!(!log.truncate_to(9, 0).unwrap(), "to the end: nothing");
+    assert!(log.truncate_to(4, 0).unwrap());
+    assert_eq!(log.log_end_offset().unwrap(), 4);
+    assert_eq!(read_offsets(&log, 0, Isolation::LogEnd), [0, 1, 2, 3]);
+    assert_eq!(log.leader_epochs().unwrap(), [(0, 0), (1, 3)]);
+    assert_eq!(append(&log, 1, 0).first_offset, 4);
+}
+
+/// Durability: fsync-every-append makes each append durable before it returns; page-cache does
+/// not; group commit makes it durable once the flusher runs, and waiters wake.
+#[test]
+fn durability_modes() {
+    for mode in DurabilityMode::ALL {
+        let fs = SimFs::new();
+        let log = open(&fs, LogConfig { durability: mode, ..LogConfig::default() });
+        let info = append(&log, 3, 0);
+        match mode {
+            DurabilityMode::FsyncEveryAppend => assert_eq!(info.durable_offset, 3),
+            DurabilityMode::PageCache | DurabilityMode::GroupCommit => {
+                assert_eq!(info.durable_offset, 0);
+            }
+        }
+        if mode == DurabilityMode::GroupCommit {
+            let log = Arc::new(log);
+            let waiter = {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || log.wait_durable(3, Duration::from_secs(30)).unwrap())
+            };
+            assert!(log.flush_if_due(1_000).unwrap());
+            assert!(waiter.join().unwrap(), "the waiter saw offset 3 become durable");
+            drop(log);
+        } else {
+            drop(log);
+        }
+        fs.crash(11);
+        let reopened = open_with(&fs, LogConfig::default(), fresh(false));
+        let kept = reopened.log_end_offset().unwrap();
+        if mode != DurabilityMode::PageCache {
+            assert_eq!(kept, 3, "{mode}: durable records survive power loss");
+        }
+    }
+}
+
+/// A failed write or fsync takes the log offline: later calls fail with `Offline`, and nothing
+/// is retried.
+#[test]
+fn io_errors_take_the_log_offline() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig::default());
+    append(&log, 1, 0);
+    fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });
+    let error =
+        log.append_as_leader(&producer_batch(1, 0), 0, AppendOrigin::Client, 0).unwrap_err();
+    assert!(matches!(error, Error::Io { .. }), "{error}");
+    fs.set_fault_plan(FaultPlan::None);
+    assert!(log.is_offline());
+    assert!(matches!(log.read(0, 100, Isolation::LogEnd, false), Err(Error::Offline { .. })));
+    assert!(matches!(log.flush(0), Err(Error::Offline { .. })));
+
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig::default());
+    append(&log, 1, 0);
+    fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });
+    assert!(log.flush(0).is_err());
+    fs.set_fault_plan(FaultPlan::None);
+    assert!(matches!(log.flush(0), Err(Error::Offline { .. })), "a failed fsync is never retried");
+}
+
+/// Readers running while a writer appends and rolls see whole batches with increasing offsets.
+#[test]
+fn readers_race_a_writer() {
+    let fs = SimFs::new();
+    let log = Arc::new(open(&fs, small_segments(7)));
+    let writer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for idx in 0..300 {
+                log.append_as_leader(
+                    &producer_batch(1 + idx % 3, idx as i64),
+                    0,
+                    AppendOrigin::Client,
+                    0,
+                )
+                .unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                let mut next = 0;
+                let mut seen = 0usize;
+                while seen < 300 {
+                    let fetch = log.read(next, 4096, Isolation::LogEnd, true).unwrap();
+                    for item in Batches::new(&fetch.records) {
+                        let batch = item.unwrap().batch;
+                        batch.validate().unwrap();
+                        assert_eq!(
+                            batch.base_offset(DecodeLimits::default()).unwrap(),
+                            next,
+                            "contiguous"
+                        );
+                        next = batch.next_offset();
+                        seen += 1;
+                    }
+                    std::thread::yield_now();
+                }
+                next
+            })
+        })
+        .collect();
+    writer.join().unwrap();
+    for reader in readers {
+        assert!(reader.join().unwrap() > 0);
+    }
+}

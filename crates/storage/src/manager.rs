@@ -1,0 +1,630 @@
+//! All the partition logs of a broker (Kafka's `LogManager`): one or more log directories, each
+//! locked, with its checkpoint files and clean-shutdown marker; topic creation and deletion;
+//! the periodic work (retention, flushes, checkpoints, delayed deletes); and failure isolation:
+//! an I/O error takes its log directory offline while the others keep working.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use seglog_format::names::{DirState, PartitionDir, validate_topic};
+
+use crate::config::{BrokerLogConfig, LogConfig, parse_properties, write_properties};
+use crate::dirs::checkpoint::{
+    LOG_START_OFFSET_CHECKPOINT_FILE, OffsetCheckpointFile, PartitionOffsets,
+    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, read_text_if_exists,
+    write_atomically,
+};
+use crate::error::{Error, Result};
+use crate::io::{FileLock, Fs};
+use crate::log::load::{LoadParams, LoadReport};
+use crate::log::partition_log::{PartitionLog, TopicPartition};
+
+/// The clean-shutdown marker of a log directory.
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// The lock file of a log directory.
+pub const LOCK_FILE: &str = ".lock";
+/// seglog's per-topic configuration overrides, kept in the first log directory.
+pub const TOPIC_CONFIGS_FILE: &str = "seglog-topic-configs";
+
+/// Where time comes from: the only way storage reads a clock.
+pub trait Clock: Send + Sync + Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// The wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// A clock that moves only when told to, for tests and simulation.
+#[derive(Debug, Default)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock at `now_ms`.
+    pub fn new(now_ms: i64) -> Self {
+        Self(AtomicI64::new(now_ms))
+    }
+
+    /// Moves the clock to `now_ms`.
+    pub fn set(&self, now_ms: i64) {
+        self.0.store(now_ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// One log directory.
+#[derive(Debug)]
+struct LogDir {
+    path: PathBuf,
+    offline: AtomicBool,
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+/// What opening the log directories found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Partitions loaded, with what their loader did.
+    pub partitions: BTreeMap<TopicPartition, LoadReport>,
+    /// Directories renamed for deletion, removed during the open.
+    pub deleted_dirs: Vec<PathBuf>,
+    /// Directories that were closed cleanly.
+    pub clean_dirs: Vec<PathBuf>,
+    /// Checkpoint files that did not parse and were treated as empty (Kafka logs and goes on).
+    pub unreadable_checkpoints: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+#[expect(clippy::struct_field_names, reason = "units last, as the house style asks")]
+struct Timers {
+    /// When the last retention pass ran.
+    retention_ms: i64,
+    /// When the recovery-point checkpoint was last written.
+    recovery_checkpoint_ms: i64,
+    /// When the high-watermark checkpoint was last written.
+    high_watermark_checkpoint_ms: i64,
+}
+
+/// The partition logs of all log directories (Kafka's `LogManager`).
+#[derive(Debug)]
+pub struct LogManager {
+    fs: Arc<dyn Fs>,
+    clock: Arc<dyn Clock>,
+    config: BrokerLogConfig,
+    dirs: Vec<LogDir>,
+    logs: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    topic_overrides: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    pending_dir_deletes: Mutex<Vec<(usize, PathBuf)>>,
+    timers: Mutex<Timers>,
+    delete_counter: AtomicU64,
+}
+
+fn read_offsets(fs: &dyn Fs, dir: &Path, name: &str, report: &mut OpenReport) -> PartitionOffsets {
+    match OffsetCheckpointFile::in_dir(dir, name).read(fs) {
+        Ok(offsets) => offsets,
+        Err(error) => {
+            report.unreadable_checkpoints.push(format!("{}: {error}", dir.join(name).display()));
+            PartitionOffsets::new()
+        }
+    }
+}
+
+impl LogManager {
+    /// Opens every log directory of `config` (creating missing ones), locks each, and loads
+    /// every partition in it, recovering those that were not shut down cleanly.
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        clock: Arc<dyn Clock>,
+        config: BrokerLogConfig,
+    ) -> Result<(Self, OpenReport)> {
+        let mut report = OpenReport::default();
+        let mut dirs = Vec::new();
+        for path in &config.log_dirs {
+            fs.create_dir_all(path).map_err(|e| Error::io("create log dir", path, e))?;
+            for ancestor in path.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+                fs.sync_dir(ancestor).map_err(|e| Error::io("fsync dir", ancestor, e))?;
+            }
+            let lock = fs.lock_exclusive(&path.join(LOCK_FILE)).map_err(|e| {
+                Error::io("lock log dir (is another process using it?)", path.join(LOCK_FILE), e)
+            })?;
+            dirs.push(LogDir {
+                path: path.clone(),
+                offline: AtomicBool::new(false),
+                lock: Mutex::new(Some(lock)),
+            });
+        }
+        let manager = Self {
+            fs,
+            clock,
+            config,
+            dirs,
+            logs: RwLock::default(),
+            topic_overrides: RwLock::default(),
+            pending_dir_deletes: Mutex::default(),
+            timers: Mutex::default(),
+            delete_counter: AtomicU64::new(0),
+        };
+        manager.load_topic_overrides()?;
+        for dir_idx in 0..manager.dirs.len() {
+            manager.load_dir(dir_idx, &mut report)?;
+        }
+        let now_ms = manager.clock.now_ms();
+        *manager.timers.lock().unwrap_or_else(PoisonError::into_inner) = Timers {
+            retention_ms: now_ms,
+            recovery_checkpoint_ms: now_ms,
+            high_watermark_checkpoint_ms: now_ms,
+        };
+        report.deleted_dirs = manager.delete_pending_dirs()?;
+        Ok((manager, report))
+    }
+
+    fn load_dir(&self, dir_idx: usize, report: &mut OpenReport) -> Result<()> {
+        let fs = self.fs.as_ref();
+        let dir = self.dirs.get(dir_idx).map(|d| d.path.clone()).unwrap_or_default();
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let clean = fs.exists(&marker).map_err(|e| Error::io("stat", &marker, e))?;
+        if clean {
+            // Removed before loading, so that a crash while loading counts as unclean.
+            fs.remove(&marker)
+                .map_err(|e| Error::io("remove clean shutdown marker", &marker, e))?;
+            fs.sync_dir(&dir).map_err(|e| Error::io("fsync dir", &dir, e))?;
+            report.clean_dirs.push(dir.clone());
+        }
+        let recovery_points = read_offsets(fs, &dir, RECOVERY_POINT_CHECKPOINT_FILE, report);
+        let log_starts = read_offsets(fs, &dir, LOG_START_OFFSET_CHECKPOINT_FILE, report);
+        let high_watermarks = read_offsets(fs, &dir, REPLICATION_OFFSET_CHECKPOINT_FILE, report);
+        let now_ms = self.clock.now_ms();
+        for entry in fs.list(&dir).map_err(|e| Error::io("list log dir", &dir, e))? {
+            let name =
+                entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let Ok(parsed) = PartitionDir::parse(&name) else { continue };
+            if fs.list(&entry).is_err() {
+                continue; // a file whose name looks like a partition
+            }
+            match parsed.state {
+                DirState::Live => {}
+                DirState::Delete(_) => {
+                    self.pending_dir_deletes
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push((dir_idx, entry));
+                    continue;
+                }
+                DirState::Future(_) | DirState::Stray(_) => continue,
+            }
+            let tp = TopicPartition { topic: parsed.topic.clone(), partition: parsed.partition };
+            let key = (tp.topic.clone(), tp.partition);
+            let params = LoadParams {
+                had_clean_shutdown: clean,
+                log_start_offset_checkpoint: log_starts.get(&key).copied().unwrap_or(0),
+                recovery_point_checkpoint: recovery_points.get(&key).copied().unwrap_or(0),
+                now_ms,
+            };
+            let config = self.topic_config(&tp.topic)?;
+            let (log, load_report) =
+                PartitionLog::open(Arc::clone(&self.fs), &entry, tp.clone(), config, params)?;
+            if let Some(high_watermark) = high_watermarks.get(&key) {
+                log.update_high_watermark(*high_watermark)?;
+            }
+            report.partitions.insert(tp.clone(), load_report);
+            self.logs
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(tp, (dir_idx, Arc::new(log)));
+        }
+        Ok(())
+    }
+
+    fn topic_configs_path(&self) -> Option<PathBuf> {
+        self.dirs.first().map(|dir| dir.path.join(TOPIC_CONFIGS_FILE))
+    }
+
+    fn load_topic_overrides(&self) -> Result<()> {
+        let Some(path) = self.topic_configs_path() else { return Ok(()) };
+        let Some(text) = read_text_if_exists(self.fs.as_ref(), &path, 16 << 20)? else {
+            return Ok(());
+        };
+        let properties = parse_properties(&text).map_err(|error| Error::Malformed {
+            path: path.clone(),
+            line: None,
+            reason: error.to_string(),
+        })?;
+        let mut overrides: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for (key, value) in properties {
+            if let Some((topic, config_key)) = key.split_once('/') {
+                overrides.entry(topic.to_owned()).or_default().insert(config_key.to_owned(), value);
+            }
+        }
+        *self.topic_overrides.write().unwrap_or_else(PoisonError::into_inner) = overrides;
+        Ok(())
+    }
+
+    fn store_topic_overrides(&self) -> Result<()> {
+        let Some(path) = self.topic_configs_path() else { return Ok(()) };
+        let overrides = self.topic_overrides.read().unwrap_or_else(PoisonError::into_inner);
+        let flat: BTreeMap<String, String> = overrides
+            .iter()
+            .flat_map(|(topic, keys)| {
+                keys.iter().map(move |(k, v)| (format!("{topic}/{k}"), v.clone()))
+            })
+            .collect();
+        write_atomically(self.fs.as_ref(), &path, write_properties(&flat).as_bytes())
+    }
+
+    /// The effective configuration of `topic`: the broker defaults with its overrides.
+    pub fn topic_config(&self, topic: &str) -> Result<LogConfig> {
+        let overrides = self.topic_overrides.read().unwrap_or_else(PoisonError::into_inner);
+        match overrides.get(topic) {
+            Some(keys) => self
+                .config
+                .default_log_config
+                .with_overrides(keys)
+                .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}"))),
+            None => Ok(self.config.default_log_config.clone()),
+        }
+    }
+
+    /// The topic's configuration overrides (what DescribeConfigs shows as topic-level).
+    pub fn topic_overrides(&self, topic: &str) -> BTreeMap<String, String> {
+        self.topic_overrides
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(topic)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Replaces the topic's overrides and applies the new configuration to its logs, live.
+    pub fn set_topic_overrides(
+        &self,
+        topic: &str,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<()> {
+        let config = self
+            .config
+            .default_log_config
+            .with_overrides(&overrides)
+            .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}")))?;
+        self.topic_overrides
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(topic.to_owned(), overrides);
+        self.store_topic_overrides()?;
+        for log in self.partitions_of(topic) {
+            log.set_config(config.clone())?;
+        }
+        Ok(())
+    }
+
+    fn dir_is_offline(&self, dir_idx: usize) -> bool {
+        self.dirs.get(dir_idx).is_none_or(|dir| dir.offline.load(Ordering::SeqCst))
+    }
+
+    /// Takes the log directory of a failed call offline (Kafka's `LogDirFailureChannel`).
+    fn observe<T>(&self, dir_idx: usize, result: Result<T>) -> Result<T> {
+        if let Err(Error::Io { .. } | Error::Offline { .. }) = &result
+            && let Some(dir) = self.dirs.get(dir_idx)
+        {
+            dir.offline.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+
+    /// The directories that went offline.
+    pub fn offline_dirs(&self) -> Vec<PathBuf> {
+        self.dirs
+            .iter()
+            .filter(|d| d.offline.load(Ordering::SeqCst))
+            .map(|d| d.path.clone())
+            .collect()
+    }
+
+    /// The log of `tp`; `Offline` when its directory failed.
+    pub fn get_log(&self, tp: &TopicPartition) -> Result<Arc<PartitionLog>> {
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+        let (dir_idx, log) = logs.get(tp).ok_or_else(|| Error::UnknownTopicOrPartition {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+        })?;
+        if self.dir_is_offline(*dir_idx) || log.is_offline() {
+            let dir = self.dirs.get(*dir_idx).map(|d| d.path.clone()).unwrap_or_default();
+            return Err(Error::Offline { dir });
+        }
+        Ok(Arc::clone(log))
+    }
+
+    /// Every partition, in order.
+    pub fn partitions(&self) -> Vec<TopicPartition> {
+        self.logs.read().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
+    }
+
+    /// The topics, in order.
+    pub fn topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self.partitions().into_iter().map(|tp| tp.topic).collect();
+        topics.dedup();
+        topics
+    }
+
+    fn partitions_of(&self, topic: &str) -> Vec<Arc<PartitionLog>> {
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+        logs.iter()
+            .filter(|(tp, _)| tp.topic == topic)
+            .map(|(_, (_, log))| Arc::clone(log))
+            .collect()
+    }
+
+    /// Creates `topic` with `n_partitions` partitions, each in the online directory holding the
+    /// fewest partitions. The topic name is checked as Kafka does, so it never escapes the
+    /// directory. `overrides` are topic-level configuration keys.
+    pub fn create_topic(
+        &self,
+        topic: &str,
+        n_partitions: i32,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<Vec<TopicPartition>> {
+        validate_topic(topic).map_err(|error| Error::InvalidArgument(error.to_string()))?;
+        if n_partitions < 1 {
+            return Err(Error::InvalidArgument(format!(
+                "a topic needs at least one partition, not {n_partitions}"
+            )));
+        }
+        if !self.partitions_of(topic).is_empty() {
+            return Err(Error::TopicAlreadyExists { topic: topic.to_owned() });
+        }
+        let config = self
+            .config
+            .default_log_config
+            .with_overrides(&overrides)
+            .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}")))?;
+        if !overrides.is_empty() {
+            self.topic_overrides
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(topic.to_owned(), overrides);
+            self.store_topic_overrides()?;
+        }
+        let now_ms = self.clock.now_ms();
+        let mut created = Vec::new();
+        for partition in 0..n_partitions {
+            let dir_idx = self.least_loaded_dir()?;
+            let parent = self.dirs.get(dir_idx).map(|d| d.path.clone()).unwrap_or_default();
+            let path = parent.join(PartitionDir::live(topic, partition).to_name());
+            let result = (|| {
+                self.fs
+                    .create_dir_all(&path)
+                    .map_err(|e| Error::io("create partition dir", &path, e))?;
+                self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))?;
+                let tp = TopicPartition { topic: topic.to_owned(), partition };
+                let params = LoadParams {
+                    had_clean_shutdown: true,
+                    log_start_offset_checkpoint: 0,
+                    recovery_point_checkpoint: 0,
+                    now_ms,
+                };
+                PartitionLog::open(Arc::clone(&self.fs), &path, tp, config.clone(), params)
+            })();
+            let (log, _) = self.observe(dir_idx, result)?;
+            let tp = log.topic_partition().clone();
+            self.logs
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(tp.clone(), (dir_idx, Arc::new(log)));
+            created.push(tp);
+        }
+        Ok(created)
+    }
+
+    fn least_loaded_dir(&self) -> Result<usize> {
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+        (0..self.dirs.len())
+            .filter(|dir_idx| !self.dir_is_offline(*dir_idx))
+            .min_by_key(|dir_idx| logs.values().filter(|(d, _)| d == dir_idx).count())
+            .ok_or_else(|| Error::Offline {
+                dir: self.dirs.first().map(|d| d.path.clone()).unwrap_or_default(),
+            })
+    }
+
+    /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and
+    /// the rename made durable), then removed by the background work.
+    pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        let removed: Vec<(TopicPartition, usize, Arc<PartitionLog>)> = {
+            let mut logs = self.logs.write().unwrap_or_else(PoisonError::into_inner);
+            let keys: Vec<TopicPartition> =
+                logs.keys().filter(|tp| tp.topic == topic).cloned().collect();
+            keys.into_iter()
+                .filter_map(|tp| logs.remove(&tp).map(|(d, log)| (tp, d, log)))
+                .collect()
+        };
+        if removed.is_empty() {
+            return Err(Error::UnknownTopicOrPartition { topic: topic.to_owned(), partition: -1 });
+        }
+        for (tp, dir_idx, log) in &removed {
+            let parent = self.dirs.get(*dir_idx).map(|d| d.path.clone()).unwrap_or_default();
+            let unique = self.delete_counter.fetch_add(1, Ordering::SeqCst);
+            let id = format!("{:016x}{:016x}", self.clock.now_ms(), unique);
+            let to = parent.join(
+                PartitionDir {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    state: DirState::Delete(id),
+                }
+                .to_name(),
+            );
+            let result = self
+                .fs
+                .rename(log.dir(), &to)
+                .map_err(|e| Error::io("rename for delete", log.dir(), e))
+                .and_then(|()| {
+                    self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))
+                });
+            self.observe(*dir_idx, result)?;
+            self.pending_dir_deletes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((*dir_idx, to));
+        }
+        self.topic_overrides.write().unwrap_or_else(PoisonError::into_inner).remove(topic);
+        self.store_topic_overrides()?;
+        Ok(removed.len())
+    }
+
+    /// Removes the directories renamed for deletion.
+    fn delete_pending_dirs(&self) -> Result<Vec<PathBuf>> {
+        let pending = std::mem::take(
+            &mut *self.pending_dir_deletes.lock().unwrap_or_else(PoisonError::into_inner),
+        );
+        let mut deleted = Vec::new();
+        for (dir_idx, path) in pending {
+            let result = (|| {
+                for file in self.fs.list(&path).map_err(|e| Error::io("list", &path, e))? {
+                    self.fs.remove(&file).map_err(|e| Error::io("remove", &file, e))?;
+                }
+                self.fs.remove_dir(&path).map_err(|e| Error::io("remove dir", &path, e))?;
+                let parent = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))
+            })();
+            self.observe(dir_idx, result)?;
+            deleted.push(path);
+        }
+        Ok(deleted)
+    }
+
+    /// Writes the recovery-point, log-start-offset and replication (high watermark) checkpoints
+    /// of every online directory, atomically.
+    pub fn checkpoint(&self) -> Result<()> {
+        for (dir_idx, dir) in self.dirs.iter().enumerate() {
+            if self.dir_is_offline(dir_idx) {
+                continue;
+            }
+            let mut recovery_points = PartitionOffsets::new();
+            let mut log_starts = PartitionOffsets::new();
+            let mut high_watermarks = PartitionOffsets::new();
+            for (tp, (log_dir_idx, log)) in
+                self.logs.read().unwrap_or_else(PoisonError::into_inner).iter()
+            {
+                if *log_dir_idx != dir_idx || log.is_offline() {
+                    continue;
+                }
+                let key = (tp.topic.clone(), tp.partition);
+                recovery_points.insert(key.clone(), log.recovery_point()?);
+                let first_base = log.segment_base_offsets()?.first().copied().unwrap_or(0);
+                let log_start = log.log_start_offset()?;
+                if log_start > first_base {
+                    log_starts.insert(key.clone(), log_start);
+                }
+                high_watermarks.insert(key, log.high_watermark()?);
+            }
+            let fs = self.fs.as_ref();
+            let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
+                .write(fs, &recovery_points)
+                .and_then(|()| {
+                    OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
+                        .write(fs, &log_starts)
+                })
+                .and_then(|()| {
+                    OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
+                        .write(fs, &high_watermarks)
+                });
+            self.observe(dir_idx, result)?;
+        }
+        Ok(())
+    }
+
+    /// One round of background work at `now_ms`: flushes that are due (`flush.ms`, group
+    /// commit), retention every `log.retention.check.interval.ms`, checkpoints, delayed file
+    /// and directory deletes. Errors take their directory offline; the round goes on.
+    pub fn tick(&self, now_ms: i64) {
+        let logs: Vec<(usize, Arc<PartitionLog>)> = self
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|(d, l)| (*d, Arc::clone(l)))
+            .collect();
+        let (retention_due, checkpoint_due) = {
+            let mut timers = self.timers.lock().unwrap_or_else(PoisonError::into_inner);
+            let retention_due =
+                now_ms - timers.retention_ms >= self.config.retention_check_interval_ms;
+            if retention_due {
+                timers.retention_ms = now_ms;
+            }
+            let checkpoint_due = now_ms - timers.recovery_checkpoint_ms
+                >= self.config.flush_offset_checkpoint_interval_ms
+                || now_ms - timers.high_watermark_checkpoint_ms
+                    >= self.config.high_watermark_checkpoint_interval_ms;
+            if checkpoint_due {
+                timers.recovery_checkpoint_ms = now_ms;
+                timers.high_watermark_checkpoint_ms = now_ms;
+            }
+            (retention_due, checkpoint_due)
+        };
+        for (dir_idx, log) in &logs {
+            if self.dir_is_offline(*dir_idx) || log.is_offline() {
+                continue;
+            }
+            let _ = self.observe(*dir_idx, log.flush_if_due(now_ms));
+            if retention_due {
+                let _ = self.observe(*dir_idx, log.delete_old_segments(now_ms));
+            }
+            let _ = self.observe(*dir_idx, log.delete_expired(now_ms));
+        }
+        if checkpoint_due {
+            let _ = self.checkpoint();
+        }
+        let _ = self.delete_pending_dirs();
+    }
+
+    /// Closes everything cleanly: every log flushed and trimmed, checkpoints written, the clean
+    /// shutdown marker written in each healthy directory, and the directory locks released.
+    pub fn shutdown(&self) -> Result<()> {
+        let now_ms = self.clock.now_ms();
+        let mut first_error = None;
+        for (dir_idx, log) in self.logs.read().unwrap_or_else(PoisonError::into_inner).values() {
+            if self.dir_is_offline(*dir_idx) || log.is_offline() {
+                continue;
+            }
+            if let Err(error) = self.observe(*dir_idx, log.close(now_ms)) {
+                first_error.get_or_insert(error);
+            }
+        }
+        if let Err(error) = self.checkpoint() {
+            first_error.get_or_insert(error);
+        }
+        for (dir_idx, dir) in self.dirs.iter().enumerate() {
+            if !self.dir_is_offline(dir_idx) {
+                let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
+                let result = write_atomically(
+                    self.fs.as_ref(),
+                    &marker,
+                    br#"{"version":0,"brokerEpoch":-1}"#,
+                );
+                if let Err(error) = self.observe(dir_idx, result) {
+                    first_error.get_or_insert(error);
+                }
+            }
+            dir.lock.lock().unwrap_or_else(PoisonError::into_inner).take();
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+}

@@ -1,0 +1,234 @@
+//! `LogManager` on the simulated file system: topics, restarts clean and unclean, crash points
+//! of topic deletion and checkpoint writes, the directory lock, and a failed directory going
+//! offline while the others keep working.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use seglog_format::{Compression, RecordBatchBuilder};
+
+use crate::config::BrokerLogConfig;
+use crate::error::Error;
+use crate::io::{FaultKind, FaultPlan, Fs, SimFs};
+use crate::log::partition_log::{Isolation, TopicPartition};
+use crate::log::validator::AppendOrigin;
+use crate::manager::{CLEAN_SHUTDOWN_FILE, LogManager, ManualClock};
+
+fn dirs() -> Vec<PathBuf> {
+    vec![PathBuf::from("/data/a"), PathBuf::from("/data/b")]
+}
+
+fn open(fs: &SimFs) -> LogManager {
+    let config = BrokerLogConfig { log_dirs: dirs(), ..BrokerLogConfig::default() };
+    LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(1_000)), config).unwrap().0
+}
+
+fn tp(topic: &str, partition: i32) -> TopicPartition {
+    TopicPartition { topic: topic.into(), partition }
+}
+
+fn produce(manager: &LogManager, tp: &TopicPartition, n: usize) {
+    let mut builder = RecordBatchBuilder::new(Compression::Lz4);
+    for idx in 0..n {
+        builder.push(1_000 + idx as i64, None, Some(b"payload"), &[]).unwrap();
+    }
+    let log = manager.get_log(tp).unwrap();
+    log.append_as_leader(&builder.build().unwrap(), 0, AppendOrigin::Client, 1_000).unwrap();
+}
+
+#[test]
+fn topics_are_created_spread_over_dirs_and_survive_a_clean_restart() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    let created = manager.create_topic("orders", 4, BTreeMap::new()).unwrap();
+    assert_eq!(created.len(), 4);
+    let in_a = fs
+        .list(Path::new("/data/a"))
+        .unwrap()
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("orders-"))
+        .count();
+    assert_eq!(in_a, 2, "partitions go to the directory with the fewest");
+    assert!(matches!(
+        manager.create_topic("orders", 1, BTreeMap::new()),
+        Err(Error::TopicAlreadyExists { .. })
+    ));
+    for bad in ["../etc", "a/b", "", ".."] {
+        assert!(manager.create_topic(bad, 1, BTreeMap::new()).is_err(), "{bad:?}");
+    }
+    for partition in 0..4 {
+        produce(&manager, &tp("orders", partition), 10 + partition as usize);
+    }
+    manager.get_log(&tp("orders", 1)).unwrap().update_high_watermark(11).unwrap();
+    manager.shutdown().unwrap();
+    drop(manager);
+    assert!(fs.exists(&PathBuf::from("/data/a").join(CLEAN_SHUTDOWN_FILE)).unwrap());
+    fs.crash(3); // a clean shutdown made everything durable
+    let config = BrokerLogConfig { log_dirs: dirs(), ..BrokerLogConfig::default() };
+    let (manager, report) =
+        LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(2_000)), config).unwrap();
+    assert_eq!(report.clean_dirs.len(), 2);
+    assert!(
+        report.partitions.values().all(|load| load.segments_recovered == 0),
+        "no scan after a clean shutdown"
+    );
+    for partition in 0..4 {
+        let log = manager.get_log(&tp("orders", partition)).unwrap();
+        assert_eq!(log.log_end_offset().unwrap(), 10 + i64::from(partition));
+    }
+    assert_eq!(
+        manager.get_log(&tp("orders", 1)).unwrap().high_watermark().unwrap(),
+        11,
+        "HW from the checkpoint"
+    );
+    assert!(
+        !fs.exists(&PathBuf::from("/data/a").join(CLEAN_SHUTDOWN_FILE)).unwrap(),
+        "the marker is consumed"
+    );
+}
+
+#[test]
+fn an_unclean_restart_recovers_from_the_checkpointed_recovery_point() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("t", 1, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("t", 0), 5);
+    manager.get_log(&tp("t", 0)).unwrap().flush(1_000).unwrap();
+    manager.checkpoint().unwrap();
+    produce(&manager, &tp("t", 0), 5);
+    drop(manager);
+    fs.crash(9);
+    let config = BrokerLogConfig { log_dirs: dirs(), ..BrokerLogConfig::default() };
+    let (manager, report) =
+        LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(2_000)), config).unwrap();
+    assert!(report.clean_dirs.is_empty());
+    let log = manager.get_log(&tp("t", 0)).unwrap();
+    let end = log.log_end_offset().unwrap();
+    assert!((5..=10).contains(&end), "flushed records survive; unflushed may: {end}");
+}
+
+#[test]
+fn two_managers_cannot_share_a_directory() {
+    let fs = SimFs::new();
+    let first = open(&fs);
+    let config = BrokerLogConfig { log_dirs: dirs(), ..BrokerLogConfig::default() };
+    let error =
+        LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(0)), config.clone())
+            .unwrap_err();
+    assert!(error.to_string().contains("lock"), "{error}");
+    first.shutdown().unwrap();
+    drop(first);
+    assert!(LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(0)), config).is_ok());
+}
+
+#[test]
+fn topic_delete_renames_then_removes_and_survives_a_crash_at_each_step() {
+    for crash_after_ops in 0..12u64 {
+        let fs = SimFs::new();
+        let manager = open(&fs);
+        manager.create_topic("gone", 2, BTreeMap::new()).unwrap();
+        manager.create_topic("kept", 1, BTreeMap::new()).unwrap();
+        produce(&manager, &tp("gone", 0), 3);
+        produce(&manager, &tp("kept", 0), 3);
+        manager.shutdown().unwrap();
+        drop(manager);
+        let manager = open(&fs);
+        let before = fs.op_count();
+        fs.set_fault_plan(FaultPlan::FailNth { n: crash_after_ops + 1, kind: FaultKind::Eio });
+        let deleted = manager.delete_topic("gone");
+        fs.set_fault_plan(FaultPlan::None);
+        if deleted.is_ok() {
+            manager.tick(1_000_000);
+        }
+        let ran_ops = fs.op_count() - before;
+        drop(manager);
+        fs.crash(crash_after_ops);
+        let manager = open(&fs);
+        let remaining = manager.partitions();
+        // The kept topic is always whole; the deleted one is either whole or entirely gone
+        // partition by partition, never half a directory.
+        assert!(remaining.contains(&tp("kept", 0)), "step {crash_after_ops}");
+        assert_eq!(manager.get_log(&tp("kept", 0)).unwrap().log_end_offset().unwrap(), 3);
+        if let Ok(log) = manager.get_log(&tp("gone", 0)) {
+            assert_eq!(
+                log.log_end_offset().unwrap(),
+                3,
+                "step {crash_after_ops}: a surviving partition is intact"
+            );
+        }
+        let leftovers: Vec<_> = dirs()
+            .iter()
+            .flat_map(|dir| fs.list(dir).unwrap())
+            .filter(|p| p.to_string_lossy().ends_with("-delete"))
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "step {crash_after_ops} ({ran_ops} ops): -delete dirs are removed at open: {leftovers:?}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_directory_goes_offline_and_the_other_keeps_working() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("t", 2, BTreeMap::new()).unwrap();
+    // Partition 0 is in /data/a, partition 1 in /data/b.
+    let in_a = manager.get_log(&tp("t", 0)).unwrap().dir().starts_with("/data/a");
+    let (failing, healthy) = if in_a { (tp("t", 0), tp("t", 1)) } else { (tp("t", 1), tp("t", 0)) };
+    fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });
+    let log = manager.get_log(&failing).unwrap();
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    builder.push(1, None, Some(b"x"), &[]).unwrap();
+    assert!(log.append_as_leader(&builder.build().unwrap(), 0, AppendOrigin::Client, 1).is_err());
+    fs.set_fault_plan(FaultPlan::None);
+    manager.tick(2_000);
+    assert!(matches!(manager.get_log(&failing), Err(Error::Offline { .. })));
+    produce(&manager, &healthy, 4);
+    let read =
+        manager.get_log(&healthy).unwrap().read(0, 10_000, Isolation::LogEnd, false).unwrap();
+    assert!(!read.records.is_empty());
+}
+
+#[test]
+fn checkpoint_writes_are_atomic_under_crashes() {
+    for step in 0..10u64 {
+        let fs = SimFs::new();
+        let manager = open(&fs);
+        manager.create_topic("c", 1, BTreeMap::new()).unwrap();
+        produce(&manager, &tp("c", 0), 4);
+        manager.get_log(&tp("c", 0)).unwrap().flush(1).unwrap();
+        manager.checkpoint().unwrap();
+        produce(&manager, &tp("c", 0), 4);
+        manager.get_log(&tp("c", 0)).unwrap().flush(2).unwrap();
+        fs.set_fault_plan(FaultPlan::FailNth { n: step + 1, kind: FaultKind::Eio });
+        let _ = manager.checkpoint();
+        fs.set_fault_plan(FaultPlan::None);
+        drop(manager);
+        fs.crash(step);
+        let manager = open(&fs);
+        let log = manager.get_log(&tp("c", 0)).unwrap();
+        assert!(log.recovery_point().unwrap() <= log.log_end_offset().unwrap(), "step {step}");
+        assert!(log.log_end_offset().unwrap() >= 4, "step {step}: flushed records survive");
+    }
+}
+
+#[test]
+fn topic_overrides_persist_and_apply_live() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    let overrides = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);
+    manager.create_topic("short", 1, overrides.clone()).unwrap();
+    assert_eq!(manager.get_log(&tp("short", 0)).unwrap().config().unwrap().retention_ms, 1000);
+    let bad = BTreeMap::from([("segment.bytes".to_owned(), "1".to_owned())]);
+    assert!(manager.set_topic_overrides("short", bad).is_err(), "Kafka's ranges are enforced");
+    let longer = BTreeMap::from([("retention.ms".to_owned(), "5000".to_owned())]);
+    manager.set_topic_overrides("short", longer.clone()).unwrap();
+    assert_eq!(manager.get_log(&tp("short", 0)).unwrap().config().unwrap().retention_ms, 5000);
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open(&fs);
+    assert_eq!(manager.topic_overrides("short"), longer);
+    assert_eq!(manager.get_log(&tp("short", 0)).unwrap().config().unwrap().retention_ms, 5000);
+}
