@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use seglog_format::names::{DirState, PartitionDir, validate_topic};
 
@@ -17,6 +20,7 @@ use crate::dirs::checkpoint::{
     RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, read_text_if_exists,
     write_atomically,
 };
+use crate::dirs::meta::PartitionMetadata;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
@@ -400,6 +404,7 @@ impl LogManager {
             self.store_topic_overrides()?;
         }
         let now_ms = self.clock.now_ms();
+        let topic_id = self.new_topic_id(topic, now_ms);
         let mut created = Vec::new();
         for partition in 0..n_partitions {
             let dir_idx = self.least_loaded_dir()?;
@@ -410,6 +415,8 @@ impl LogManager {
                     .create_dir_all(&path)
                     .map_err(|e| Error::io("create partition dir", &path, e))?;
                 self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))?;
+                // Written before any data, as Kafka does (spec §3.6).
+                PartitionMetadata::new(topic_id).write(self.fs.as_ref(), &path)?;
                 let tp = TopicPartition { topic: topic.to_owned(), partition };
                 let params = LoadParams {
                     had_clean_shutdown: true,
@@ -428,6 +435,28 @@ impl LogManager {
             created.push(tp);
         }
         Ok(created)
+    }
+
+    /// A topic id for a new topic: 16 bytes, never all zero, different for every creation.
+    fn new_topic_id(&self, topic: &str, now_ms: i64) -> [u8; 16] {
+        let unique = self.delete_counter.fetch_add(1, Ordering::SeqCst);
+        // FNV-1a over the name, then mixed with the clock and a counter (SplitMix64 finalizer).
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in topic.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let mix = |mut z: u64| {
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let high = mix(hash ^ now_ms.cast_unsigned());
+        let low = mix(high ^ unique.wrapping_add(0x9E37_79B9_7F4A_7C15)) | 1;
+        let mut id = [0u8; 16];
+        let (first, second) = id.split_at_mut(8);
+        first.copy_from_slice(&high.to_be_bytes());
+        second.copy_from_slice(&low.to_be_bytes());
+        id
     }
 
     fn least_loaded_dir(&self) -> Result<usize> {
@@ -626,5 +655,38 @@ impl LogManager {
     /// The clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// Starts the one background thread that runs [`LogManager::tick`] every `period` (Kafka's
+    /// scheduler: retention, flushes and group commit, checkpoints, delayed deletes). The thread
+    /// stops when the returned handle is dropped.
+    pub fn start_background(self: &Arc<Self>, period: Duration) -> Result<Background> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let manager = Arc::clone(self);
+        let thread = std::thread::Builder::new()
+            .name("seglog-log-manager".to_owned())
+            .spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
+                    manager.tick(manager.clock.now_ms());
+                }
+            })
+            .map_err(|error| Error::io("spawn background thread", "seglog-log-manager", error))?;
+        Ok(Background { stop: Some(stop), thread: Some(thread) })
+    }
+}
+
+/// The running background thread of a [`LogManager`]; dropping it stops and joins the thread.
+#[derive(Debug)]
+pub struct Background {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }

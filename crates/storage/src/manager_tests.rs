@@ -232,3 +232,49 @@ fn topic_overrides_persist_and_apply_live() {
     assert_eq!(manager.topic_overrides("short"), longer);
     assert_eq!(manager.get_log(&tp("short", 0)).unwrap().config().unwrap().retention_ms, 5000);
 }
+
+#[test]
+fn partition_metadata_is_written_before_data() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("ids", 2, BTreeMap::new()).unwrap();
+    let ids: Vec<[u8; 16]> = (0..2)
+        .map(|p| {
+            let dir = manager.get_log(&tp("ids", p)).unwrap().dir().to_owned();
+            crate::dirs::meta::PartitionMetadata::read(&fs, &dir).unwrap().unwrap().topic_id
+        })
+        .collect();
+    assert_eq!(ids[0], ids[1], "one id per topic");
+    assert_ne!(ids[0], [0; 16]);
+}
+
+/// Group commit through the background thread: an append becomes durable without anyone
+/// calling flush, and a waiter wakes when it does.
+#[test]
+fn background_thread_makes_group_commit_appends_durable() {
+    let fs = SimFs::new();
+    let default_log_config = crate::config::LogConfig {
+        durability: crate::config::DurabilityMode::GroupCommit,
+        group_commit_interval_ms: 1,
+        ..crate::config::LogConfig::default()
+    };
+    let config =
+        BrokerLogConfig { log_dirs: dirs(), default_log_config, ..BrokerLogConfig::default() };
+    let manager = Arc::new(
+        LogManager::open(Arc::new(fs.clone()), Arc::new(crate::manager::SystemClock), config)
+            .unwrap()
+            .0,
+    );
+    manager.create_topic("gc", 1, BTreeMap::new()).unwrap();
+    let background = manager.start_background(std::time::Duration::from_millis(1)).unwrap();
+    produce(&manager, &tp("gc", 0), 5);
+    let log = manager.get_log(&tp("gc", 0)).unwrap();
+    assert!(log.wait_durable(5, std::time::Duration::from_secs(30)).unwrap());
+    assert_eq!(log.recovery_point().unwrap(), 5);
+    drop(background);
+    drop(log);
+    drop(manager);
+    fs.crash(4);
+    let manager = open(&fs);
+    assert_eq!(manager.get_log(&tp("gc", 0)).unwrap().log_end_offset().unwrap(), 5);
+}

@@ -388,6 +388,9 @@ impl LocalLog {
             let due_ms = if delay { now_ms + self.config.file_delete_delay_ms } else { now_ms };
             self.retire(segment, due_ms)?;
         }
+        // The renames are made durable together: were an older deleted segment to come back
+        // after a crash while a newer one stayed deleted, the log would have a hole in it.
+        self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
         if !delay {
             self.delete_expired(now_ms)?;
         }
@@ -435,12 +438,20 @@ impl LocalLog {
                 self.retire(segment, now_ms + self.config.file_delete_delay_ms)?;
             }
         }
+        if !above.is_empty() {
+            // Truncation is durable on return: the renames above must survive a crash, or the
+            // truncated segments would come back.
+            self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
+        }
         let segment =
             self.segments.get_mut(keep).unwrap_or_else(|| unreachable!("floor segment exists"));
         segment.truncate_to(target, now_ms)?;
         segment.resize_indexes_to_max()?;
-        // As Kafka, the log end offset becomes the target: callers truncate at batch boundaries.
-        self.update_log_end_offset(target);
+        // Truncation removes whole batches. Kafka sets the log end offset to the target even when
+        // that cuts a batch (its callers truncate at boundaries); seglog never claims offsets
+        // whose records are gone, so a cut batch brings the end down to its start.
+        let next_offset = segment.read_next_offset()?;
+        self.update_log_end_offset(next_offset.min(target));
         Ok(above.len())
     }
 

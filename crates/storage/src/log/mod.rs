@@ -14,3 +14,5 @@ pub mod validator;
 mod load_tests;
 #[cfg(test)]
 mod partition_log_tests;
+#[cfg(test)]
+mod sim_tests;

@@ -557,6 +557,11 @@ impl LogSegment {
         self.offset_index.truncate_to(offset)?;
         self.time_index.truncate_to(offset)?;
         self.txn_index.truncate_to(offset)?;
+        // The zeroed entries are made durable too: a stale entry surviving a crash would point
+        // past the truncated log.
+        self.offset_index.file_mut().flush()?;
+        self.time_index.file_mut().flush()?;
+        self.txn_index.flush()?;
         self.offset_index.file_mut().resize_to_max()?;
         self.time_index.file_mut().resize_to_max()?;
         let old_size = self.size;
