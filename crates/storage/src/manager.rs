@@ -20,7 +20,7 @@ use crate::dirs::checkpoint::{
     RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, read_text_if_exists,
     write_atomically,
 };
-use crate::dirs::meta::PartitionMetadata;
+use crate::dirs::meta::{MetaProperties, PartitionMetadata, uuid_to_base64};
 use crate::error::{Error, Result};
 use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
@@ -119,6 +119,27 @@ pub struct LogManager {
     delete_counter: AtomicU64,
 }
 
+/// A Kafka `Uuid` from `seed` and `path`: never all zero, different for different inputs.
+fn random_uuid(seed: u64, path: &Path) -> [u8; 16] {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for byte in path.to_string_lossy().bytes() {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let mix = |mut z: u64| {
+        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let high = mix(hash);
+    let low = mix(high) | 1;
+    let mut uuid = [0u8; 16];
+    let (first, second) = uuid.split_at_mut(8);
+    first.copy_from_slice(&high.to_be_bytes());
+    second.copy_from_slice(&low.to_be_bytes());
+    uuid
+}
+
 fn read_offsets(fs: &dyn Fs, dir: &Path, name: &str, report: &mut OpenReport) -> PartitionOffsets {
     match OffsetCheckpointFile::in_dir(dir, name).read(fs) {
         Ok(offsets) => offsets,
@@ -147,6 +168,18 @@ impl LogManager {
             let lock = fs.lock_exclusive(&path.join(LOCK_FILE)).map_err(|e| {
                 Error::io("lock log dir (is another process using it?)", path.join(LOCK_FILE), e)
             })?;
+            if MetaProperties::read(fs.as_ref(), path)?.is_none() {
+                // A new directory gets its identity, as `kafka-storage format` would write it.
+                let seed = clock.now_ms().cast_unsigned();
+                let meta = MetaProperties {
+                    version: 1,
+                    node_id: Some(1),
+                    cluster_id: Some(uuid_to_base64(&random_uuid(seed, path))),
+                    directory_id: Some(uuid_to_base64(&random_uuid(seed ^ 0x5EED, path))),
+                    other: BTreeMap::new(),
+                };
+                meta.write(fs.as_ref(), path)?;
+            }
             dirs.push(LogDir {
                 path: path.clone(),
                 offline: AtomicBool::new(false),

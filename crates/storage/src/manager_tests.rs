@@ -278,3 +278,20 @@ fn background_thread_makes_group_commit_appends_durable() {
     let manager = open(&fs);
     assert_eq!(manager.get_log(&tp("gc", 0)).unwrap().log_end_offset().unwrap(), 5);
 }
+
+#[test]
+fn new_directories_get_meta_properties_and_existing_ones_are_kept() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    let meta = crate::dirs::meta::MetaProperties::read(&fs, Path::new("/data/a")).unwrap().unwrap();
+    assert_eq!((meta.version, meta.node_id), (1, Some(1)));
+    let cluster_id = meta.cluster_id.clone().unwrap();
+    assert_eq!(cluster_id.len(), 22);
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open(&fs);
+    let again =
+        crate::dirs::meta::MetaProperties::read(&fs, Path::new("/data/a")).unwrap().unwrap();
+    assert_eq!(again.cluster_id, Some(cluster_id), "an existing identity is never rewritten");
+    drop(manager);
+}

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::io::{File, Fs, OpenMode, read_all};
+use crate::io::{File, Fs, OpenMode};
+
+/// Bytes read at a time when an index is opened.
+const OPEN_WINDOW_BYTES: u64 = 64 * 1024;
 
 /// Entries in the last 8 KiB of an index are searched first: nearly every lookup hits the tail.
 pub const WARM_SECTION_BYTES: usize = 8192;
@@ -86,17 +89,29 @@ impl<E: IndexEntry> IndexFile<E> {
         let file =
             fs.open(path, OpenMode::ReadWrite).map_err(|e| Error::io("open index", path, e))?;
         let file: Arc<dyn File> = Arc::from(file);
-        let bytes = read_all(file.as_ref()).map_err(|e| Error::io("read index", path, e))?;
-        let mut entries: Vec<E> = Vec::with_capacity(bytes.len() / E::BYTES);
-        for chunk in bytes.chunks_exact(E::BYTES) {
-            match E::decode(chunk) {
-                Some(entry) if entries.last().is_none_or(|last| entry.may_follow(last)) => {
-                    entries.push(entry);
+        let len = file.len().map_err(|e| Error::io("stat index", path, e))?;
+        // Read a window at a time and stop at the first entry that breaks the order: an active
+        // segment's file is preallocated (10 MiB by default) and mostly zeros.
+        let window_entries = OPEN_WINDOW_BYTES / E::BYTES as u64;
+        let mut entries: Vec<E> = Vec::new();
+        let mut position = 0u64;
+        let mut buffer = Vec::new();
+        'scan: while position + E::BYTES as u64 <= len {
+            let n_entries = ((len - position) / E::BYTES as u64).min(window_entries);
+            buffer.resize((n_entries * E::BYTES as u64) as usize, 0);
+            file.read_exact_at(&mut buffer, position)
+                .map_err(|e| Error::io("read index", path, e))?;
+            for chunk in buffer.chunks_exact(E::BYTES) {
+                match E::decode(chunk) {
+                    Some(entry) if entries.last().is_none_or(|last| entry.may_follow(last)) => {
+                        entries.push(entry);
+                    }
+                    _ => break 'scan,
                 }
-                _ => break,
             }
+            position += buffer.len() as u64;
         }
-        let max_entries = bytes.len() / E::BYTES;
+        let max_entries = (len / E::BYTES as u64) as usize;
         let written_entries = entries.len();
         Ok(Self {
             path: path.to_owned(),
@@ -109,8 +124,8 @@ impl<E: IndexEntry> IndexFile<E> {
         })
     }
 
-    /// Checks the file as Kafka's `sanityCheck` does, and that nothing but zeros follows the valid
-    /// entries. Reads the file again; the caller rebuilds the index when this fails.
+    /// Checks the file as Kafka's `sanityCheck` does (length a multiple of the entry size), and
+    /// that the slot after the valid entries is empty; the caller rebuilds the index on failure.
     pub fn sanity_check(&self) -> Result<()> {
         let corrupt = |reason: String| Error::CorruptIndex { path: self.path.clone(), reason };
         let len = self.file.len().map_err(|e| Error::io("stat index", &self.path, e))?;
@@ -120,14 +135,20 @@ impl<E: IndexEntry> IndexFile<E> {
                 E::BYTES
             )));
         }
-        let bytes =
-            read_all(self.file.as_ref()).map_err(|e| Error::io("read index", &self.path, e))?;
-        let written = self.written_entries.min(self.entries.len()) * E::BYTES;
-        if let Some(at) = bytes.get(written..).and_then(|tail| tail.iter().position(|b| *b != 0)) {
-            let entry_idx = (written + at) / E::BYTES;
-            return Err(corrupt(format!(
-                "entry {entry_idx} breaks the index order (or is garbage after the last valid entry)"
-            )));
+        // The slot after the valid entries is the one an append would write next: it must be
+        // empty (zeros) or past the end. Further slots are never read, so they cannot mislead.
+        let written = (self.written_entries.min(self.entries.len()) * E::BYTES) as u64;
+        if written + E::BYTES as u64 <= len {
+            let mut slot = vec![0u8; E::BYTES];
+            self.file
+                .read_exact_at(&mut slot, written)
+                .map_err(|e| Error::io("read index", &self.path, e))?;
+            if slot.iter().any(|b| *b != 0) {
+                let entry_idx = written / E::BYTES as u64;
+                return Err(corrupt(format!(
+                    "entry {entry_idx} breaks the index order (or is garbage after the last valid entry)"
+                )));
+            }
         }
         Ok(())
     }

@@ -22,6 +22,7 @@ fn config() -> LocalLogConfig {
             ..SegmentConfig::default()
         },
         file_delete_delay_ms: 1000,
+        segment_jitter_bound_ms: 0,
     }
 }
 

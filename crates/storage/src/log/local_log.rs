@@ -24,11 +24,18 @@ pub struct LocalLogConfig {
     pub segment: SegmentConfig,
     /// `file.delete.delay.ms`: how long `.deleted` files stay before removal.
     pub file_delete_delay_ms: i64,
+    /// `min(segment.jitter.ms, segment.ms)`: each new segment's roll jitter is drawn below it
+    /// (0: no jitter).
+    pub segment_jitter_bound_ms: i64,
 }
 
 impl Default for LocalLogConfig {
     fn default() -> Self {
-        Self { segment: SegmentConfig::default(), file_delete_delay_ms: 60_000 }
+        Self {
+            segment: SegmentConfig::default(),
+            file_delete_delay_ms: 60_000,
+            segment_jitter_bound_ms: 0,
+        }
     }
 }
 
@@ -85,6 +92,23 @@ fn metadata_at_end(segment: &LogSegment, log_end_offset: i64) -> LogOffsetMetada
         message_offset: log_end_offset,
         segment_base_offset: segment.base_offset(),
         relative_position: segment.size_bytes(),
+    }
+}
+
+impl LocalLogConfig {
+    /// The settings of the segment at `base_offset` in `dir`, with its own roll jitter (Kafka
+    /// draws it at random once per segment; here it is a hash of the segment's identity, so a
+    /// simulation stays deterministic).
+    pub fn segment_config(&self, dir: &Path, base_offset: i64) -> SegmentConfig {
+        if self.segment_jitter_bound_ms <= 0 {
+            return self.segment;
+        }
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in dir.to_string_lossy().bytes().chain(base_offset.to_be_bytes()) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let roll_jitter_ms = (hash % self.segment_jitter_bound_ms.unsigned_abs()) as i64;
+        SegmentConfig { roll_jitter_ms, ..self.segment }
     }
 }
 
@@ -243,8 +267,13 @@ impl LocalLog {
                 self.fs.remove(&stray).map_err(|e| Error::io("remove stray file", &stray, e))?;
             }
         }
-        let segment =
-            LogSegment::create(self.fs.clone(), &self.dir, new_base, self.config.segment, now_ms)?;
+        let segment = LogSegment::create(
+            self.fs.clone(),
+            &self.dir,
+            new_base,
+            self.config.segment_config(&self.dir, new_base),
+            now_ms,
+        )?;
         self.segments.add(segment);
         self.dir_needs_sync = true;
         self.update_log_end_offset(log_end_offset);
@@ -509,6 +538,7 @@ mod tests {
         let config = LocalLogConfig {
             segment: SegmentConfig { index_bytes_max: 1024, ..SegmentConfig::default() },
             file_delete_delay_ms: 1000,
+            segment_jitter_bound_ms: 0,
         };
         LocalLog::create(Arc::new(fs.clone()), &dir(), config, 0, 0).unwrap()
     }

@@ -110,6 +110,11 @@ fn local_config(config: &LogConfig) -> LocalLogConfig {
             preallocate_bytes: if config.preallocate { config.segment_bytes } else { 0 },
         },
         file_delete_delay_ms: config.file_delete_delay_ms,
+        segment_jitter_bound_ms: if config.segment_jitter_ms > 0 {
+            config.segment_jitter_ms.min(config.segment_ms)
+        } else {
+            0
+        },
     }
 }
 

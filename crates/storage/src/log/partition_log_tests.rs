@@ -77,7 +77,11 @@ fn read_offsets(log: &PartitionLog, from: i64, isolation: Isolation) -> Vec<i64>
 
 fn small_segments(records_per_segment: usize) -> LogConfig {
     let batch_bytes = producer_batch(1, 0).len() as u32;
-    LogConfig { segment_bytes: batch_bytes * records_per_segment as u32, ..LogConfig::default() }
+    LogConfig {
+        segment_bytes: batch_bytes * records_per_segment as u32,
+        segment_index_bytes: 4096,
+        ..LogConfig::default()
+    }
 }
 
 /// `testAppendInfoFirstOffset`.
@@ -377,4 +381,88 @@ fn readers_race_a_writer() {
     for reader in readers {
         assert!(reader.join().unwrap() > 0);
     }
+}
+
+/// Crash points of a roll and of a retention delete: fail the N-th I/O operation of the step for
+/// every N in turn, then lose power and reopen. Flushed records are always there, and the log is
+/// a contiguous prefix of what was appended.
+#[test]
+fn crash_after_each_step_of_roll_and_segment_delete() {
+    for (name, step) in [("roll", 0u8), ("segment delete", 1u8)] {
+        for fail_at in 1..40u64 {
+            let fs = SimFs::new();
+            let log = open(&fs, LogConfig { retention_ms: 1, ..small_segments(4) });
+            for _ in 0..6 {
+                append(&log, 1, 0);
+            }
+            log.flush(0).unwrap();
+            log.update_high_watermark(6).unwrap();
+            fs.set_fault_plan(FaultPlan::FailNth { n: fail_at, kind: FaultKind::Eio });
+            let outcome = match step {
+                // Two appends: the second one rolls (4 records per segment, 6 already in).
+                0 => log
+                    .append_as_leader(&producer_batch(1, 0), 0, AppendOrigin::Client, 0)
+                    .and_then(|_| {
+                        log.append_as_leader(&producer_batch(1, 0), 0, AppendOrigin::Client, 0)
+                    }),
+                _ => log
+                    .delete_old_segments(1_000_000)
+                    .map(|_| log.log_end_offset().unwrap_or(0))
+                    .map(|_| AppendInfo {
+                        first_offset: 0,
+                        last_offset: 0,
+                        max_timestamp: 0,
+                        log_append_time: 0,
+                        log_start_offset: 0,
+                        n_records: 0,
+                        durable_offset: 0,
+                    }),
+            };
+            fs.set_fault_plan(FaultPlan::None);
+            drop(log);
+            fs.crash(fail_at);
+            let reopened = open_with(
+                &fs,
+                small_segments(4),
+                LoadParams { recovery_point_checkpoint: 6, ..fresh(false) },
+            );
+            let start = reopened.log_start_offset().unwrap();
+            let offsets = read_offsets(&reopened, start, Isolation::LogEnd);
+            let end = reopened.log_end_offset().unwrap();
+            assert!(
+                end >= 6,
+                "{name} fail_at {fail_at} ({outcome:?}): flushed records lost, end {end}"
+            );
+            assert_eq!(
+                offsets,
+                (start..end).collect::<Vec<_>>(),
+                "{name} fail_at {fail_at}: contiguous prefix"
+            );
+            if fail_at > 30 && outcome.is_ok() {
+                break;
+            }
+        }
+    }
+}
+
+/// `testTimeBasedLogRollJitter`: with jitter, a segment rolls only after `segment.ms` minus its
+/// own jitter, which lies below `min(segment.jitter.ms, segment.ms)`.
+#[test]
+fn time_based_roll_jitter() {
+    let fs = SimFs::new();
+    let log = open(
+        &fs,
+        LogConfig {
+            segment_ms: 1000,
+            segment_jitter_ms: 400,
+            segment_index_bytes: 4096,
+            ..LogConfig::default()
+        },
+    );
+    append(&log, 1, 10_000);
+    // Never before segment.ms - 400, always by segment.ms.
+    append(&log, 1, 10_600);
+    assert_eq!(log.segment_base_offsets().unwrap().len(), 1, "600 ms < 1000 - 400");
+    append(&log, 1, 11_001);
+    assert_eq!(log.segment_base_offsets().unwrap().len(), 2, "past segment.ms, jitter or not");
 }
