@@ -1,10 +1,16 @@
-//! The `seglog` command line. Today: `inspect`, a read-only check of Kafka log directories,
-//! partitions and segment files with every batch validated. `dump`, `verify`, `produce`,
-//! `consume`, `bench` and `serve` arrive with the storage and broker layers.
+//! The `seglog` command line: `produce`, `consume`, `topics`, `dump`, `verify` and `inspect` over
+//! Kafka log directories. Exit codes: 0 success, 1 failure (or problems found), 2 usage.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod common;
+mod consume;
+mod dump;
 mod inspect;
+mod produce;
+mod progress;
+mod topics;
+mod verify;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,22 +19,48 @@ use clap::{Parser, Subcommand};
 
 /// seglog: Apache Kafka's log storage engine, byte-compatible with Kafka on disk.
 #[derive(Debug, Parser)]
-#[command(version, about, propagate_version = true)]
+#[command(version, about, propagate_version = true, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+const EXAMPLES: &str = "Examples:
+  seq 1 100000 | seglog produce --topic demo
+  seglog consume --topic demo --from ts:1700000000000 --format '%o %T %v\\n'
+  seglog topics describe
+  seglog dump --files seglog-data/demo-0/00000000000000000000.log --deep-iteration
+  seglog verify --log-dir /var/lib/kafka/data";
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Walks a Kafka log directory, partition directory or `.log` file and validates every batch.
+    /// Appends lines (or length-delimited records) from stdin to a topic, creating it if needed.
+    ///
+    /// Example: seq 1 100000 | seglog produce --topic demo --compression lz4
+    Produce(produce::ProduceArgs),
+    /// Prints a topic's records in offset order per partition.
+    ///
+    /// Example: seglog consume --topic demo --from earliest --format '%p %o %k %v\n'
+    Consume(consume::ConsumeArgs),
+    /// Lists, describes, creates and deletes topics.
+    ///
+    /// Example: seglog topics create --topic orders --partitions 3 --config retention.ms=86400000
+    Topics(topics::TopicsArgs),
+    /// Prints segment, index and snapshot files exactly as Kafka's kafka-dump-log.sh does.
+    ///
+    /// Example: seglog dump --files 00000000000000000000.log --print-data-log
+    Dump(dump::DumpArgs),
+    /// Checks every partition of a log directory; --repair fixes what recovery can.
+    ///
+    /// Example: seglog verify --log-dir /var/lib/kafka/data --repair
+    Verify(verify::VerifyArgs),
+    /// Walks a log directory, partition directory or `.log` file and validates every batch.
     ///
     /// With no path, inspects `./seglog-data`; if that directory does not exist yet, a sample
-    /// partition (one batch per codec) is written there first, so there is something to see.
+    /// partition (one batch per codec) is written there first.
     ///
     /// Examples:
     ///   seglog inspect
-    ///   seglog inspect /var/lib/kafka/data
     ///   seglog inspect /var/lib/kafka/data/orders-0/00000000000000368769.log
     #[command(verbatim_doc_comment)]
     Inspect {
@@ -47,6 +79,13 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Produce(args) => produce::run(&args).map(|()| true),
+        Command::Consume(args) => consume::run(&args).map(|()| true),
+        Command::Topics(args) => topics::run(&args).map(|()| true),
+        Command::Dump(args) => {
+            dump::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr().lock())
+        }
+        Command::Verify(args) => verify::run(&args),
         Command::Inspect { path, decompressed_mib_max } => {
             inspect::run(path, decompressed_mib_max.saturating_mul(1024 * 1024))
         }
@@ -55,6 +94,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(error) => {
+            // One line: the context chain joined, no backtrace.
             eprintln!("seglog: {error:#}");
             ExitCode::FAILURE
         }

@@ -1,0 +1,118 @@
+//! `seglog topics`: list, describe, create and delete topics of a log directory.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use seglog_storage::log::partition_log::MAX_TIMESTAMP;
+
+use crate::common::{LogDirArgs, open_existing, open_manager};
+
+/// Arguments of `seglog topics`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TopicsArgs {
+    #[command(flatten)]
+    log_dir: LogDirArgs,
+    #[command(subcommand)]
+    action: TopicsAction,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum TopicsAction {
+    /// Lists the topics, one per line.
+    List,
+    /// Shows each partition: log start and end offsets, size, segments, first and last
+    /// timestamps, durability.
+    Describe {
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+    },
+    /// Creates a topic.
+    Create {
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+        /// Number of partitions.
+        #[arg(long, default_value_t = 1)]
+        partitions: i32,
+        /// A topic config, `key=value` (Kafka's names, e.g. retention.ms=3600000); repeatable.
+        #[arg(long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
+    },
+    /// Deletes a topic (renamed for deletion, then removed).
+    Delete {
+        /// The topic.
+        #[arg(long)]
+        topic: String,
+    },
+}
+
+pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
+    let dirs = &args.log_dir.log_dir;
+    let mut out = std::io::stdout().lock();
+    match &args.action {
+        TopicsAction::List => {
+            let (manager, _) = open_existing(dirs)?;
+            for topic in manager.topics() {
+                writeln!(out, "{topic}")?;
+            }
+            manager.shutdown()?;
+        }
+        TopicsAction::Describe { topic } => {
+            let (manager, _) = open_existing(dirs)?;
+            writeln!(
+                out,
+                "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY"
+            )?;
+            for tp in manager.partitions() {
+                if topic.as_ref().is_some_and(|topic| *topic != tp.topic) {
+                    continue;
+                }
+                let log = manager.get_log(&tp)?;
+                let first = log
+                    .fetch_offset_by_timestamp(0)?
+                    .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
+                let max = log
+                    .fetch_offset_by_timestamp(MAX_TIMESTAMP)?
+                    .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}",
+                    tp.topic,
+                    tp.partition,
+                    log.log_start_offset()?,
+                    log.log_end_offset()?,
+                    log.size_bytes()?,
+                    log.segment_base_offsets()?.len(),
+                    log.config()?.durability
+                )?;
+            }
+            manager.shutdown()?;
+        }
+        TopicsAction::Create { topic, partitions, configs } => {
+            let mut overrides = BTreeMap::new();
+            for config in configs {
+                let (key, value) = config
+                    .split_once('=')
+                    .with_context(|| format!("--config {config:?} is not key=value"))?;
+                overrides.insert(key.trim().to_owned(), value.trim().to_owned());
+            }
+            let (manager, _) = open_manager(dirs)?;
+            let created = manager
+                .create_topic(topic, *partitions, overrides)
+                .with_context(|| format!("cannot create topic {topic}"))?;
+            manager.shutdown()?;
+            writeln!(out, "created topic {topic} with {} partitions", created.len())?;
+        }
+        TopicsAction::Delete { topic } => {
+            let (manager, _) = open_existing(dirs)?;
+            let n = manager
+                .delete_topic(topic)
+                .with_context(|| format!("cannot delete topic {topic}"))?;
+            manager.shutdown()?;
+            writeln!(out, "deleted topic {topic} ({n} partitions)")?;
+        }
+    }
+    Ok(())
+}

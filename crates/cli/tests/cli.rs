@@ -1,0 +1,211 @@
+//! End-to-end tests of `produce`, `consume`, `topics` and `verify`, spawning the built binary.
+
+#![allow(clippy::unwrap_used, clippy::pedantic)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn seglog(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        input.write_all(bytes).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn ok(output: &Output) -> String {
+    assert!(output.status.success(), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn lines(n: usize) -> String {
+    (0..n).map(|i| format!("line-{i}-{}\n", "x".repeat(i % 37))).collect()
+}
+
+#[test]
+fn two_hundred_thousand_lines_round_trip_with_every_codec() {
+    let temp = tempfile::tempdir().unwrap();
+    let input = lines(200_000);
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        let topic = format!("t-{codec}");
+        let produced = seglog(
+            temp.path(),
+            &["produce", "--topic", &topic, "--compression", codec],
+            Some(input.as_bytes()),
+        );
+        ok(&produced);
+        let stderr = String::from_utf8_lossy(&produced.stderr).into_owned();
+        assert!(stderr.contains("produced 200000 records"), "{stderr}");
+        assert!(stderr.contains(&format!("{topic}-0: 0..199999")), "{stderr}");
+        let consumed = ok(&seglog(temp.path(), &["consume", "--topic", &topic], None));
+        assert_eq!(consumed, input, "{codec}");
+    }
+    let verified = ok(&seglog(temp.path(), &["verify"], None));
+    assert!(verified.contains("5 partitions, clean"), "{verified}");
+}
+
+#[test]
+fn keys_partitions_and_formats() {
+    let temp = tempfile::tempdir().unwrap();
+    let input: String = (0..300).map(|i| format!("k{}:v{i}\n", i % 7)).collect();
+    ok(&seglog(
+        temp.path(),
+        &["produce", "--topic", "keyed", "--partitions", "3", "--key-separator", ":"],
+        Some(input.as_bytes()),
+    ));
+    let out =
+        ok(&seglog(temp.path(), &["consume", "--topic", "keyed", "--format", "%p %k %v\\n"], None));
+    assert_eq!(out.lines().count(), 300);
+    // A key always lands in the same partition, in input order within it.
+    let mut partition_of = std::collections::BTreeMap::new();
+    for line in out.lines() {
+        let mut fields = line.split(' ');
+        let (partition, key) =
+            (fields.next().unwrap().to_owned(), fields.next().unwrap().to_owned());
+        assert_eq!(partition_of.entry(key).or_insert(partition.clone()), &partition);
+    }
+    let describe = ok(&seglog(temp.path(), &["topics", "describe", "--topic", "keyed"], None));
+    assert_eq!(describe.lines().count(), 4, "{describe}");
+    assert_eq!(ok(&seglog(temp.path(), &["topics", "list"], None)), "keyed\n");
+}
+
+#[test]
+fn from_timestamp_returns_the_first_record_at_or_after_it() {
+    let temp = tempfile::tempdir().unwrap();
+    ok(&seglog(
+        temp.path(),
+        &["produce", "--topic", "ts", "--batch-bytes", "1"],
+        Some(lines(50).as_bytes()),
+    ));
+    let all = ok(&seglog(temp.path(), &["consume", "--topic", "ts", "--format", "%o %T\\n"], None));
+    let records: Vec<(i64, i64)> = all
+        .lines()
+        .map(|l| {
+            let (o, t) = l.split_once(' ').unwrap();
+            (o.parse().unwrap(), t.parse().unwrap())
+        })
+        .collect();
+    for &(_, timestamp) in records.iter().step_by(7) {
+        let expected = records.iter().find(|(_, t)| *t >= timestamp).unwrap().0;
+        let found = ok(&seglog(
+            temp.path(),
+            &[
+                "consume",
+                "--topic",
+                "ts",
+                "--from",
+                &format!("ts:{timestamp}"),
+                "--max",
+                "1",
+                "--format",
+                "%o",
+            ],
+            None,
+        ));
+        assert_eq!(found, expected.to_string());
+    }
+    let after_all = ok(&seglog(
+        temp.path(),
+        &["consume", "--topic", "ts", "--from", "ts:99999999999999", "--format", "%o"],
+        None,
+    ));
+    assert_eq!(after_all, "");
+}
+
+fn segment(temp: &Path, file: &str) -> std::path::PathBuf {
+    temp.join("seglog-data/v-0").join(file)
+}
+
+#[test]
+fn verify_flags_damage_and_repair_keeps_the_intact_prefix() {
+    let temp = tempfile::tempdir().unwrap();
+    let input = lines(5_000);
+    ok(&seglog(temp.path(), &["produce", "--topic", "v"], Some(input.as_bytes())));
+    assert!(ok(&seglog(temp.path(), &["verify"], None)).contains("clean"));
+    let log = segment(temp.path(), "00000000000000000000.log");
+    let original = std::fs::read(&log).unwrap();
+
+    // A flipped byte in the middle.
+    let mut flipped = original.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x55;
+    std::fs::write(&log, &flipped).unwrap();
+    let verified = seglog(temp.path(), &["verify"], None);
+    assert_eq!(verified.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(report.contains("PROBLEMS FOUND") && report.contains("record is corrupt"), "{report}");
+    let repaired = ok(&seglog(temp.path(), &["verify", "--repair"], None));
+    assert!(
+        repaired.contains("repaired v-0:") && repaired.contains("bytes truncated"),
+        "{repaired}"
+    );
+    assert!(ok(&seglog(temp.path(), &["verify"], None)).contains("clean"));
+    let kept = ok(&seglog(temp.path(), &["consume", "--topic", "v"], None));
+    assert!(!kept.is_empty() && input.starts_with(&kept), "the intact prefix survives");
+    assert!(kept.len() < input.len());
+
+    // A truncated tail.
+    let temp = tempfile::tempdir().unwrap();
+    ok(&seglog(temp.path(), &["produce", "--topic", "v"], Some(input.as_bytes())));
+    let log = segment(temp.path(), "00000000000000000000.log");
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..bytes.len() - 100]).unwrap();
+    let report =
+        String::from_utf8_lossy(&seglog(temp.path(), &["verify"], None).stdout).into_owned();
+    assert!(report.contains("torn batch"), "{report}");
+    ok(&seglog(temp.path(), &["verify", "--repair"], None));
+    let kept = ok(&seglog(temp.path(), &["consume", "--topic", "v"], None));
+    assert!(input.starts_with(&kept) && kept.len() < input.len());
+
+    // A deleted index.
+    let temp = tempfile::tempdir().unwrap();
+    ok(&seglog(temp.path(), &["produce", "--topic", "v"], Some(input.as_bytes())));
+    std::fs::remove_file(segment(temp.path(), "00000000000000000000.index")).unwrap();
+    let report =
+        String::from_utf8_lossy(&seglog(temp.path(), &["verify"], None).stdout).into_owned();
+    assert!(report.contains(".index: missing"), "{report}");
+    ok(&seglog(temp.path(), &["verify", "--repair"], None));
+    assert!(segment(temp.path(), "00000000000000000000.index").exists());
+    assert!(ok(&seglog(temp.path(), &["verify"], None)).contains("clean"));
+    assert_eq!(ok(&seglog(temp.path(), &["consume", "--topic", "v"], None)), input);
+}
+
+#[test]
+fn bad_input_gets_one_line_errors_and_exit_codes() {
+    let temp = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], i32, &str); 5] = [
+        (
+            &["consume", "--topic", "x", "--log-dir", "missing"],
+            1,
+            "log directory missing does not exist",
+        ),
+        (&["topics", "create", "--topic", "../etc"], 1, "invalid topic name"),
+        (&["produce", "--topic", "t", "--compression", "brotli"], 1, "unknown compression"),
+        (&["verify", "--log-dir", "nowhere"], 1, "does not exist"),
+        (&["consume"], 2, "--topic"),
+    ];
+    for (args, code, message) in cases {
+        let output = seglog(temp.path(), args, Some(b""));
+        assert_eq!(output.status.code(), Some(code), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+        if code == 1 {
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        }
+    }
+    ok(&seglog(temp.path(), &["produce", "--topic", "t"], Some(b"a\nb\n")));
+    let output = seglog(temp.path(), &["consume", "--topic", "t", "--from", "99"], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("out of range"));
+}
