@@ -1,6 +1,6 @@
 //! End-to-end tests of `produce`, `consume`, `topics` and `verify`, spawning the built binary.
 
-#![allow(clippy::unwrap_used, clippy::pedantic)]
+#![allow(clippy::unwrap_used, clippy::print_stderr, clippy::pedantic)]
 
 use std::io::Write;
 use std::path::Path;
