@@ -147,6 +147,10 @@ pub(crate) fn run(args: &ConsumeArgs) -> Result<()> {
             }
             for item in Batches::at_position(&fetch.records, u64::from(fetch.position)) {
                 let item = item.with_context(|| format!("corrupt batch in {tp}"))?;
+                // Check every batch's CRC, as Kafka consumers do (check.crcs).
+                item.batch.validate().with_context(|| {
+                    format!("corrupt batch in {tp} at position {}", item.position)
+                })?;
                 let records = item.batch.records(DecodeLimits::default()).with_context(|| {
                     format!("corrupt batch in {tp} at position {}", item.position)
                 })?;

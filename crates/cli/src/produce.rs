@@ -128,6 +128,8 @@ pub(crate) fn run(args: &ProduceArgs) -> Result<()> {
             args.topic
         );
     }
+    // The background work: group commit's fsyncs, flush.ms, checkpoints.
+    let background = manager.start_background(std::time::Duration::from_millis(1))?;
     let started = Instant::now();
     let mut pending: BTreeMap<i32, Pending> = BTreeMap::new();
     let mut ranges: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
@@ -188,6 +190,7 @@ pub(crate) fn run(args: &ProduceArgs) -> Result<()> {
     for (partition, batch) in std::mem::take(&mut pending) {
         flush(partition, batch, &mut ranges, &mut appended_records)?;
     }
+    drop(background);
     // A clean shutdown flushes everything: all of it is durable once this returns.
     manager.shutdown().context("cannot shut down cleanly")?;
     if let Some(path) = &args.report_durable {

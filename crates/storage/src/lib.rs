@@ -19,6 +19,8 @@ pub mod manager;
 pub mod segment;
 
 #[cfg(test)]
+mod damage_tests;
+#[cfg(test)]
 mod manager_tests;
 
 pub use error::{Error, Result};
