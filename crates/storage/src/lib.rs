@@ -21,6 +21,8 @@ pub mod segment;
 #[cfg(test)]
 mod damage_tests;
 #[cfg(test)]
+mod manager_sim_tests;
+#[cfg(test)]
 mod manager_tests;
 
 pub use error::{Error, Result};

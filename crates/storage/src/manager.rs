@@ -355,16 +355,44 @@ impl LogManager {
 
     /// Takes the log directory of a failed call offline (Kafka's `LogDirFailureChannel`).
     fn observe<T>(&self, dir_idx: usize, result: Result<T>) -> Result<T> {
-        if let Err(Error::Io { .. } | Error::Offline { .. }) = &result
-            && let Some(dir) = self.dirs.get(dir_idx)
-        {
-            dir.offline.store(true, Ordering::SeqCst);
+        if let Err(Error::Io { .. } | Error::Offline { .. }) = &result {
+            self.take_dir_offline(dir_idx);
         }
         result
     }
 
+    /// Takes a directory offline and every log in it: nothing more is acknowledged there, even
+    /// through a log handle taken before the failure.
+    fn take_dir_offline(&self, dir_idx: usize) {
+        let Some(dir) = self.dirs.get(dir_idx) else { return };
+        dir.offline.store(true, Ordering::SeqCst);
+        for (log_dir_idx, log) in self.logs.read().unwrap_or_else(PoisonError::into_inner).values()
+        {
+            if *log_dir_idx == dir_idx {
+                log.take_offline();
+            }
+        }
+    }
+
+    /// A log that failed on its own (an append or a flush hit an I/O error) takes its whole
+    /// directory offline.
+    fn refresh_offline(&self) {
+        let failed: Vec<usize> = self
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
+            .map(|(dir_idx, _)| *dir_idx)
+            .collect();
+        for dir_idx in failed {
+            self.take_dir_offline(dir_idx);
+        }
+    }
+
     /// The directories that went offline.
     pub fn offline_dirs(&self) -> Vec<PathBuf> {
+        self.refresh_offline();
         self.dirs
             .iter()
             .filter(|d| d.offline.load(Ordering::SeqCst))
@@ -380,7 +408,10 @@ impl LogManager {
             partition: tp.partition,
         })?;
         if self.dir_is_offline(*dir_idx) || log.is_offline() {
-            let dir = self.dirs.get(*dir_idx).map(|d| d.path.clone()).unwrap_or_default();
+            let (dir_idx, dir) =
+                (*dir_idx, self.dirs.get(*dir_idx).map(|d| d.path.clone()).unwrap_or_default());
+            drop(logs);
+            self.take_dir_offline(dir_idx);
             return Err(Error::Offline { dir });
         }
         Ok(Arc::clone(log))
@@ -612,6 +643,7 @@ impl LogManager {
     /// commit), retention every `log.retention.check.interval.ms`, checkpoints, delayed file
     /// and directory deletes. Errors take their directory offline; the round goes on.
     pub fn tick(&self, now_ms: i64) {
+        self.refresh_offline();
         let logs: Vec<(usize, Arc<PartitionLog>)> = self
             .logs
             .read()
@@ -655,6 +687,7 @@ impl LogManager {
     /// Closes everything cleanly: every log flushed and trimmed, checkpoints written, the clean
     /// shutdown marker written in each healthy directory, and the directory locks released.
     pub fn shutdown(&self) -> Result<()> {
+        self.refresh_offline();
         let now_ms = self.clock.now_ms();
         let mut first_error = None;
         for (dir_idx, log) in self.logs.read().unwrap_or_else(PoisonError::into_inner).values() {

@@ -218,6 +218,15 @@ impl PartitionLog {
         Ok(state)
     }
 
+    /// Takes the log offline: its directory failed elsewhere. Every later call fails with
+    /// [`Error::Offline`].
+    pub fn take_offline(&self) {
+        self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner).poisoned = true;
+        let (lock, signal) = &self.durable;
+        drop(lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        signal.notify_all();
+    }
+
     /// Whether an I/O error took this log offline.
     pub fn is_offline(&self) -> bool {
         self.state.read().map_or(true, |state| state.poisoned)
