@@ -4,7 +4,10 @@
 //! this process may mount one.
 
 #![allow(clippy::unwrap_used, clippy::print_stderr, clippy::pedantic)]
-#![allow(clippy::disallowed_methods, reason = "the tmpfs mount point is created and removed around the mount, outside the engine")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the tmpfs mount point is created and removed around the mount, outside the engine"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
