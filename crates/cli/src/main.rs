@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod bench;
 mod common;
 mod consume;
 mod dump;
@@ -54,6 +55,11 @@ enum Command {
     ///
     /// Example: seglog verify --log-dir /var/lib/kafka/data --repair
     Verify(verify::VerifyArgs),
+    /// Measures append, read, tail-consume, lookups and restart, next to the commitlog crate and
+    /// plain disk writes and reads in the same run; prints the ratios.
+    ///
+    /// Example: seglog bench --total-mib 1024 --record-bytes 100
+    Bench(bench::BenchArgs),
     /// Walks a log directory, partition directory or `.log` file and validates every batch.
     ///
     /// With no path, inspects `./seglog-data`; if that directory does not exist yet, a sample
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
             dump::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr().lock())
         }
         Command::Verify(args) => verify::run(&args),
+        Command::Bench(args) => bench::run(&args).map(|()| true),
         Command::Inspect { path, decompressed_mib_max } => {
             inspect::run(path, decompressed_mib_max.saturating_mul(1024 * 1024))
         }

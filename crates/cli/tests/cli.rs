@@ -269,3 +269,29 @@ fn kafka_written_fixture_sets_verify_and_consume_completely() {
         );
     }
 }
+
+/// `seglog bench` runs end to end (a tiny run) and ends with the machine-readable ratio line.
+#[test]
+fn bench_runs_and_prints_the_ratio_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let json = temp.path().join("bench.json");
+    let output = seglog(
+        temp.path(),
+        &["bench", "--total-mib", "4", "--dir", "b", "--json", json.to_str().unwrap()],
+        None,
+    );
+    let stdout = ok(&output);
+    let last = stdout.lines().last().unwrap();
+    for key in [
+        "ratio_vs_raw_write=",
+        "ratio_vs_commitlog_records=",
+        "ratio_read_vs_commitlog=",
+        "ratio_read_vs_raw=",
+    ] {
+        assert!(last.contains(key), "{last}");
+    }
+    let figures: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(figures["append_mb_per_s"].as_f64().unwrap() > 0.0);
+    assert!(!temp.path().join("b").exists(), "the run directory is removed");
+}
