@@ -48,6 +48,7 @@ pub(crate) struct BenchArgs {
     json: Option<PathBuf>,
 }
 
+#[expect(clippy::cast_precision_loss, reason = "a throughput figure")]
 fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
     bytes as f64 / 1e6 / elapsed.as_secs_f64().max(1e-9)
 }
@@ -179,7 +180,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         let begun = Instant::now();
         let info = log.append_as_leader(&batch, 0, AppendOrigin::Client, 0)?;
         if durability == DurabilityMode::GroupCommit {
-            log.wait_durable(info.last_offset + 1, Duration::from_secs(60))?;
+            log.wait_durable(info.last_offset + 1, Duration::from_mins(1))?;
         }
         latency.record(u64::try_from(begun.elapsed().as_nanos()).unwrap_or(u64::MAX))?;
     }
@@ -286,9 +287,9 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     for _ in 0..n_mixed {
         mixed_log.append_as_leader(&batch, 0, AppendOrigin::Client, 0)?;
     }
-    let consumed =
+    let tail_bytes =
         consumer.join().map_err(|_| anyhow::anyhow!("the consumer thread panicked"))??;
-    let mixed_mb = mb_per_s(consumed, started.elapsed());
+    let mixed_mb = mb_per_s(tail_bytes, started.elapsed());
     rows.push(Row {
         name: "seglog produce + tail consume".into(),
         mb_per_s: mixed_mb,
@@ -328,7 +329,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     }
     peer.flush()?;
     let peer_elapsed = started.elapsed();
-    let peer_mb = mb_per_s(payload_bytes, peer_elapsed);
+    let peer_append_mb_per_s = mb_per_s(payload_bytes, peer_elapsed);
     let peer_records = n_records as f64 / peer_elapsed.as_secs_f64();
     let started = Instant::now();
     let (mut next, mut peer_read) = (0u64, 0u64);
@@ -342,7 +343,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         peer_read += messages.bytes().len() as u64;
         next += messages.len() as u64;
     }
-    let peer_read_mb = mb_per_s(peer_read, started.elapsed());
+    let peer_read_mb_per_s = mb_per_s(peer_read, started.elapsed());
     let mut peer_lookups = Histogram::<u64>::new(3)?;
     let peer_end = peer.next_offset().max(1);
     for _ in 0..20_000 {
@@ -359,13 +360,13 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     drop(peer);
     rows.push(Row {
         name: "commitlog append".into(),
-        mb_per_s: peer_mb,
+        mb_per_s: peer_append_mb_per_s,
         records_per_s: peer_records,
         note: "payload MB/s; its flush() does not fsync".into(),
     });
     rows.push(Row {
         name: "commitlog read (page cache)".into(),
-        mb_per_s: peer_read_mb,
+        mb_per_s: peer_read_mb_per_s,
         records_per_s: 0.0,
         note: String::new(),
     });
@@ -405,7 +406,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     figures.insert("raw_write_mb_per_s", raw_write);
     figures.insert("raw_read_mb_per_s", raw_read);
     figures.insert("commitlog_append_records_per_s", peer_records);
-    figures.insert("commitlog_read_mb_per_s", peer_read_mb);
+    figures.insert("commitlog_read_mb_per_s", peer_read_mb_per_s);
     figures.insert("append_p50_us", p50 as f64 / 1e3);
     figures.insert("append_p99_us", p99 as f64 / 1e3);
     figures.insert("append_p999_us", p999 as f64 / 1e3);
@@ -415,7 +416,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     figures.insert("ratio_vs_raw_write", append_mb / raw_write);
     figures.insert("page_cache_append_records_per_s", page_cache_records);
     figures.insert("ratio_vs_commitlog_records", page_cache_records / peer_records);
-    figures.insert("ratio_read_vs_commitlog", read_mb / peer_read_mb);
+    figures.insert("ratio_read_vs_commitlog", read_mb / peer_read_mb_per_s);
     figures.insert("ratio_read_vs_raw", read_mb / raw_read);
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&figures)?;
