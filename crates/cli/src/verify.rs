@@ -228,10 +228,16 @@ fn verify_partition(dir: &Path) -> Result<Findings> {
     }
     findings.n_segments = bases.len();
     let mut end = None;
+    let last_base = bases.last().copied();
     for base in bases {
         end = verify_segment(dir, base, end, &mut findings)?;
     }
-    findings.log_end_offset = end;
+    // Kafka's log end offset after recovery is the active segment's next offset: its base offset
+    // when it holds no batches (a log whose data was all deleted keeps its position).
+    findings.log_end_offset = match (end, last_base) {
+        (Some(end), Some(base)) => Some(end.max(base)),
+        (end, base) => end.or(base),
+    };
     Ok(findings)
 }
 

@@ -270,6 +270,34 @@ fn kafka_written_fixture_sets_verify_and_consume_completely() {
     }
 }
 
+/// A whole Kafka 3.7 broker directory, where every record of some partitions was deleted: their
+/// only segment is empty and named by the old log end offset (`…0001.log`), which the replication
+/// checkpoint also holds. Kafka's log end offset is then that base offset, so verify is clean.
+#[test]
+fn verify_takes_an_empty_segment_base_as_the_log_end() {
+    let Some(root) = kafka_real() else { return };
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path().join("data");
+    copy_tree(&root.join("nikhil-kafka-setup"), &dir);
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let verified = seglog(temp.path(), &["verify", "--log-dir", &dir_arg], None);
+    let report = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert_eq!(verified.status.code(), Some(0), "{report}");
+    for line in [
+        "my-first-topic-0: 1 segments, 0 batches, 0 records, log end 1: ok",
+        "my-first-topic-2: 1 segments, 0 batches, 0 records, log end 2: ok",
+        "nikhilDemo-0: 1 segments, 3 batches, 3 records, log end 3: ok",
+    ] {
+        assert!(report.lines().any(|l| l == line), "missing {line:?} in {report}");
+    }
+    let consumed = ok(&seglog(
+        temp.path(),
+        &["consume", "--log-dir", &dir_arg, "--topic", "__consumer_offsets", "--format", "%o\\n"],
+        None,
+    ));
+    assert_eq!(consumed.lines().count(), 901, "every __consumer_offsets record");
+}
+
 /// `seglog bench` runs end to end (a tiny run) and ends with the machine-readable ratio line.
 #[test]
 fn bench_runs_and_prints_the_ratio_line() {
