@@ -271,7 +271,7 @@ fn kafka_written_fixture_sets_verify_and_consume_completely() {
 }
 
 /// A whole Kafka 3.7 broker directory, where every record of some partitions was deleted: their
-/// only segment is empty and named by the old log end offset (`…0001.log`), which the replication
+/// only segment is empty and named by the old log end offset (`00000000000000000001.log`), which the replication
 /// checkpoint also holds. Kafka's log end offset is then that base offset, so verify is clean.
 #[test]
 fn verify_takes_an_empty_segment_base_as_the_log_end() {
