@@ -5,12 +5,17 @@
 //! Byte 0 picks the mode. Bit 3 sets `index.interval.bytes` to 64 (else Kafka's 4096), so that
 //! small inputs get index entries.
 //!
+//! Offsets near `i64::MAX` are where offset arithmetic overflows, but mutation rarely builds such
+//! an 8-byte big-endian value inside a length-framed entry. So a flag moves every entry of a
+//! `.log` part up there: its offset field becomes `i64::MAX - (its low byte)`. Offsets are not
+//! covered by the CRC, so valid batches stay valid.
+//!
 //! Segment mode (bit 0 clear), one segment at base offset 0 in `/d/t-0`:
 //!
 //! ```text
 //! byte  size  field
 //!    0     1  flags: bit 1 no .index file, bit 2 no .timeindex file, bit 4 the .timeindex part
-//!             is written as .txnindex as well
+//!             is written as .txnindex as well, bit 5 offsets near the top
 //!    1     2  length of the .log part (big-endian, modulo what is left + 1)
 //!    3     2  length of the .index part (likewise)
 //!    5     1  the offset truncate_to cuts at
@@ -26,7 +31,8 @@
 //!    2     1  log-start-offset checkpoint
 //!    3     -  files, each: a descriptor byte (bits 0-1 base offset 0, 100, 10000 or
 //!             i64::MAX - 100; bits 2-3 .log, .index, .timeindex, .txnindex; bits 4-5 live,
-//!             .deleted, .swap, .cleaned), a 2-byte length (modulo what is left + 1), the bytes
+//!             .deleted, .swap, .cleaned; bit 6 offsets near the top), a 2-byte length (modulo
+//!             what is left + 1), the bytes
 //! ```
 //!
 //! After an unclean load with such a recovery point every segment has been recovered, so every
@@ -70,6 +76,22 @@ fn write_file(fs: &SimFs, path: &Path, bytes: &[u8]) {
     file.write_all_at(bytes, 0).expect("write on SimFs");
 }
 
+/// `log` with the offset field of every entry set to `i64::MAX - (its low byte)`.
+fn offsets_near_the_top(log: &[u8]) -> Vec<u8> {
+    let mut out = log.to_vec();
+    let mut position = 0usize;
+    while let Some(header) = out.get_mut(position..position + 12) {
+        let distance = i64::from(header[7]);
+        header[..8].copy_from_slice(&(i64::MAX - distance).to_be_bytes());
+        let size = i32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+        match usize::try_from(size) {
+            Ok(size) if size >= 14 => position += 12 + size,
+            _ => break,
+        }
+    }
+    out
+}
+
 fn segment_config(flags: u8) -> SegmentConfig {
     let index_interval_bytes = if flags & 8 != 0 { 64 } else { 4096 };
     SegmentConfig { index_bytes_max: 4096, index_interval_bytes, ..SegmentConfig::default() }
@@ -96,7 +118,8 @@ fn assert_all_valid(bytes: &[u8], len: u64, what: &str) -> usize {
     let mut batches = Batches::new(bytes);
     let mut n_batches = 0;
     for item in batches.by_ref() {
-        let positioned = item.unwrap_or_else(|error| panic!("{what}: entry does not parse: {error}"));
+        let positioned =
+            item.unwrap_or_else(|error| panic!("{what}: entry does not parse: {error}"));
         if let Err(error) = positioned.batch.validate() {
             panic!("{what}: batch at {} does not validate: {error}", positioned.position);
         }
@@ -117,7 +140,8 @@ fn segment_mode(data: &[u8]) {
     let fs = SimFs::new();
     let dir = Path::new(DIR);
     fs.create_dir_all(dir).expect("mkdir on SimFs");
-    write_file(&fs, &segment_path(dir, 0, FileKind::Log), log);
+    let log = if flags & 32 != 0 { offsets_near_the_top(log) } else { log.to_vec() };
+    write_file(&fs, &segment_path(dir, 0, FileKind::Log), &log);
     if flags & 2 == 0 {
         write_file(&fs, &segment_path(dir, 0, FileKind::Index), index);
     }
@@ -155,6 +179,9 @@ fn segment_mode(data: &[u8]) {
     exercise(&segment);
     for offset in [0, 1, 2, first.next_offset / 2, first.next_offset - 1, first.next_offset] {
         let found = segment.translate_offset(offset, 0).expect("translate a recovered segment");
+        if offset < 0 {
+            continue;
+        }
         if offset < first.next_offset {
             let found = found.unwrap_or_else(|| panic!("offset {offset} is below the end"));
             assert!(found.offset >= offset, "translate_offset({offset}) gave {found:?}");
@@ -243,7 +270,8 @@ fn load_mode(data: &[u8]) {
         let state = [FileState::Live, FileState::Deleted, FileState::Swap, FileState::Cleaned]
             [usize::from(descriptor >> 4 & 3)];
         let name = SegmentFileName { offset: BASES[usize::from(descriptor & 3)], kind, state };
-        write_file(&fs, &dir.join(name.to_name()), bytes);
+        let bytes = if descriptor & 64 != 0 { offsets_near_the_top(bytes) } else { bytes.to_vec() };
+        write_file(&fs, &dir.join(name.to_name()), &bytes);
     }
     let config = LocalLogConfig { segment: segment_config(flags), ..LocalLogConfig::default() };
     let params = LoadParams {
@@ -255,6 +283,9 @@ fn load_mode(data: &[u8]) {
     let Ok(mut loaded) = load(Arc::new(fs.clone()), dir, config, params) else { return };
     black_box(&loaded.report);
     assert!(loaded.log_start_offset >= log_start);
+    for segment in loaded.local.segments().iter() {
+        exercise(segment);
+    }
     read_everything(&loaded.local, !had_clean_shutdown);
     let _ = black_box(loaded.local.close());
 }

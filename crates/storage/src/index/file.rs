@@ -83,7 +83,7 @@ impl<E: IndexEntry> IndexFile<E> {
     }
 
     /// Opens an existing file and loads its valid entries: the longest prefix that obeys the
-    /// ordering rule. A zero-filled tail (Kafka's preallocation, left by an unclean shutdown) is
+    /// ordering rule and whose offsets fit an `i64` above `base_offset`. A zero-filled tail (Kafka's preallocation, left by an unclean shutdown) is
     /// expected; [`IndexFile::sanity_check`] reports anything else after the prefix.
     pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
         let file =
@@ -103,7 +103,12 @@ impl<E: IndexEntry> IndexFile<E> {
                 .map_err(|e| Error::io("read index", path, e))?;
             for chunk in buffer.chunks_exact(E::BYTES) {
                 match E::decode(chunk) {
-                    Some(entry) if entries.last().is_none_or(|last| entry.may_follow(last)) => {
+                    Some(entry)
+                        if entries.last().is_none_or(|last| entry.may_follow(last))
+                            && base_offset
+                                .checked_add(i64::from(entry.relative_offset()))
+                                .is_some() =>
+                    {
                         entries.push(entry);
                     }
                     _ => break 'scan,

@@ -109,9 +109,9 @@ impl OffsetIndex {
     /// Appends `(offset, position)`. The index must not be full, the offset must exceed the last
     /// one and fit in 31 bits relative to the base offset.
     pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
-        let relative = offset - self.file.base_offset();
-        let relative_offset = i32::try_from(relative)
-            .ok()
+        let relative_offset = offset
+            .checked_sub(self.file.base_offset())
+            .and_then(|relative| i32::try_from(relative).ok())
             .filter(|relative| *relative >= 0)
             .map(|relative| relative as u32)
             .ok_or_else(|| {

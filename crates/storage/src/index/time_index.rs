@@ -133,8 +133,9 @@ impl TimeIndex {
         if timestamp <= last.timestamp {
             return Ok(());
         }
-        let relative_offset = i32::try_from(offset - self.file.base_offset())
-            .ok()
+        let relative_offset = offset
+            .checked_sub(self.file.base_offset())
+            .and_then(|relative| i32::try_from(relative).ok())
             .filter(|relative| *relative >= 0)
             .map(|relative| relative as u32)
             .ok_or_else(|| {

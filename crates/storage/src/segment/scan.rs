@@ -59,8 +59,10 @@ fn be<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
 }
 
 impl<'a> HeaderScan<'a> {
-    /// Scans `file` from `start` to `end` (the segment's logical size).
+    /// Scans `file` from `start` to `end` (the segment's logical size). A `start` past `end` (an
+    /// index entry pointing beyond a torn `.log`) scans nothing, as in Kafka's `batchesFrom`.
     pub fn new(file: &'a dyn File, start: u32, end: u32) -> Self {
+        let start = start.min(end);
         Self { file, position: start, end, window: Vec::new(), window_start: start, ended: None }
     }
 
