@@ -72,7 +72,11 @@ fn next_offset_of(fs: &dyn Fs, path: &Path, base: i64) -> Result<i64> {
     let mut scan = HeaderScan::new(file.as_ref(), 0, u32::try_from(len).unwrap_or(u32::MAX));
     let mut next = base;
     while let Some(header) = scan.next_header(path)? {
-        next = header.last_offset + 1;
+        next = header.last_offset.checked_add(1).ok_or_else(|| Error::CorruptLog {
+            path: path.to_owned(),
+            position: u64::from(header.position),
+            reason: format!("last offset {} leaves no next offset", header.last_offset),
+        })?;
     }
     Ok(next)
 }

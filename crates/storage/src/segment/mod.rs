@@ -544,7 +544,11 @@ impl LogSegment {
         let mut scan = HeaderScan::new(self.log.as_ref(), from, self.size);
         let mut next = self.base_offset;
         while let Some(header) = scan.next_header(&self.log_path)? {
-            next = header.last_offset + 1;
+            next = header.last_offset.checked_add(1).ok_or_else(|| Error::CorruptLog {
+                path: self.log_path.clone(),
+                position: u64::from(header.position),
+                reason: format!("last offset {} leaves no next offset", header.last_offset),
+            })?;
         }
         Ok(next)
     }
@@ -846,6 +850,14 @@ impl LogSegment {
                 ));
                 break;
             }
+            // Nothing can follow offset i64::MAX, so no batch can end there either.
+            let Some(next_offset) = header.last_offset.checked_add(1) else {
+                report.stopped_at = Some((
+                    header.position,
+                    format!("batch last offset {} leaves no next offset", header.last_offset),
+                ));
+                break;
+            };
             if self.check_relative(batch.last_offset()).is_err() {
                 return Err(Error::OffsetOverflow {
                     base_offset: self.base_offset,
@@ -864,7 +876,7 @@ impl LogSegment {
             }
             valid_bytes += header.size_bytes;
             report.n_batches += 1;
-            report.next_offset = header.last_offset + 1;
+            report.next_offset = next_offset;
             if header.magic >= 2 && header.partition_leader_epoch > latest_epoch {
                 latest_epoch = header.partition_leader_epoch;
                 report.leader_epochs.push((latest_epoch, header.base_offset));
