@@ -83,8 +83,9 @@ impl<E: IndexEntry> IndexFile<E> {
     }
 
     /// Opens an existing file and loads its valid entries: the longest prefix that obeys the
-    /// ordering rule and whose offsets fit an `i64` above `base_offset`. A zero-filled tail (Kafka's preallocation, left by an unclean shutdown) is
-    /// expected; [`IndexFile::sanity_check`] reports anything else after the prefix.
+    /// ordering rule and whose offsets fit an `i64` above `base_offset`. A zero-filled tail
+    /// (Kafka's preallocation, left by an unclean shutdown) is expected;
+    /// [`IndexFile::sanity_check`] reports anything else after the prefix.
     pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
         let file =
             fs.open(path, OpenMode::ReadWrite).map_err(|e| Error::io("open index", path, e))?;
