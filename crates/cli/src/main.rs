@@ -1,4 +1,4 @@
-//! The `seglog` command line: `produce`, `consume`, `topics`, `dump`, `verify` and `inspect` over
+//! The `seglog` command line: `produce`, `consume`, `topics`, `dump`, `verify`, `bench`, `serve` and `inspect` over
 //! Kafka log directories. Exit codes: 0 success, 1 failure (or problems found), 2 usage.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -10,6 +10,7 @@ mod dump;
 mod inspect;
 mod produce;
 mod progress;
+mod serve;
 mod topics;
 mod verify;
 
@@ -31,7 +32,8 @@ const EXAMPLES: &str = "Examples:
   seglog consume --topic demo --from ts:1700000000000 --format '%o %T %v\\n'
   seglog topics describe
   seglog dump --files seglog-data/demo-0/00000000000000000000.log --deep-iteration
-  seglog verify --log-dir /var/lib/kafka/data";
+  seglog verify --log-dir /var/lib/kafka/data
+  seglog serve --config server.properties";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -60,6 +62,11 @@ enum Command {
     ///
     /// Example: seglog bench --total-mib 1024 --record-bytes 100
     Bench(bench::BenchArgs),
+    /// Serves the log directory to Kafka clients over Kafka's wire protocol, until SIGINT or
+    /// SIGTERM (then flushes, checkpoints and stops cleanly).
+    ///
+    /// Example: seglog serve --listener 127.0.0.1:9092 --log-dir ./seglog-data
+    Serve(serve::ServeArgs),
     /// Walks a log directory, partition directory or `.log` file and validates every batch.
     ///
     /// With no path, inspects `./seglog-data`; if that directory does not exist yet, a sample
@@ -93,6 +100,7 @@ fn main() -> ExitCode {
         }
         Command::Verify(args) => verify::run(&args),
         Command::Bench(args) => bench::run(&args).map(|()| true),
+        Command::Serve(args) => serve::run(&args).map(|()| true),
         Command::Inspect { path, decompressed_mib_max } => {
             inspect::run(path, decompressed_mib_max.saturating_mul(1024 * 1024))
         }

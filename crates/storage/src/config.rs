@@ -36,7 +36,8 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    fn invalid(key: &str, value: &str, reason: impl Into<String>) -> Self {
+    /// An [`ConfigError::InvalidValue`] for `key`.
+    pub fn invalid(key: &str, value: &str, reason: impl Into<String>) -> Self {
         Self::InvalidValue { key: key.to_owned(), value: value.to_owned(), reason: reason.into() }
     }
 

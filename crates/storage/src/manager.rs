@@ -469,8 +469,63 @@ impl LogManager {
         }
         let now_ms = self.clock.now_ms();
         let topic_id = self.new_topic_id(topic, now_ms);
+        self.add_partitions(topic, topic_id, 0..n_partitions, &config)
+    }
+
+    /// Grows `topic` to `n_partitions_total` partitions (Kafka's CreatePartitions); the new ones
+    /// share the topic id of partition 0. Fewer or equal partitions than it has is an error.
+    pub fn create_partitions(
+        &self,
+        topic: &str,
+        n_partitions_total: i32,
+    ) -> Result<Vec<TopicPartition>> {
+        let existing = self.partitions_of(topic);
+        let Some(first) = existing.first() else {
+            return Err(Error::UnknownTopicOrPartition { topic: topic.to_owned(), partition: -1 });
+        };
+        let current = i32::try_from(existing.len()).unwrap_or(i32::MAX);
+        if n_partitions_total <= current {
+            return Err(Error::InvalidArgument(format!(
+                "topic {topic} has {current} partitions; the new count {n_partitions_total} must be larger"
+            )));
+        }
+        let topic_id = PartitionMetadata::read(self.fs.as_ref(), first.dir())?
+            .map_or_else(|| self.new_topic_id(topic, self.clock.now_ms()), |meta| meta.topic_id);
+        let config = self.topic_config(topic)?;
+        self.add_partitions(topic, topic_id, current..n_partitions_total, &config)
+    }
+
+    /// The topic id of `topic`, from the `partition.metadata` of its first partition.
+    pub fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
+        let first = self.partitions_of(topic).into_iter().next()?;
+        PartitionMetadata::read(self.fs.as_ref(), first.dir()).ok().flatten().map(|m| m.topic_id)
+    }
+
+    /// The partition count of every topic, in name order.
+    pub fn topic_partition_counts(&self) -> BTreeMap<String, i32> {
+        let mut counts: BTreeMap<String, i32> = BTreeMap::new();
+        for tp in self.logs.read().unwrap_or_else(PoisonError::into_inner).keys() {
+            *counts.entry(tp.topic.clone()).or_default() += 1;
+        }
+        counts
+    }
+
+    /// The cluster id of the first log directory's `meta.properties`.
+    pub fn cluster_id(&self) -> Option<String> {
+        let dir = self.dirs.first()?;
+        MetaProperties::read(self.fs.as_ref(), &dir.path).ok().flatten()?.cluster_id
+    }
+
+    fn add_partitions(
+        &self,
+        topic: &str,
+        topic_id: [u8; 16],
+        partitions: std::ops::Range<i32>,
+        config: &LogConfig,
+    ) -> Result<Vec<TopicPartition>> {
+        let now_ms = self.clock.now_ms();
         let mut created = Vec::new();
-        for partition in 0..n_partitions {
+        for partition in partitions {
             let dir_idx = self.least_loaded_dir()?;
             let parent = self.dirs.get(dir_idx).map(|d| d.path.clone()).unwrap_or_default();
             let path = parent.join(PartitionDir::live(topic, partition).to_name());

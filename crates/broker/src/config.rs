@@ -1,0 +1,299 @@
+//! The broker's settings (Kafka's `KafkaConfig`, the part a single-node broker uses): Kafka's
+//! key names from `server.properties`, with Kafka's defaults where Kafka has them and seglog's
+//! embedded defaults (`127.0.0.1:9092`, `./seglog-data`, `node.id=1`) where Kafka has none.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use seglog_storage::config::{BrokerLogConfig, ConfigError, parse_properties};
+
+/// `listeners`: where the broker accepts Kafka clients.
+pub const LISTENERS: &str = "listeners";
+/// `advertised.listeners`: the host and port clients are told to connect to.
+pub const ADVERTISED_LISTENERS: &str = "advertised.listeners";
+/// `node.id` (KRaft) or `broker.id` (ZooKeeper era).
+pub const NODE_ID: &str = "node.id";
+/// The ZooKeeper-era synonym of `node.id`.
+pub const BROKER_ID: &str = "broker.id";
+/// `auto.create.topics.enable`.
+pub const AUTO_CREATE_TOPICS_ENABLE: &str = "auto.create.topics.enable";
+/// `socket.request.max.bytes`: the largest request frame accepted.
+pub const SOCKET_REQUEST_MAX_BYTES: &str = "socket.request.max.bytes";
+/// `max.connections`: connections accepted at once.
+pub const MAX_CONNECTIONS: &str = "max.connections";
+/// `queued.max.requests`: requests read ahead of processing, per connection in seglog.
+pub const QUEUED_MAX_REQUESTS: &str = "queued.max.requests";
+/// `seglog.metrics.listener`: where `/metrics` is served (`host:port`; empty turns it off).
+pub const METRICS_LISTENER: &str = "seglog.metrics.listener";
+/// `replica.fetch.wait.max.ms`-like bound on how long a Fetch may wait, whatever it asks.
+pub const FETCH_MAX_WAIT_MS: &str = "seglog.fetch.max.wait.ms";
+/// `seglog.produce.durable.timeout.ms`: how long an acks=-1 produce waits for the durability
+/// mode before it answers REQUEST_TIMED_OUT (the request's own `timeout_ms` is the other bound).
+pub const PRODUCE_DURABLE_TIMEOUT_MS: &str = "seglog.produce.durable.timeout.ms";
+
+/// The default listener.
+pub const LISTENER_DEFAULT: &str = "127.0.0.1:9092";
+/// The default metrics listener (the port `kafka_exporter` uses).
+pub const METRICS_LISTENER_DEFAULT: &str = "127.0.0.1:9308";
+
+/// Everything the broker runs with (Kafka's `KafkaConfig`, broker subset).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerConfig {
+    /// The address to bind (`listeners`, `PLAINTEXT://host:port`).
+    pub listener: SocketAddr,
+    /// The host clients are told to connect to, when it is not the bound address.
+    pub advertised_host: Option<String>,
+    /// The port clients are told to connect to; `None` means the bound port.
+    pub advertised_port: Option<u16>,
+    /// `node.id`.
+    pub node_id: i32,
+    /// `auto.create.topics.enable` (true).
+    pub auto_create_topics: bool,
+    /// `socket.request.max.bytes` (104857600).
+    pub socket_request_max_bytes: u32,
+    /// `max.connections` (Kafka: `Int.MAX`; seglog: 1000, so memory stays bounded).
+    pub max_connections: u32,
+    /// `queued.max.requests` (500): requests buffered per connection before reading pauses.
+    pub queued_max_requests: u32,
+    /// Where `/metrics` is served; `None` turns it off.
+    pub metrics_listener: Option<SocketAddr>,
+    /// The longest a Fetch waits for `min.bytes` (`seglog.fetch.max.wait.ms`, 30000).
+    pub fetch_wait_max_ms: u64,
+    /// The longest an acks=-1 produce waits for durability (30000).
+    pub produce_durable_timeout_ms: u64,
+    /// The storage settings: `log.dirs`, `num.partitions`, the topic defaults.
+    pub log: BrokerLogConfig,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            listener: LISTENER_DEFAULT
+                .parse()
+                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 9092))),
+            advertised_host: None,
+            advertised_port: None,
+            node_id: 1,
+            auto_create_topics: true,
+            socket_request_max_bytes: 104_857_600,
+            max_connections: 1000,
+            queued_max_requests: 500,
+            metrics_listener: METRICS_LISTENER_DEFAULT.parse().ok(),
+            fetch_wait_max_ms: 30_000,
+            produce_durable_timeout_ms: 30_000,
+            log: BrokerLogConfig {
+                log_dirs: vec!["./seglog-data".into()],
+                ..BrokerLogConfig::default()
+            },
+        }
+    }
+}
+
+/// A `listeners` value: `PLAINTEXT://host:port` (the first entry when there are several), or a
+/// bare `host:port`. An empty host means all interfaces, as in Kafka.
+fn parse_listener(key: &str, value: &str) -> Result<(String, u16), ConfigError> {
+    let first = value.split(',').next().unwrap_or_default().trim();
+    let address = match first.split_once("://") {
+        Some((protocol, rest)) => {
+            if !protocol.eq_ignore_ascii_case("PLAINTEXT") {
+                return Err(ConfigError::invalid(
+                    key,
+                    value,
+                    format!("only PLAINTEXT listeners are supported, not {protocol}"),
+                ));
+            }
+            rest
+        }
+        None => first,
+    };
+    let Some((host, port)) = address.rsplit_once(':') else {
+        return Err(ConfigError::invalid(key, value, "expected host:port"));
+    };
+    let port: u16 = port
+        .parse()
+        .map_err(|_| ConfigError::invalid(key, value, format!("port {port:?} is not 0-65535")))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Ok((host.to_owned(), port))
+}
+
+fn resolve(key: &str, value: &str, host: &str, port: u16) -> Result<SocketAddr, ConfigError> {
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    let host = if host == "localhost" { "127.0.0.1" } else { host };
+    format!("{host}:{port}").parse().or_else(|_| {
+        format!("[{host}]:{port}").parse().map_err(|_| {
+            ConfigError::invalid(key, value, format!("{host:?} is not an IP address or localhost"))
+        })
+    })
+}
+
+fn parse_number<T>(
+    properties: &BTreeMap<String, String>,
+    key: &str,
+    default: T,
+    at_least: T,
+) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    let Some(value) = properties.get(key) else { return Ok(default) };
+    let parsed: T = value
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::invalid(key, value, "not a number in range"))?;
+    if parsed < at_least {
+        return Err(ConfigError::invalid(key, value, format!("must be at least {at_least}")));
+    }
+    Ok(parsed)
+}
+
+impl BrokerConfig {
+    /// Builds the settings from `server.properties` keys; unknown keys are ignored, as Kafka
+    /// logs and ignores them. `log.dirs` defaults to `./seglog-data` (not Kafka's
+    /// `/tmp/kafka-logs`).
+    pub fn from_properties(properties: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let defaults = Self::default();
+        let mut log = BrokerLogConfig::from_properties(properties)?;
+        if !properties.contains_key("log.dirs") && !properties.contains_key("log.dir") {
+            log.log_dirs.clone_from(&defaults.log.log_dirs);
+        }
+        let listener = match properties.get(LISTENERS) {
+            Some(value) => {
+                let (host, port) = parse_listener(LISTENERS, value)?;
+                resolve(LISTENERS, value, &host, port)?
+            }
+            None => defaults.listener,
+        };
+        let (advertised_host, advertised_port) = match properties.get(ADVERTISED_LISTENERS) {
+            Some(value) => {
+                let (host, port) = parse_listener(ADVERTISED_LISTENERS, value)?;
+                (Some(host), Some(port))
+            }
+            None => (None, None),
+        };
+        let node_id = match (properties.get(NODE_ID), properties.get(BROKER_ID)) {
+            (Some(_), _) => parse_number(properties, NODE_ID, 1, 0)?,
+            (None, Some(_)) => parse_number(properties, BROKER_ID, 1, 0)?,
+            (None, None) => defaults.node_id,
+        };
+        let auto_create_topics = match properties.get(AUTO_CREATE_TOPICS_ENABLE) {
+            None => true,
+            Some(value) => match value.trim().to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(ConfigError::invalid(
+                        AUTO_CREATE_TOPICS_ENABLE,
+                        value,
+                        "expected true or false",
+                    ));
+                }
+            },
+        };
+        let metrics_listener = match properties.get(METRICS_LISTENER) {
+            None => defaults.metrics_listener,
+            Some(value) if value.trim().is_empty() => None,
+            Some(value) => {
+                let (host, port) = parse_listener(METRICS_LISTENER, value)?;
+                Some(resolve(METRICS_LISTENER, value, &host, port)?)
+            }
+        };
+        Ok(Self {
+            listener,
+            advertised_host,
+            advertised_port,
+            node_id,
+            auto_create_topics,
+            socket_request_max_bytes: parse_number(
+                properties,
+                SOCKET_REQUEST_MAX_BYTES,
+                defaults.socket_request_max_bytes,
+                1,
+            )?,
+            max_connections: parse_number(
+                properties,
+                MAX_CONNECTIONS,
+                defaults.max_connections,
+                1,
+            )?,
+            queued_max_requests: parse_number(
+                properties,
+                QUEUED_MAX_REQUESTS,
+                defaults.queued_max_requests,
+                1,
+            )?,
+            metrics_listener,
+            fetch_wait_max_ms: parse_number(
+                properties,
+                FETCH_MAX_WAIT_MS,
+                defaults.fetch_wait_max_ms,
+                0,
+            )?,
+            produce_durable_timeout_ms: parse_number(
+                properties,
+                PRODUCE_DURABLE_TIMEOUT_MS,
+                defaults.produce_durable_timeout_ms,
+                1,
+            )?,
+            log,
+        })
+    }
+
+    /// Parses `server.properties` text and builds the settings from it.
+    pub fn from_server_properties(text: &str) -> Result<Self, ConfigError> {
+        Self::from_properties(&parse_properties(text)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn embedded_defaults() {
+        let config = BrokerConfig::from_properties(&BTreeMap::new()).expect("defaults parse");
+        assert_eq!(config.listener.to_string(), "127.0.0.1:9092");
+        assert_eq!(config.node_id, 1);
+        assert!(config.auto_create_topics);
+        assert_eq!(config.log.log_dirs, vec![std::path::PathBuf::from("./seglog-data")]);
+        assert_eq!(config.log.n_partitions, 1);
+        assert_eq!(config.socket_request_max_bytes, 100 << 20);
+    }
+
+    #[test]
+    fn kafka_keys() {
+        let config = BrokerConfig::from_properties(&props(&[
+            ("listeners", "PLAINTEXT://localhost:19092"),
+            ("advertised.listeners", "PLAINTEXT://kafka.example:9092"),
+            ("broker.id", "7"),
+            ("num.partitions", "3"),
+            ("log.dirs", "/srv/a,/srv/b"),
+            ("auto.create.topics.enable", "false"),
+            ("socket.request.max.bytes", "1024"),
+            ("seglog.metrics.listener", ""),
+        ]))
+        .expect("parses");
+        assert_eq!(config.listener.to_string(), "127.0.0.1:19092");
+        assert_eq!(config.advertised_host.as_deref(), Some("kafka.example"));
+        assert_eq!(config.advertised_port, Some(9092));
+        assert_eq!(config.node_id, 7);
+        assert_eq!(config.log.n_partitions, 3);
+        assert_eq!(config.log.log_dirs.len(), 2);
+        assert!(!config.auto_create_topics);
+        assert_eq!(config.socket_request_max_bytes, 1024);
+        assert_eq!(config.metrics_listener, None);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let error = BrokerConfig::from_properties(&props(&[("listeners", "SSL://0.0.0.0:9093")]))
+            .expect_err("SSL is refused");
+        assert!(error.to_string().contains("listeners"), "{error}");
+        let error =
+            BrokerConfig::from_properties(&props(&[("node.id", "x")])).expect_err("not a number");
+        assert!(error.to_string().contains("node.id"), "{error}");
+    }
+}

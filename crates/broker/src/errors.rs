@@ -1,0 +1,60 @@
+//! Kafka's error codes (`org.apache.kafka.common.protocol.Errors`) that the broker answers
+//! with, and the mapping from storage errors to them.
+
+use seglog_storage::Error;
+
+pub(crate) const NONE: i16 = 0;
+pub(crate) const UNKNOWN_SERVER_ERROR: i16 = -1;
+pub(crate) const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub(crate) const CORRUPT_MESSAGE: i16 = 2;
+pub(crate) const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+pub(crate) const LEADER_NOT_AVAILABLE: i16 = 5;
+pub(crate) const REQUEST_TIMED_OUT: i16 = 7;
+pub(crate) const INVALID_TOPIC_EXCEPTION: i16 = 17;
+pub(crate) const INVALID_REQUIRED_ACKS: i16 = 21;
+pub(crate) const UNSUPPORTED_VERSION: i16 = 35;
+pub(crate) const TOPIC_ALREADY_EXISTS: i16 = 36;
+pub(crate) const INVALID_PARTITIONS: i16 = 37;
+pub(crate) const INVALID_REPLICATION_FACTOR: i16 = 38;
+pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+pub(crate) const INVALID_CONFIG: i16 = 40;
+pub(crate) const INVALID_REQUEST: i16 = 42;
+pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
+pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+pub(crate) const FENCED_LEADER_EPOCH: i16 = 74;
+pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
+pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
+pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+
+/// The Kafka error code a storage error answers with.
+pub(crate) fn code(error: &Error) -> i16 {
+    match error {
+        Error::UnknownTopicOrPartition { .. } => UNKNOWN_TOPIC_OR_PARTITION,
+        Error::OffsetOutOfRange { .. } => OFFSET_OUT_OF_RANGE,
+        Error::Validation(validation) => match validation.error_code() {
+            -1 => UNKNOWN_SERVER_ERROR,
+            code => code,
+        },
+        Error::TopicAlreadyExists { .. } => TOPIC_ALREADY_EXISTS,
+        Error::InvalidArgument(_) => INVALID_REQUEST,
+        Error::Io { .. }
+        | Error::Offline { .. }
+        | Error::Corrupt { .. }
+        | Error::CorruptLog { .. }
+        | Error::CorruptIndex { .. }
+        | Error::Malformed { .. } => KAFKA_STORAGE_ERROR,
+        Error::OffsetOverflow { .. } => UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// The leader-epoch check of Fetch, ListOffsets and OffsetForLeaderEpoch: a client's epoch
+/// older than the partition's is fenced, a newer one is unknown; -1 means not given.
+pub(crate) fn check_leader_epoch(requested: i32, current: i32) -> i16 {
+    if requested < 0 || requested == current {
+        NONE
+    } else if requested < current {
+        FENCED_LEADER_EPOCH
+    } else {
+        UNKNOWN_LEADER_EPOCH
+    }
+}

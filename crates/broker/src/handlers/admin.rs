@@ -1,0 +1,462 @@
+//! Metadata and topic administration: Metadata (with auto-creation), CreateTopics,
+//! DeleteTopics, CreatePartitions and DeleteRecords.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse, DeleteTopicsRequest,
+    DeleteTopicsResponse, MetadataRequest, MetadataResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use seglog_format::names::validate_topic;
+use seglog_storage::Error;
+use seglog_storage::log::partition_log::TopicPartition;
+
+use super::configs::{check_topic_configs, topic_config_entries};
+use super::{blocking, now_ms, str_bytes, topic_name};
+use crate::dispatch::{Reply, encode};
+use crate::{Broker, errors};
+
+fn uuid(id: [u8; 16]) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(id)
+}
+
+/// Metadata: this node leads every partition. A topic asked for by name that does not exist is
+/// created with `num.partitions` partitions when both the broker and the request allow it.
+pub(crate) async fn metadata(
+    broker: &Arc<Broker>,
+    request: MetadataRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || metadata_blocking(&broker, &request, version)).await?;
+    encode(&response, version)
+}
+
+fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -> MetadataResponse {
+    let node = BrokerId(broker.config.node_id);
+    let mut response = MetadataResponse::default();
+    response.brokers = vec![
+        MetadataResponseBroker::default()
+            .with_node_id(node)
+            .with_host(str_bytes(&broker.advertised_host))
+            .with_port(broker.advertised_port),
+    ];
+    if version >= 2 {
+        response.cluster_id = Some(str_bytes(&broker.cluster_id));
+    }
+    if version >= 1 {
+        response.controller_id = node;
+    }
+    let counts = broker.manager.topic_partition_counts();
+    let all_topics = match &request.topics {
+        None => true,
+        Some(topics) => version == 0 && topics.is_empty(),
+    };
+    let wanted: Vec<(Option<String>, [u8; 16])> = if all_topics {
+        counts.keys().map(|name| (Some(name.clone()), [0; 16])).collect()
+    } else {
+        request
+            .topics
+            .iter()
+            .flatten()
+            .map(|topic| (topic.name.as_ref().map(|n| n.0.to_string()), *topic.topic_id.as_bytes()))
+            .collect()
+    };
+    let auto_create = broker.config.auto_create_topics && request.allow_auto_topic_creation;
+    for (name, id) in wanted {
+        let mut out = MetadataResponseTopic::default();
+        let name = if let Some(name) = name {
+            name
+        } else {
+            // By topic id (v12): find the topic that has it.
+            let found =
+                counts.keys().find(|topic| broker.manager.topic_id(topic) == Some(id)).cloned();
+            let Some(name) = found else {
+                out.topic_id = uuid(id);
+                out.error_code = errors::UNKNOWN_TOPIC_ID;
+                response.topics.push(out);
+                continue;
+            };
+            name
+        };
+        out.name = Some(topic_name(&name));
+        out.is_internal =
+            version >= 1 && (name == "__consumer_offsets" || name == "__transaction_state");
+        let mut n_partitions = counts.get(&name).copied().unwrap_or(0);
+        if n_partitions == 0 {
+            if validate_topic(&name).is_err() {
+                out.error_code = errors::INVALID_TOPIC_EXCEPTION;
+                response.topics.push(out);
+                continue;
+            }
+            if !auto_create {
+                out.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION;
+                response.topics.push(out);
+                continue;
+            }
+            let default_partitions = i32::try_from(broker.config.log.n_partitions).unwrap_or(1);
+            match broker.manager.create_topic(&name, default_partitions, BTreeMap::new()) {
+                Ok(created) => {
+                    tracing::info!(topic = %name, partitions = created.len(), "auto-created topic");
+                    n_partitions = default_partitions;
+                }
+                Err(Error::TopicAlreadyExists { .. }) => {
+                    n_partitions =
+                        broker.manager.topic_partition_counts().get(&name).copied().unwrap_or(0);
+                }
+                Err(error) => {
+                    out.error_code = errors::code(&error);
+                    response.topics.push(out);
+                    continue;
+                }
+            }
+        }
+        if version >= 10 {
+            out.topic_id = uuid(broker.manager.topic_id(&name).unwrap_or([0; 16]));
+        }
+        out.partitions = metadata_partitions(broker, &name, n_partitions, version);
+        response.topics.push(out);
+    }
+    response
+}
+
+fn metadata_partitions(
+    broker: &Broker,
+    name: &str,
+    n_partitions: i32,
+    version: i16,
+) -> Vec<MetadataResponsePartition> {
+    let node = BrokerId(broker.config.node_id);
+    let mut partitions = Vec::new();
+    for partition in 0..n_partitions {
+        let mut p = MetadataResponsePartition::default();
+        p.partition_index = partition;
+        if let Ok(log) =
+            broker.manager.get_log(&TopicPartition { topic: name.to_owned(), partition })
+        {
+            p.leader_id = node;
+            p.leader_epoch = if version >= 7 { Broker::leader_epoch(&log) } else { -1 };
+            p.replica_nodes = vec![node];
+            p.isr_nodes = vec![node];
+        } else {
+            p.error_code = errors::LEADER_NOT_AVAILABLE;
+            p.leader_id = BrokerId(-1);
+            p.leader_epoch = -1;
+            p.replica_nodes = vec![node];
+            if version >= 5 {
+                p.offline_replicas = vec![node];
+            }
+        }
+        partitions.push(p);
+    }
+    partitions
+}
+
+fn message(text: impl Into<String>) -> Option<StrBytes> {
+    let text: String = text.into();
+    (!text.is_empty()).then(|| StrBytes::from_string(text))
+}
+
+/// CreateTopics: one node, so the replication factor must be 1 (or -1 for the default);
+/// configs are checked against Kafka's topic keys; `validate_only` checks without creating.
+pub(crate) async fn create_topics(
+    broker: &Arc<Broker>,
+    request: CreateTopicsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = CreateTopicsResponse::default();
+        let mut seen = BTreeMap::new();
+        for topic in &request.topics {
+            *seen.entry(topic.name.0.to_string()).or_insert(0) += 1;
+        }
+        for topic in &request.topics {
+            let name = topic.name.0.to_string();
+            let result = if seen.get(&name).copied().unwrap_or(0) > 1 {
+                let mut result = CreatableTopicResult::default();
+                result.error_code = errors::INVALID_REQUEST;
+                result.error_message = message(format!(
+                    "Create topics request from client contains multiple entries for the following topics: {name}"
+                ));
+                result
+            } else {
+                create_topic(&broker, topic, request.validate_only)
+            };
+            let result = if version < 5 {
+                result.with_num_partitions(-1).with_replication_factor(-1).with_configs(None)
+            } else {
+                result
+            };
+            let result = if version < 7 { result.with_topic_id(uuid::Uuid::nil()) } else { result };
+            response.topics.push(result.with_name(topic.name.clone()));
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+#[expect(clippy::too_many_lines, reason = "one check after another, in Kafka's order")]
+fn create_topic(
+    broker: &Broker,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> CreatableTopicResult {
+    let name = topic.name.0.to_string();
+    let mut result = CreatableTopicResult::default();
+    result.num_partitions = -1;
+    result.replication_factor = -1;
+    let fail = |mut result: CreatableTopicResult, code: i16, text: String| {
+        result.error_code = code;
+        result.error_message = message(text);
+        result
+    };
+    if let Err(error) = validate_topic(&name) {
+        return fail(result, errors::INVALID_TOPIC_EXCEPTION, error.to_string());
+    }
+    let mut n_partitions = topic.num_partitions;
+    if !topic.assignments.is_empty() {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return fail(
+                result,
+                errors::INVALID_REQUEST,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".to_owned(),
+            );
+        }
+        let node = BrokerId(broker.config.node_id);
+        for assignment in &topic.assignments {
+            if assignment.broker_ids != [node] {
+                return fail(
+                    result,
+                    errors::INVALID_REPLICA_ASSIGNMENT,
+                    format!(
+                        "partition {} must be assigned to broker {} alone",
+                        assignment.partition_index, broker.config.node_id
+                    ),
+                );
+            }
+        }
+        n_partitions = i32::try_from(topic.assignments.len()).unwrap_or(i32::MAX);
+    }
+    if n_partitions == -1 {
+        n_partitions = i32::try_from(broker.config.log.n_partitions).unwrap_or(1);
+    }
+    if n_partitions < 1 {
+        return fail(
+            result,
+            errors::INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.".to_owned(),
+        );
+    }
+    match topic.replication_factor {
+        -1 | 1 => {}
+        factor if factor < 1 => {
+            return fail(
+                result,
+                errors::INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value."
+                    .to_owned(),
+            );
+        }
+        factor => {
+            return fail(
+                result,
+                errors::INVALID_REPLICATION_FACTOR,
+                format!(
+                    "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} cannot be reached because only 1 broker(s) are registered."
+                ),
+            );
+        }
+    }
+    let mut overrides = BTreeMap::new();
+    for config in &topic.configs {
+        let Some(value) = &config.value else {
+            return fail(
+                result,
+                errors::INVALID_CONFIG,
+                format!("Null value not supported for topic configs: {}", config.name.as_str()),
+            );
+        };
+        overrides.insert(config.name.to_string(), value.to_string());
+    }
+    if let Err(text) = check_topic_configs(broker, &overrides) {
+        return fail(result, errors::INVALID_CONFIG, text);
+    }
+    if broker.manager.topic_partition_counts().contains_key(&name) {
+        return fail(
+            result,
+            errors::TOPIC_ALREADY_EXISTS,
+            format!("Topic '{name}' already exists."),
+        );
+    }
+    if !validate_only {
+        if let Err(error) = broker.manager.create_topic(&name, n_partitions, overrides.clone()) {
+            return fail(result, errors::code(&error), error.to_string());
+        }
+        result.topic_id = uuid(broker.manager.topic_id(&name).unwrap_or([0; 16]));
+    }
+    result.num_partitions = n_partitions;
+    result.replication_factor = 1;
+    result.configs = Some(
+        topic_config_entries(broker, &name, &overrides)
+            .into_iter()
+            .map(|entry| {
+                CreatableTopicConfigs::default()
+                    .with_name(str_bytes(&entry.name))
+                    .with_value(Some(str_bytes(&entry.value)))
+                    .with_config_source(entry.source)
+            })
+            .collect(),
+    );
+    result
+}
+
+/// DeleteTopics by name (ids arrive with v6, which is not advertised).
+pub(crate) async fn delete_topics(
+    broker: &Arc<Broker>,
+    request: DeleteTopicsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = DeleteTopicsResponse::default();
+        for name in &request.topic_names {
+            let mut result = DeletableTopicResult::default();
+            result.name = Some(name.clone());
+            if let Err(error) = broker.manager.delete_topic(name.0.as_str()) {
+                result.error_code = errors::code(&error);
+                if version >= 5 {
+                    result.error_message = message(error.to_string());
+                }
+            }
+            response.responses.push(result);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// CreatePartitions: grows a topic; assignments, when given, must name this node.
+pub(crate) async fn create_partitions(
+    broker: &Arc<Broker>,
+    request: CreatePartitionsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = CreatePartitionsResponse::default();
+        for topic in &request.topics {
+            let name = topic.name.0.to_string();
+            let mut result = CreatePartitionsTopicResult::default();
+            result.name = topic.name.clone();
+            let current = broker.manager.topic_partition_counts().get(&name).copied();
+            let node = BrokerId(broker.config.node_id);
+            let outcome = match current {
+                None => Err((
+                    errors::UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("The topic '{name}' does not exist."),
+                )),
+                Some(current) if topic.count == current => {
+                    Err((errors::INVALID_PARTITIONS, format!("Topic already has {current} partitions.")))
+                }
+                Some(current) if topic.count < current => Err((
+                    errors::INVALID_PARTITIONS,
+                    format!(
+                        "Topic currently has {current} partitions, which is higher than the requested {}.",
+                        topic.count
+                    ),
+                )),
+                Some(_)
+                    if topic.assignments.as_ref().is_some_and(|assignments| {
+                        assignments.iter().any(|a| a.broker_ids != [node])
+                    }) =>
+                {
+                    Err((
+                        errors::INVALID_REPLICA_ASSIGNMENT,
+                        format!("new partitions must be assigned to broker {} alone", node.0),
+                    ))
+                }
+                Some(_) if request.validate_only => Ok(()),
+                Some(_) => broker
+                    .manager
+                    .create_partitions(&name, topic.count)
+                    .map(|_| ())
+                    .map_err(|error| (errors::code(&error), error.to_string())),
+            };
+            if let Err((code, text)) = outcome {
+                result.error_code = code;
+                result.error_message = message(text);
+            }
+            response.results.push(result);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// DeleteRecords: raises each partition's log start offset (-1 means the high watermark);
+/// whole segments below it are deleted at once.
+pub(crate) async fn delete_records(
+    broker: &Arc<Broker>,
+    request: DeleteRecordsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = DeleteRecordsResponse::default();
+        for topic in &request.topics {
+            let name = topic.name.0.to_string();
+            let mut out = DeleteRecordsTopicResult::default();
+            out.name = topic.name.clone();
+            for partition in &topic.partitions {
+                let mut result = DeleteRecordsPartitionResult::default();
+                result.partition_index = partition.partition_index;
+                result.low_watermark = -1;
+                let tp =
+                    TopicPartition { topic: name.clone(), partition: partition.partition_index };
+                let outcome = broker.manager.get_log(&tp).and_then(|log| {
+                    let high_watermark = log.high_watermark()?;
+                    let target =
+                        if partition.offset == -1 { high_watermark } else { partition.offset };
+                    if target < 0 {
+                        return Err(Error::OffsetOutOfRange {
+                            requested: target,
+                            log_start: log.log_start_offset()?,
+                            log_end: high_watermark,
+                        });
+                    }
+                    let low_watermark = log.maybe_increment_log_start_offset(target)?;
+                    log.delete_old_segments(now_ms())?;
+                    Ok(low_watermark)
+                });
+                match outcome {
+                    Ok(low_watermark) => result.low_watermark = low_watermark,
+                    Err(error) => result.error_code = errors::code(&error),
+                }
+                out.partitions.push(result);
+            }
+            response.topics.push(out);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}

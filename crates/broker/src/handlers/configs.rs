@@ -1,0 +1,433 @@
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (applied live, and
+//! persisted), and DescribeConfigs for this broker (its static settings).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use seglog_storage::config::{LogConfig, topic};
+
+use super::{blocking, str_bytes};
+use crate::dispatch::{Reply, encode};
+use crate::{Broker, errors};
+
+/// Kafka's `ConfigResource.Type` values.
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+/// Kafka's `ConfigSource` values.
+pub(crate) const SOURCE_TOPIC_CONFIG: i8 = 1;
+const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+pub(crate) const SOURCE_DEFAULT_CONFIG: i8 = 5;
+
+/// Topic keys Kafka has that seglog accepts and keeps but does not act on (replication,
+/// tiered storage, message-format conversion).
+const ACCEPTED_UNUSED_KEYS: [&str; 9] = [
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "message.format.version",
+    "message.downconversion.enable",
+    "remote.storage.enable",
+    "local.retention.ms",
+    "local.retention.bytes",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+];
+
+/// One described config entry.
+pub(crate) struct ConfigEntry {
+    pub(crate) name: String,
+    pub(crate) value: String,
+    pub(crate) source: i8,
+}
+
+fn is_topic_key(key: &str) -> bool {
+    LogConfig::default().to_properties().contains_key(key) || ACCEPTED_UNUSED_KEYS.contains(&key)
+}
+
+/// Checks topic overrides as Kafka's `LogConfig.validate` does: known keys, valid values.
+pub(crate) fn check_topic_configs(
+    broker: &Broker,
+    overrides: &BTreeMap<String, String>,
+) -> Result<(), String> {
+    if let Some(unknown) = overrides.keys().find(|key| !is_topic_key(key)) {
+        return Err(format!("Unknown topic config name: {unknown}"));
+    }
+    broker
+        .config
+        .log
+        .default_log_config
+        .with_overrides(overrides)
+        .map(|_| ())
+        .map_err(|error| error.to_string())
+}
+
+/// Every config of a topic: its overrides marked TOPIC_CONFIG, the rest DEFAULT_CONFIG.
+pub(crate) fn topic_config_entries(
+    broker: &Broker,
+    _topic: &str,
+    overrides: &BTreeMap<String, String>,
+) -> Vec<ConfigEntry> {
+    let effective = broker
+        .config
+        .log
+        .default_log_config
+        .with_overrides(overrides)
+        .unwrap_or_else(|_| broker.config.log.default_log_config.clone());
+    let mut entries: Vec<ConfigEntry> = effective
+        .to_properties()
+        .into_iter()
+        .map(|(name, value)| {
+            let source = if overrides.contains_key(&name) {
+                SOURCE_TOPIC_CONFIG
+            } else {
+                SOURCE_DEFAULT_CONFIG
+            };
+            ConfigEntry { name, value, source }
+        })
+        .collect();
+    for (name, value) in overrides {
+        if ACCEPTED_UNUSED_KEYS.contains(&name.as_str()) {
+            entries.push(ConfigEntry {
+                name: name.clone(),
+                value: value.clone(),
+                source: SOURCE_TOPIC_CONFIG,
+            });
+        }
+    }
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries
+}
+
+/// Kafka's `ConfigDef.Type` ids for DescribeConfigs v3+.
+fn config_type(name: &str) -> i8 {
+    const BOOLEAN: i8 = 1;
+    const STRING: i8 = 2;
+    const INT: i8 = 3;
+    const LONG: i8 = 5;
+    const DOUBLE: i8 = 6;
+    const LIST: i8 = 7;
+    match name {
+        topic::PREALLOCATE
+        | "unclean.leader.election.enable"
+        | "message.downconversion.enable"
+        | "remote.storage.enable"
+        | "auto.create.topics.enable" => BOOLEAN,
+        topic::SEGMENT_BYTES
+        | topic::SEGMENT_INDEX_BYTES
+        | topic::INDEX_INTERVAL_BYTES
+        | topic::MAX_MESSAGE_BYTES
+        | topic::COMPRESSION_GZIP_LEVEL
+        | topic::COMPRESSION_LZ4_LEVEL
+        | topic::COMPRESSION_ZSTD_LEVEL
+        | "min.insync.replicas"
+        | "num.partitions"
+        | "node.id"
+        | "socket.request.max.bytes"
+        | "message.max.bytes"
+        | "log.segment.bytes" => INT,
+        topic::MIN_CLEANABLE_DIRTY_RATIO => DOUBLE,
+        topic::CLEANUP_POLICY
+        | "log.dirs"
+        | "listeners"
+        | "leader.replication.throttled.replicas"
+        | "follower.replication.throttled.replicas" => LIST,
+        topic::COMPRESSION_TYPE
+        | topic::MESSAGE_TIMESTAMP_TYPE
+        | topic::SEGLOG_DURABILITY
+        | "message.format.version" => STRING,
+        _ => LONG,
+    }
+}
+
+fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
+    let config = &broker.config;
+    let dirs: Vec<String> =
+        config.log.log_dirs.iter().map(|dir| dir.display().to_string()).collect();
+    let defaults = &config.log.default_log_config;
+    let mut entries = vec![
+        ("node.id", config.node_id.to_string()),
+        ("listeners", format!("PLAINTEXT://{}", config.listener)),
+        ("log.dirs", dirs.join(",")),
+        ("num.partitions", config.log.n_partitions.to_string()),
+        ("auto.create.topics.enable", config.auto_create_topics.to_string()),
+        ("socket.request.max.bytes", config.socket_request_max_bytes.to_string()),
+        ("message.max.bytes", defaults.max_message_bytes.to_string()),
+        ("log.segment.bytes", defaults.segment_bytes.to_string()),
+        ("log.retention.ms", defaults.retention_ms.to_string()),
+        ("log.retention.bytes", defaults.retention_bytes.to_string()),
+        (
+            "log.cleanup.policy",
+            defaults.to_properties().remove(topic::CLEANUP_POLICY).unwrap_or_default(),
+        ),
+        (topic::SEGLOG_DURABILITY, defaults.durability.name().to_owned()),
+    ];
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
+        .into_iter()
+        .map(|(name, value)| ConfigEntry {
+            name: name.to_owned(),
+            value,
+            source: SOURCE_STATIC_BROKER_CONFIG,
+        })
+        .collect()
+}
+
+/// DescribeConfigs for topics and for this broker.
+pub(crate) fn describe_configs(
+    broker: &Arc<Broker>,
+    request: &DescribeConfigsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let mut response = DescribeConfigsResponse::default();
+    for resource in &request.resources {
+        let name = resource.resource_name.to_string();
+        let mut result = DescribeConfigsResult::default();
+        result.resource_type = resource.resource_type;
+        result.resource_name = resource.resource_name.clone();
+        let entries = match resource.resource_type {
+            RESOURCE_TOPIC => {
+                if broker.manager.topic_partition_counts().contains_key(&name) {
+                    Ok(topic_config_entries(broker, &name, &broker.manager.topic_overrides(&name)))
+                } else {
+                    Err((
+                        errors::UNKNOWN_TOPIC_OR_PARTITION,
+                        format!("Topic {name} does not exist."),
+                    ))
+                }
+            }
+            RESOURCE_BROKER => {
+                if name.is_empty() || name == broker.config.node_id.to_string() {
+                    Ok(broker_config_entries(broker))
+                } else {
+                    Err((
+                        errors::INVALID_REQUEST,
+                        format!(
+                            "Unexpected broker id, expected {} but received {name}",
+                            broker.config.node_id
+                        ),
+                    ))
+                }
+            }
+            other => Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
+        };
+        match entries {
+            Ok(entries) => {
+                let wanted = resource.configuration_keys.as_ref();
+                result.configs = entries
+                    .into_iter()
+                    .filter(|entry| {
+                        wanted.is_none_or(|keys| keys.iter().any(|key| key.as_str() == entry.name))
+                    })
+                    .map(|entry| {
+                        let mut config = DescribeConfigsResourceResult::default();
+                        if version >= 3 {
+                            config.config_type = config_type(&entry.name);
+                        }
+                        config.name = str_bytes(&entry.name);
+                        config.value = Some(str_bytes(&entry.value));
+                        config.config_source = entry.source;
+                        config
+                    })
+                    .collect();
+            }
+            Err((code, text)) => {
+                result.error_code = code;
+                result.error_message = Some(str_bytes(&text));
+            }
+        }
+        response.results.push(result);
+    }
+    encode(&response, version)
+}
+
+/// Applies new topic overrides after checking them; with `validate_only`, only checks.
+fn apply_topic_overrides(
+    broker: &Broker,
+    topic_name: &str,
+    overrides: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    if !broker.manager.topic_partition_counts().contains_key(topic_name) {
+        return Err((
+            errors::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("Topic {topic_name} does not exist."),
+        ));
+    }
+    check_topic_configs(broker, &overrides).map_err(|text| (errors::INVALID_CONFIG, text))?;
+    if validate_only {
+        return Ok(());
+    }
+    broker
+        .manager
+        .set_topic_overrides(topic_name, overrides)
+        .map_err(|error| (errors::code(&error), error.to_string()))
+}
+
+fn broker_is_static(broker: &Broker) -> (i16, String) {
+    (
+        errors::INVALID_REQUEST,
+        format!(
+            "broker {} configuration is static in seglog: edit server.properties and restart",
+            broker.config.node_id
+        ),
+    )
+}
+
+/// AlterConfigs: the given set replaces all of a topic's overrides, as in Kafka.
+pub(crate) async fn alter_configs(
+    broker: &Arc<Broker>,
+    request: AlterConfigsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = AlterConfigsResponse::default();
+        for resource in &request.resources {
+            let name = resource.resource_name.to_string();
+            let outcome = match resource.resource_type {
+                RESOURCE_TOPIC => {
+                    let mut overrides = BTreeMap::new();
+                    let mut null = None;
+                    for config in &resource.configs {
+                        match &config.value {
+                            Some(value) => {
+                                overrides.insert(config.name.to_string(), value.to_string());
+                            }
+                            None => null = Some(config.name.to_string()),
+                        }
+                    }
+                    match null {
+                        Some(key) => Err((
+                            errors::INVALID_REQUEST,
+                            format!("Null value not supported for : {key}"),
+                        )),
+                        None => {
+                            apply_topic_overrides(&broker, &name, overrides, request.validate_only)
+                        }
+                    }
+                }
+                RESOURCE_BROKER => Err(broker_is_static(&broker)),
+                other => {
+                    Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}")))
+                }
+            };
+            let mut result = AlterConfigsResourceResponse::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            if let Err((code, text)) = outcome {
+                result.error_code = code;
+                result.error_message = Some(str_bytes(&text));
+            }
+            response.responses.push(result);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// IncrementalAlterConfigs: SET (0), DELETE (1), and APPEND (2) / SUBTRACT (3) on list keys.
+pub(crate) async fn incremental_alter_configs(
+    broker: &Arc<Broker>,
+    request: IncrementalAlterConfigsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = IncrementalAlterConfigsResponse::default();
+        for resource in &request.resources {
+            let name = resource.resource_name.to_string();
+            let outcome = match resource.resource_type {
+                RESOURCE_TOPIC => {
+                    incremental_topic(&broker, &name, resource, request.validate_only)
+                }
+                RESOURCE_BROKER => Err(broker_is_static(&broker)),
+                other => {
+                    Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}")))
+                }
+            };
+            let mut result = IncrementalResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            if let Err((code, text)) = outcome {
+                result.error_code = code;
+                result.error_message = Some(str_bytes(&text));
+            }
+            response.responses.push(result);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+fn incremental_topic(
+    broker: &Broker,
+    name: &str,
+    resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), (i16, String)> {
+    let mut overrides = broker.manager.topic_overrides(name);
+    let effective =
+        broker.manager.topic_config(name).map(|config| config.to_properties()).unwrap_or_default();
+    for config in &resource.configs {
+        let key = config.name.to_string();
+        let value = config.value.as_ref().map(ToString::to_string);
+        match (config.config_operation, value) {
+            (0, Some(value)) => {
+                overrides.insert(key, value);
+            }
+            (1, _) => {
+                overrides.remove(&key);
+            }
+            (2 | 3, Some(value)) if config_type(&key) == 7 => {
+                let current = overrides
+                    .get(&key)
+                    .or_else(|| effective.get(&key))
+                    .cloned()
+                    .unwrap_or_default();
+                let mut items: Vec<String> = current
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|item| !item.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                for item in value.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+                    if config.config_operation == 2 {
+                        if !items.iter().any(|existing| existing == item) {
+                            items.push(item.to_owned());
+                        }
+                    } else {
+                        items.retain(|existing| existing != item);
+                    }
+                }
+                overrides.insert(key, items.join(","));
+            }
+            (2 | 3, Some(_)) => {
+                let op = if config.config_operation == 2 { "append" } else { "subtract" };
+                return Err((
+                    errors::INVALID_CONFIG,
+                    format!("Config value {op} is not allowed for config key: {key}"),
+                ));
+            }
+            (0 | 2 | 3, None) => {
+                return Err((
+                    errors::INVALID_REQUEST,
+                    format!("Null value not supported for : {key}"),
+                ));
+            }
+            (other, _) => {
+                return Err((errors::INVALID_REQUEST, format!("Unknown config operation {other}")));
+            }
+        }
+    }
+    apply_topic_overrides(broker, name, overrides, validate_only)
+}

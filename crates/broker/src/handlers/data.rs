@@ -1,0 +1,489 @@
+//! Produce, Fetch, ListOffsets and OffsetForLeaderEpoch: the data path.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{
+    BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
+};
+use seglog_storage::Error;
+use seglog_storage::config::DurabilityMode;
+use seglog_storage::log::partition_log::{Isolation, TopicPartition};
+use seglog_storage::log::validator::AppendOrigin;
+
+use super::{blocking, now_ms, str_bytes, topic_name};
+use crate::dispatch::{Reply, encode};
+use crate::{Broker, errors};
+
+/// Kafka's broker `fetch.max.bytes` default: the most one Fetch response carries.
+const FETCH_RESPONSE_BYTES_MAX: i32 = 57_671_680;
+
+fn tp(topic: &str, partition: i32) -> TopicPartition {
+    TopicPartition { topic: topic.to_owned(), partition }
+}
+
+/// Produce: each partition's record set is validated and appended on its own blocking task,
+/// so a request for many partitions appends them concurrently. acks=-1 waits until the
+/// topic's durability mode makes the append durable: at once for `page-cache` (Kafka's
+/// meaning of "all in-sync replicas have it" on one node) and `fsync-every-append`, after the
+/// covering fsync for `group-commit`. acks=0 gets no response.
+pub(crate) async fn produce(
+    broker: &Arc<Broker>,
+    request: ProduceRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let acks = request.acks;
+    let timeout_ms = u64::try_from(request.timeout_ms.max(0)).unwrap_or(0);
+    let transactional = request.transactional_id.is_some();
+    let mut pending = Vec::new();
+    for topic in request.topic_data {
+        let name = topic.name.0.to_string();
+        let mut partitions = Vec::new();
+        for partition in topic.partition_data {
+            let broker = Arc::clone(broker);
+            let name = name.clone();
+            partitions.push(tokio::task::spawn_blocking(move || {
+                if transactional {
+                    return produce_error(
+                        partition.index,
+                        errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        "transactions are not supported by this broker",
+                    )
+                    .for_version(version);
+                }
+                append_partition(
+                    &broker,
+                    &name,
+                    partition.index,
+                    partition.records,
+                    acks,
+                    timeout_ms,
+                )
+                .for_version(version)
+            }));
+        }
+        pending.push((name, partitions));
+    }
+    let mut response = ProduceResponse::default();
+    for (name, partitions) in pending {
+        let mut topic = TopicProduceResponse::default();
+        topic.name = topic_name(&name);
+        for handle in partitions {
+            topic
+                .partition_responses
+                .push(handle.await.map_err(|error| format!("produce task failed: {error}"))?);
+        }
+        response.responses.push(topic);
+    }
+    if acks == 0 {
+        return Ok(Reply::None);
+    }
+    encode(&response, version)
+}
+
+/// Clears the fields a response version does not carry (the codec refuses to drop a set
+/// field silently).
+trait ForVersion {
+    fn for_version(self, version: i16) -> Self;
+}
+
+impl ForVersion for PartitionProduceResponse {
+    fn for_version(mut self, version: i16) -> Self {
+        if version < 5 {
+            self.log_start_offset = -1;
+        }
+        if version < 8 {
+            self.record_errors.clear();
+            self.error_message = None;
+        }
+        self
+    }
+}
+
+fn produce_error(partition: i32, code: i16, message: &str) -> PartitionProduceResponse {
+    let mut response = PartitionProduceResponse::default();
+    response.index = partition;
+    response.error_code = code;
+    response.base_offset = -1;
+    response.log_append_time_ms = -1;
+    response.log_start_offset = -1;
+    response.error_message = Some(str_bytes(message));
+    response
+}
+
+fn append_partition(
+    broker: &Broker,
+    topic: &str,
+    partition: i32,
+    records: Option<Bytes>,
+    acks: i16,
+    timeout_ms: u64,
+) -> PartitionProduceResponse {
+    if !matches!(acks, -1..=1) {
+        return produce_error(partition, errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1");
+    }
+    let Some(records) = records else {
+        return produce_error(partition, errors::CORRUPT_MESSAGE, "the record set is null");
+    };
+    let log = match broker.manager.get_log(&tp(topic, partition)) {
+        Ok(log) => log,
+        Err(error) => return produce_error(partition, errors::code(&error), &error.to_string()),
+    };
+    let leader_epoch = Broker::leader_epoch(&log);
+    let started = Instant::now();
+    let info = match log.append_as_leader(&records, leader_epoch, AppendOrigin::Client, now_ms()) {
+        Ok(info) => info,
+        Err(error) => {
+            tracing::debug!(topic, partition, %error, "produce refused");
+            let mut response = produce_error(partition, errors::code(&error), &error.to_string());
+            if let Error::Validation(validation) = &error {
+                response.record_errors = validation
+                    .record_errors()
+                    .iter()
+                    .map(|record| {
+                        BatchIndexAndErrorMessage::default()
+                            .with_batch_index(i32::try_from(record.batch_idx).unwrap_or(i32::MAX))
+                            .with_batch_index_error_message(Some(str_bytes(&record.message)))
+                    })
+                    .collect();
+            }
+            return response;
+        }
+    };
+    let _ = log.update_high_watermark(info.last_offset + 1);
+    broker.appended.notify_waiters();
+    ::metrics::counter!("seglog_records_in_total").increment(info.n_records as u64);
+    let mut response = PartitionProduceResponse::default();
+    response.index = partition;
+    response.base_offset = info.first_offset;
+    response.log_append_time_ms = info.log_append_time;
+    response.log_start_offset = info.log_start_offset;
+    if acks == -1 && info.durable_offset <= info.last_offset {
+        let group_commit =
+            log.config().is_ok_and(|config| config.durability == DurabilityMode::GroupCommit);
+        if group_commit {
+            let wait =
+                Duration::from_millis(timeout_ms.min(broker.config.produce_durable_timeout_ms));
+            match log.wait_durable(info.last_offset + 1, wait) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return produce_error(
+                        partition,
+                        errors::REQUEST_TIMED_OUT,
+                        "the append did not become durable within the request timeout",
+                    );
+                }
+                Err(error) => {
+                    return produce_error(partition, errors::code(&error), &error.to_string());
+                }
+            }
+        }
+    }
+    ::metrics::histogram!("seglog_produce_durable_seconds").record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// One partition of a Fetch, as read.
+struct PartitionRead {
+    topic_idx: usize,
+    data: PartitionData,
+    bytes: usize,
+}
+
+/// Fetch with long polling: reads every partition, and while fewer than `min_bytes` came back
+/// and no partition failed, waits for an append (or `max_wait_ms`) and reads again. Fetch
+/// sessions (KIP-227) are declined the way Kafka allows: every response carries session id 0,
+/// so clients keep sending full fetches; an incremental fetch gets FETCH_SESSION_ID_NOT_FOUND.
+pub(crate) async fn fetch(
+    broker: &Arc<Broker>,
+    request: FetchRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let mut response = FetchResponse::default();
+    response.session_id = 0;
+    if request.session_epoch != 0 && request.session_epoch != -1 {
+        response.error_code = errors::FETCH_SESSION_ID_NOT_FOUND;
+        return encode(&response, version);
+    }
+    let wait_ms =
+        u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0).min(broker.config.fetch_wait_max_ms);
+    let deadline = Instant::now() + Duration::from_millis(wait_ms);
+    let min_bytes = usize::try_from(request.min_bytes.max(0)).unwrap_or(0);
+    let request = Arc::new(request);
+    let reads = loop {
+        let appended = broker.appended.notified();
+        tokio::pin!(appended);
+        appended.as_mut().enable();
+        let (broker_for_read, request_for_read) = (Arc::clone(broker), Arc::clone(&request));
+        let reads =
+            blocking(move || read_partitions(&broker_for_read, &request_for_read, version)).await?;
+        let total: usize = reads.iter().map(|read| read.bytes).sum();
+        let failed = reads.iter().any(|read| read.data.error_code != errors::NONE);
+        let now = Instant::now();
+        if total >= min_bytes || failed || now >= deadline {
+            break reads;
+        }
+        let _ = tokio::time::timeout(deadline - now, appended).await;
+    };
+    for (idx, topic) in request.topics.iter().enumerate() {
+        let mut out = FetchableTopicResponse::default();
+        out.topic = topic.topic.clone();
+        out.topic_id = topic.topic_id;
+        response.responses.push(out);
+        debug_assert_eq!(response.responses.len(), idx + 1);
+    }
+    let mut bytes_out = 0;
+    for read in reads {
+        bytes_out += read.bytes;
+        if let Some(topic) = response.responses.get_mut(read.topic_idx) {
+            topic.partitions.push(read.data);
+        }
+    }
+    ::metrics::counter!("seglog_fetch_bytes_total").increment(bytes_out as u64);
+    encode(&response, version)
+}
+
+fn read_partitions(broker: &Broker, request: &FetchRequest, version: i16) -> Vec<PartitionRead> {
+    let isolation = if request.isolation_level == 1 {
+        Isolation::TxnCommitted
+    } else {
+        Isolation::HighWatermark
+    };
+    let mut remaining =
+        usize::try_from(request.max_bytes.clamp(0, FETCH_RESPONSE_BYTES_MAX)).unwrap_or(0);
+    let mut min_one_message = true;
+    let mut reads = Vec::new();
+    for (topic_idx, topic) in request.topics.iter().enumerate() {
+        let name = topic.topic.0.to_string();
+        for partition in &topic.partitions {
+            let mut data = PartitionData::default();
+            data.partition_index = partition.partition;
+            data.high_watermark = -1;
+            data.last_stable_offset = -1;
+            data.log_start_offset = -1;
+            data.preferred_read_replica = BrokerId(-1);
+            data.aborted_transactions = (request.isolation_level == 1).then(Vec::new);
+            data.records = Some(Bytes::new());
+            let mut bytes = 0;
+            match broker.manager.get_log(&tp(&name, partition.partition)) {
+                Err(error) => data.error_code = errors::code(&error),
+                Ok(log) => {
+                    let epoch_check = errors::check_leader_epoch(
+                        partition.current_leader_epoch,
+                        Broker::leader_epoch(&log),
+                    );
+                    data.high_watermark = log.high_watermark().unwrap_or(-1);
+                    data.last_stable_offset = log.last_stable_offset().unwrap_or(-1);
+                    if version >= 5 {
+                        data.log_start_offset = log.log_start_offset().unwrap_or(-1);
+                    }
+                    if epoch_check == errors::NONE {
+                        let limit = usize::try_from(partition.partition_max_bytes.max(0))
+                            .unwrap_or(0)
+                            .min(remaining);
+                        match log.read(
+                            partition.fetch_offset,
+                            u32::try_from(limit).unwrap_or(u32::MAX),
+                            isolation,
+                            min_one_message,
+                        ) {
+                            Ok(read) => {
+                                bytes = read.records.len();
+                                if bytes > 0 {
+                                    min_one_message = false;
+                                }
+                                remaining = remaining.saturating_sub(bytes);
+                                data.records = Some(Bytes::from(read.records));
+                            }
+                            Err(error) => data.error_code = errors::code(&error),
+                        }
+                    } else {
+                        data.error_code = epoch_check;
+                    }
+                }
+            }
+            reads.push(PartitionRead { topic_idx, data, bytes });
+        }
+    }
+    reads
+}
+
+/// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed, the
+/// same here), -2 the log start, -3 the record with the largest timestamp, and a real
+/// timestamp the first record at or after it below the high watermark.
+pub(crate) async fn list_offsets(
+    broker: &Arc<Broker>,
+    request: ListOffsetsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = ListOffsetsResponse::default();
+        for topic in &request.topics {
+            let name = topic.name.0.to_string();
+            let mut out = ListOffsetsTopicResponse::default();
+            out.name = topic.name.clone();
+            for partition in &topic.partitions {
+                out.partitions.push(list_offset(
+                    &broker,
+                    &name,
+                    partition.partition_index,
+                    partition.current_leader_epoch,
+                    partition.timestamp,
+                    version,
+                ));
+            }
+            response.topics.push(out);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+fn list_offset(
+    broker: &Broker,
+    topic: &str,
+    partition: i32,
+    current_leader_epoch: i32,
+    timestamp: i64,
+    version: i16,
+) -> ListOffsetsPartitionResponse {
+    let mut out = ListOffsetsPartitionResponse::default();
+    out.partition_index = partition;
+    out.timestamp = -1;
+    out.offset = -1;
+    out.leader_epoch = -1;
+    let log = match broker.manager.get_log(&tp(topic, partition)) {
+        Ok(log) => log,
+        Err(error) => {
+            out.error_code = errors::code(&error);
+            return out;
+        }
+    };
+    out.error_code = errors::check_leader_epoch(current_leader_epoch, Broker::leader_epoch(&log));
+    if out.error_code != errors::NONE {
+        return out;
+    }
+    let high_watermark = match log.high_watermark() {
+        Ok(high_watermark) => high_watermark,
+        Err(error) => {
+            out.error_code = errors::code(&error);
+            return out;
+        }
+    };
+    match log.fetch_offset_by_timestamp(timestamp) {
+        Ok(Some(found)) => {
+            let offset = if timestamp == -1 { high_watermark } else { found.offset };
+            if timestamp == -1 || timestamp == -2 || offset < high_watermark {
+                out.offset = offset;
+                out.timestamp = found.timestamp;
+                if version >= 4 {
+                    out.leader_epoch = found.leader_epoch.unwrap_or(-1);
+                }
+            }
+        }
+        Ok(None) => {}
+        Err(error) => out.error_code = errors::code(&error),
+    }
+    out
+}
+
+/// OffsetForLeaderEpoch, from the leader-epoch cache (Kafka's `LeaderEpochFileCache.endOffsetFor`):
+/// the latest epoch ends at the log end; an older epoch ends where the next one starts; an
+/// epoch above the latest, or any epoch of an empty cache, is undefined (-1, -1).
+pub(crate) async fn offset_for_leader_epoch(
+    broker: &Arc<Broker>,
+    request: OffsetForLeaderEpochRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = OffsetForLeaderEpochResponse::default();
+        for topic in &request.topics {
+            let name = topic.topic.0.to_string();
+            let mut out = OffsetForLeaderTopicResult::default();
+            out.topic = topic.topic.clone();
+            for partition in &topic.partitions {
+                let mut end = EpochEndOffset::default();
+                end.partition = partition.partition;
+                end.leader_epoch = -1;
+                end.end_offset = -1;
+                match broker.manager.get_log(&tp(&name, partition.partition)) {
+                    Err(error) => end.error_code = errors::code(&error),
+                    Ok(log) => {
+                        end.error_code = errors::check_leader_epoch(
+                            partition.current_leader_epoch,
+                            Broker::leader_epoch(&log),
+                        );
+                        if end.error_code == errors::NONE {
+                            match (log.leader_epochs(), log.log_end_offset()) {
+                                (Ok(epochs), Ok(log_end)) => {
+                                    let (epoch, offset) =
+                                        end_offset_for(&epochs, partition.leader_epoch, log_end);
+                                    end.leader_epoch = epoch;
+                                    end.end_offset = offset;
+                                }
+                                (Err(error), _) | (_, Err(error)) => {
+                                    end.error_code = errors::code(&error);
+                                }
+                            }
+                        }
+                    }
+                }
+                out.partitions.push(end);
+            }
+            response.topics.push(out);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// Kafka's `LeaderEpochFileCache.endOffsetFor` over `(epoch, start offset)` entries in order.
+pub(crate) fn end_offset_for(epochs: &[(i32, i64)], requested: i32, log_end: i64) -> (i32, i64) {
+    let Some(&(latest, _)) = epochs.last() else { return (-1, -1) };
+    if requested < 0 {
+        return (-1, -1);
+    }
+    if requested == latest {
+        return (latest, log_end);
+    }
+    let Some(&(_, higher_start)) = epochs.iter().find(|(epoch, _)| *epoch > requested) else {
+        return (-1, -1);
+    };
+    match epochs.iter().rev().find(|(epoch, _)| *epoch <= requested) {
+        Some(&(floor, _)) => (floor, higher_start),
+        None => (requested, higher_start),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::end_offset_for;
+
+    #[test]
+    fn end_offset_for_follows_kafka() {
+        let epochs = [(0, 0), (2, 10), (5, 30)];
+        assert_eq!(end_offset_for(&epochs, 5, 42), (5, 42));
+        assert_eq!(end_offset_for(&epochs, 2, 42), (2, 30));
+        assert_eq!(end_offset_for(&epochs, 3, 42), (2, 30));
+        assert_eq!(end_offset_for(&epochs, 6, 42), (-1, -1));
+        assert_eq!(end_offset_for(&[(3, 5)], 1, 9), (1, 5));
+        assert_eq!(end_offset_for(&[], 0, 9), (-1, -1));
+        assert_eq!(end_offset_for(&epochs, -1, 42), (-1, -1));
+    }
+}

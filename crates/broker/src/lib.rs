@@ -1,0 +1,79 @@
+//! seglog-broker: a single-node broker that speaks Kafka's wire protocol over seglog's log
+//! directories, so that unchanged Kafka clients (librdkafka, kafka-python, the JVM client)
+//! produce to and fetch from them.
+//!
+//! Every message codec comes from the `kafka-protocol` crate; record sets stay opaque bytes,
+//! validated by `seglog-storage`'s `LogValidator` on the way in and returned as stored on the
+//! way out. See ARCHITECTURE.md for where this crate sits.
+
+pub mod config;
+mod dispatch;
+mod errors;
+mod handlers;
+mod metrics;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use seglog_storage::log::partition_log::PartitionLog;
+use seglog_storage::manager::LogManager;
+
+pub use config::BrokerConfig;
+pub use dispatch::{SUPPORTED_APIS, supported_versions};
+pub use server::{ServeError, Server};
+
+/// The state every request handler shares (the role of Kafka's `KafkaApis` with its
+/// `ReplicaManager`, for one node that leads every partition).
+#[derive(Debug)]
+pub struct Broker {
+    config: BrokerConfig,
+    manager: Arc<LogManager>,
+    /// Woken after every append, so that waiting fetches look again.
+    appended: tokio::sync::Notify,
+    cluster_id: String,
+    advertised_host: String,
+    advertised_port: i32,
+}
+
+impl Broker {
+    fn new(config: BrokerConfig, manager: Arc<LogManager>, bound: SocketAddr) -> Self {
+        let cluster_id = manager.cluster_id().unwrap_or_else(|| "seglog".to_owned());
+        let advertised_host = config.advertised_host.clone().unwrap_or_else(|| {
+            if bound.ip().is_unspecified() {
+                "localhost".to_owned()
+            } else {
+                bound.ip().to_string()
+            }
+        });
+        let advertised_port = i32::from(config.advertised_port.unwrap_or(bound.port()));
+        Self {
+            config,
+            manager,
+            appended: tokio::sync::Notify::new(),
+            cluster_id,
+            advertised_host,
+            advertised_port,
+        }
+    }
+
+    /// The log manager, for tests and tools in the same process.
+    pub fn manager(&self) -> &Arc<LogManager> {
+        &self.manager
+    }
+
+    /// The broker's settings.
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// The leader epoch of a partition: the latest epoch of its leader-epoch cache, or 0 for a
+    /// partition that has none yet. A single node never changes leader, so it never grows.
+    fn leader_epoch(log: &PartitionLog) -> i32 {
+        log.leader_epochs()
+            .ok()
+            .and_then(|epochs| epochs.last().map(|(epoch, _)| *epoch))
+            .unwrap_or(0)
+            .max(0)
+    }
+}

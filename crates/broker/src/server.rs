@@ -1,0 +1,287 @@
+//! The network side (Kafka's `SocketServer` and `KafkaRequestHandler`): the listener, one task
+//! per connection reading size-prefixed frames, and a clean shutdown.
+//!
+//! Each connection handles one request at a time, in order, as Kafka does by muting a channel
+//! until its response is sent; so responses keep the order of requests, and a connection holds
+//! at most one request frame (at most `socket.request.max.bytes`) and one response in memory.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use seglog_storage::io::StdFs;
+use seglog_storage::manager::{Background, LogManager, SystemClock};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::Broker;
+use crate::config::BrokerConfig;
+use crate::dispatch::{self, Outcome};
+use crate::metrics;
+
+/// Why the broker could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The log directories did not open (locked by another process, unreadable, ...).
+    #[error("cannot open the log directories")]
+    Storage(#[from] seglog_storage::Error),
+    /// A listener could not bind.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How often the log manager's background work runs: below the smallest group-commit interval
+/// that makes sense, so a group commit is never late by more than this.
+const BACKGROUND_PERIOD: Duration = Duration::from_millis(1);
+/// How long a shutdown waits for in-flight requests before it closes their connections.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// A running broker: its listeners, connections and the log manager's background thread.
+#[derive(Debug)]
+pub struct Server {
+    broker: Arc<Broker>,
+    local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    stop: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+    connections: Arc<JoinSetCounter>,
+    background: Option<Background>,
+}
+
+/// Counts live connections, so that shutdown can wait for them.
+#[derive(Debug, Default)]
+struct JoinSetCounter {
+    live: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl JoinSetCounter {
+    fn enter(self: &Arc<Self>) -> ConnectionGuard {
+        self.live.fetch_add(1, Ordering::SeqCst);
+        ConnectionGuard(Arc::clone(self))
+    }
+}
+
+struct ConnectionGuard(Arc<JoinSetCounter>);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        if self.0.live.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Server {
+    /// Opens the log directories (recovering them if needed), binds the listeners and starts
+    /// serving. Returns once clients can connect.
+    pub async fn start(config: BrokerConfig) -> Result<Self, ServeError> {
+        let log_config = config.log.clone();
+        let (manager, report) = tokio::task::spawn_blocking(move || {
+            LogManager::open(Arc::new(StdFs), Arc::new(SystemClock), log_config)
+        })
+        .await
+        .map_err(|error| {
+            seglog_storage::Error::InvalidArgument(format!("log manager open panicked: {error}"))
+        })??;
+        let manager = Arc::new(manager);
+        tracing::info!(
+            partitions = report.partitions.len(),
+            clean_dirs = report.clean_dirs.len(),
+            "log directories open"
+        );
+        let background = manager.start_background(BACKGROUND_PERIOD)?;
+        let listener = TcpListener::bind(config.listener)
+            .await
+            .map_err(|source| ServeError::Bind { addr: config.listener, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr: config.listener, source })?;
+        let metrics_listener = match config.metrics_listener {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ServeError::Bind { addr, source })?,
+            ),
+            None => None,
+        };
+        let metrics_addr = match &metrics_listener {
+            Some(listener) => Some(
+                listener
+                    .local_addr()
+                    .map_err(|source| ServeError::Bind { addr: config.listener, source })?,
+            ),
+            None => None,
+        };
+        let broker = Arc::new(Broker::new(config, manager, local_addr));
+        let (stop, stopped) = watch::channel(false);
+        let connections = Arc::new(JoinSetCounter::default());
+        let mut tasks = JoinSet::new();
+        tasks.spawn(accept_loop(
+            Arc::clone(&broker),
+            listener,
+            stopped.clone(),
+            Arc::clone(&connections),
+        ));
+        if let Some(listener) = metrics_listener {
+            metrics::install();
+            tasks.spawn(metrics::serve(Arc::clone(&broker), listener, stopped));
+        }
+        tracing::info!(%local_addr, ?metrics_addr, "seglog broker listening");
+        Ok(Self {
+            broker,
+            local_addr,
+            metrics_addr,
+            stop,
+            tasks,
+            connections,
+            background: Some(background),
+        })
+    }
+
+    /// The address clients connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The address of `/metrics`, when it is served.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The broker state, for tests and tools in the same process.
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// Stops accepting, lets every in-flight request finish (up to 30 s), then flushes and
+    /// checkpoints every log and writes the clean-shutdown markers.
+    pub async fn shutdown(mut self) -> Result<(), ServeError> {
+        let _ = self.stop.send(true);
+        let idle = self.connections.idle.notified();
+        if self.connections.live.load(Ordering::SeqCst) > 0 {
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, idle).await;
+        }
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        drop(self.background.take());
+        let manager = Arc::clone(&self.broker.manager);
+        tokio::task::spawn_blocking(move || manager.shutdown()).await.map_err(|error| {
+            seglog_storage::Error::InvalidArgument(format!("shutdown panicked: {error}"))
+        })??;
+        tracing::info!("seglog broker stopped cleanly");
+        Ok(())
+    }
+}
+
+async fn accept_loop(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    mut stopped: watch::Receiver<bool>,
+    connections: Arc<JoinSetCounter>,
+) {
+    let slots = Arc::new(Semaphore::new(broker.config.max_connections as usize));
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopped.changed() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+            tracing::warn!(%peer, max = broker.config.max_connections, "max.connections reached; closing");
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let guard = connections.enter();
+        let broker = Arc::clone(&broker);
+        let stopped = stopped.clone();
+        tokio::spawn(async move {
+            ::metrics::gauge!("seglog_connections").increment(1.0);
+            if let Err(reason) = serve_connection(&broker, stream, stopped).await {
+                tracing::debug!(%peer, %reason, "connection closed");
+            }
+            ::metrics::gauge!("seglog_connections").decrement(1.0);
+            drop(slot);
+            drop(guard);
+        });
+    }
+}
+
+/// Why a connection was closed by the broker.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CloseReason {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("request size {size} is outside [0, socket.request.max.bytes = {max}]")]
+    FrameSize { size: i32, max: u32 },
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+/// Reads one frame's size. `None` at a clean end of stream or on shutdown between requests.
+async fn read_frame(
+    stream: &mut TcpStream,
+    max_bytes: u32,
+    stopped: &mut watch::Receiver<bool>,
+) -> Result<Option<Bytes>, CloseReason> {
+    let mut size_bytes = [0u8; 4];
+    let first = tokio::select! {
+        read = stream.read(&mut size_bytes) => read?,
+        _ = stopped.changed() => return Ok(None),
+    };
+    if first == 0 {
+        return Ok(None);
+    }
+    if first < 4 {
+        stream.read_exact(size_bytes.get_mut(first..).unwrap_or_default()).await?;
+    }
+    let size = i32::from_be_bytes(size_bytes);
+    if size < 0 || size.cast_unsigned() > max_bytes {
+        return Err(CloseReason::FrameSize { size, max: max_bytes });
+    }
+    let mut frame = BytesMut::zeroed(size as usize);
+    stream.read_exact(&mut frame).await?;
+    Ok(Some(frame.freeze()))
+}
+
+async fn serve_connection(
+    broker: &Arc<Broker>,
+    mut stream: TcpStream,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<(), CloseReason> {
+    loop {
+        if *stopped.borrow() {
+            return Ok(());
+        }
+        let Some(frame) =
+            read_frame(&mut stream, broker.config.socket_request_max_bytes, &mut stopped).await?
+        else {
+            return Ok(());
+        };
+        ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
+        match dispatch::handle(broker, frame).await {
+            Outcome::Respond(response) => {
+                ::metrics::counter!("seglog_bytes_out_total").increment(response.len() as u64);
+                stream.write_all(&response).await?;
+            }
+            Outcome::NoResponse => {}
+            Outcome::Close(reason) => return Err(CloseReason::Invalid(reason)),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! `seglog serve`: the Kafka-protocol broker over a log directory, until SIGINT or SIGTERM.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use seglog_broker::{BrokerConfig, Server};
+use seglog_storage::config::parse_properties;
+
+/// Arguments of `seglog serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// A Kafka `server.properties` file (Kafka's key names). Flags override single keys.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where clients connect: `host:port` or `PLAINTEXT://host:port` (key `listeners`).
+    #[arg(long, value_name = "ADDR")]
+    listener: Option<String>,
+    /// The log directories, comma-separated (key `log.dirs`; default ./seglog-data).
+    #[arg(long, value_name = "DIRS")]
+    log_dir: Option<String>,
+    /// This broker's id (key `node.id`; default 1).
+    #[arg(long)]
+    node_id: Option<i32>,
+    /// Where Prometheus scrapes `/metrics` (key `seglog.metrics.listener`; default
+    /// 127.0.0.1:9308; an empty value turns it off).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listener: Option<String>,
+    /// Any other key, as `key=value` (repeatable), like kafka-server-start.sh --override.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+fn properties(args: &ServeArgs) -> Result<BTreeMap<String, String>> {
+    let mut properties = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            parse_properties(&text).with_context(|| format!("in {}", path.display()))?
+        }
+        None => BTreeMap::new(),
+    };
+    for item in &args.overrides {
+        let (key, value) = item
+            .split_once('=')
+            .with_context(|| format!("--override {item:?} is not key=value"))?;
+        properties.insert(key.trim().to_owned(), value.trim().to_owned());
+    }
+    let flags = [
+        ("listeners", args.listener.clone()),
+        ("log.dirs", args.log_dir.clone()),
+        ("node.id", args.node_id.map(|id| id.to_string())),
+        ("seglog.metrics.listener", args.metrics_listener.clone()),
+    ];
+    for (key, value) in flags {
+        if let Some(value) = value {
+            properties.insert(key.to_owned(), value);
+        }
+    }
+    Ok(properties)
+}
+
+/// Runs the broker until SIGINT or SIGTERM, then shuts down cleanly.
+pub(crate) fn run(args: &ServeArgs) -> Result<()> {
+    let config = BrokerConfig::from_properties(&properties(args)?)
+        .context("invalid broker configuration")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("seglog-broker")
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let dirs = config.log.log_dirs.clone();
+        let server = Server::start(config).await.with_context(|| {
+            format!(
+                "cannot start the broker on {}",
+                dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",")
+            )
+        })?;
+        eprintln!(
+            "seglog: serving Kafka clients on {} (metrics: {})",
+            server.local_addr(),
+            server
+                .metrics_addr()
+                .map_or_else(|| "off".to_owned(), |addr| format!("http://{addr}/metrics"))
+        );
+        wait_for_signal().await?;
+        eprintln!("seglog: shutting down");
+        server.shutdown().await.context("shutdown failed")?;
+        eprintln!("seglog: stopped cleanly");
+        Ok(())
+    })
+}
+
+async fn wait_for_signal() -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    Ok(())
+}
