@@ -19,6 +19,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc reserves huge allocations without committing them (MAP_NORESERVE), so a request
+/// whose declared array count is far beyond its size (which the `kafka-protocol` decoder
+/// preallocates) costs address space, not an abort: see ARCHITECTURE.md.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// seglog: Apache Kafka's log storage engine, byte-compatible with Kafka on disk.
 #[derive(Debug, Parser)]
 #[command(version, about, propagate_version = true, after_help = EXAMPLES)]

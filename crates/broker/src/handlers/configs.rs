@@ -220,7 +220,8 @@ pub(crate) fn describe_configs(
         };
         match entries {
             Ok(entries) => {
-                let wanted = resource.configuration_keys.as_ref();
+                // Null or empty: every key (Kafka's ConfigHelper).
+                let wanted = resource.configuration_keys.as_ref().filter(|keys| !keys.is_empty());
                 result.configs = entries
                     .into_iter()
                     .filter(|entry| {
