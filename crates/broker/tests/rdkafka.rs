@@ -66,9 +66,9 @@ async fn create_topic(server: &Server, topic: &str, partitions: i32, configs: &[
     }
     let results = admin(server).create_topics([&new_topic], &opts()).await.expect("create topics");
     assert_eq!(results.len(), 1);
-    results.into_iter().for_each(|result| {
+    for result in results {
         result.expect("topic created");
-    });
+    }
 }
 
 /// Reads every message of `topic` partition `partition` from the start until `expected` are in.

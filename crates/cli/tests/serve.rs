@@ -1,0 +1,172 @@
+//! `seglog serve` as users run it, with real clients: kcat (librdkafka 2.0.2 in Debian's kcat
+//! 1.7.1, our old-client check), kafka-python and confluent-kafka. The clients come from the
+//! machine: `.ci/run` installs kcat and creates the Python venv (SEGLOG_PYTHON). Under CI a
+//! missing client fails the test; elsewhere the test says loudly that it skipped.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+struct Broker {
+    child: Child,
+    addr: String,
+}
+
+impl Broker {
+    fn start(dir: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_seglog"))
+            .args(["serve", "--listener", "127.0.0.1:0", "--metrics-listener", ""])
+            .arg("--log-dir")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("seglog serve starts");
+        let stderr = child.stderr.take().expect("stderr");
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = sender.send(line);
+            }
+        });
+        let addr = loop {
+            let line = receiver
+                .recv_timeout(Duration::from_secs(60))
+                .expect("serve announces its address");
+            if let Some(rest) = line.strip_prefix("seglog: serving Kafka clients on ") {
+                break rest.split_whitespace().next().expect("address").to_owned();
+            }
+        };
+        Self { child, addr }
+    }
+
+    /// SIGTERM, then the exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+        assert!(status.success());
+        self.child.wait().expect("serve exits")
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client program: found, or `None` after saying loudly why the test skips (a failure
+/// under CI).
+fn client(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(path) = path.filter(|p| p.exists()) {
+        return Some(path);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{name} is missing; .ci/run installs it");
+    eprintln!("SKIPPED: {name} is not installed here (.ci/run installs it; CI fails without it)");
+    None
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|dir| dir.join(program)).find(|p| p.exists())
+    })
+}
+
+#[test]
+fn kcat_lists_produces_and_consumes() {
+    let Some(kcat) = client("kcat", which("kcat")) else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = Broker::start(dir.path());
+    let lines: String = (1..=1000).map(|i| format!("line-{i}\n")).collect();
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        let mut producer = Command::new(&kcat)
+            .args(["-b", &broker.addr, "-P", "-t", "kcat", "-z", codec, "-X", "acks=all"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kcat runs");
+        producer.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
+        let output = producer.wait_with_output().expect("kcat -P");
+        assert!(
+            output.status.success(),
+            "kcat -P -z {codec}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let output = Command::new(&kcat)
+        .args(["-b", &broker.addr, "-C", "-t", "kcat", "-e", "-f", "%o %s\n"])
+        .output()
+        .expect("kcat -C");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let got = String::from_utf8_lossy(&output.stdout);
+    let want: String =
+        (0..5000).map(|offset| format!("{offset} line-{}\n", offset % 1000 + 1)).collect();
+    assert_eq!(got, want);
+
+    let output = Command::new(&kcat)
+        .args(["-b", &broker.addr, "-L", "-t", "kcat"])
+        .output()
+        .expect("kcat -L");
+    let listing = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(listing.contains("1 brokers:") && listing.contains("(controller)"), "{listing}");
+    assert!(listing.contains("topic \"kcat\" with 1 partitions:"), "{listing}");
+    assert!(listing.contains("partition 0, leader 1, replicas: 1, isrs: 1"), "{listing}");
+    assert!(broker.terminate().success());
+}
+
+#[test]
+fn python_clients_produce_and_consume() {
+    let python = client(
+        "the Python venv (SEGLOG_PYTHON)",
+        std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from),
+    );
+    let Some(python) = python else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = Broker::start(dir.path());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/interop.py");
+    let output = Command::new(python)
+        .arg(script)
+        .args([&broker.addr, "interop"])
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stdout.matches(": 500 records in order").count(), 4, "{stdout}");
+    assert!(broker.terminate().success());
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_the_data_reopens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let broker = Broker::start(dir.path());
+    let status = broker.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(dir.path().join(".kafka_cleanshutdown").exists(), "clean-shutdown marker written");
+    assert!(dir.path().join("meta.properties").exists());
+    // The directory is unlocked and opens again.
+    let broker = Broker::start(dir.path());
+    assert!(broker.terminate().success());
+}
+
+#[test]
+fn serve_refuses_a_bad_config_naming_the_key() {
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args([
+            "serve",
+            "--override",
+            "num.partitions=zero",
+            "--log-dir",
+            "/nonexistent/never-created",
+        ])
+        .output()
+        .expect("seglog runs");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("num.partitions"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
