@@ -3,6 +3,9 @@
 //! machine: `.ci/run` installs kcat and creates the Python venv (SEGLOG_PYTHON). Under CI a
 //! missing client fails the test; elsewhere the test says loudly that it skipped.
 
+#![allow(clippy::print_stderr, reason = "a skipped test says so on stderr")]
+#![allow(clippy::format_collect, reason = "test data built line by line")]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,9 +36,8 @@ impl Broker {
             }
         });
         let addr = loop {
-            let line = receiver
-                .recv_timeout(Duration::from_secs(60))
-                .expect("serve announces its address");
+            let line =
+                receiver.recv_timeout(Duration::from_mins(1)).expect("serve announces its address");
             if let Some(rest) = line.strip_prefix("seglog: serving Kafka clients on ") {
                 break rest.split_whitespace().next().expect("address").to_owned();
             }
