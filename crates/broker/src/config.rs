@@ -31,6 +31,10 @@ pub const FETCH_MAX_WAIT_MS: &str = "seglog.fetch.max.wait.ms";
 /// mode before it answers REQUEST_TIMED_OUT (the request's own `timeout_ms` is the other bound).
 pub const PRODUCE_DURABLE_TIMEOUT_MS: &str = "seglog.produce.durable.timeout.ms";
 
+/// `seglog.topic.partitions.max`: the most partitions one topic may have (CreateTopics,
+/// CreatePartitions), so that one request cannot fill the disk with directories.
+pub const TOPIC_PARTITIONS_MAX: &str = "seglog.topic.partitions.max";
+
 /// The default listener.
 pub const LISTENER_DEFAULT: &str = "127.0.0.1:9092";
 /// The default metrics listener (the port `kafka_exporter` uses).
@@ -61,6 +65,8 @@ pub struct BrokerConfig {
     pub fetch_wait_max_ms: u64,
     /// The longest an acks=-1 produce waits for durability (30000).
     pub produce_durable_timeout_ms: u64,
+    /// The most partitions one topic may have (`seglog.topic.partitions.max`, 10000).
+    pub topic_partitions_max: i32,
     /// The storage settings: `log.dirs`, `num.partitions`, the topic defaults.
     pub log: BrokerLogConfig,
 }
@@ -81,6 +87,7 @@ impl Default for BrokerConfig {
             metrics_listener: METRICS_LISTENER_DEFAULT.parse().ok(),
             fetch_wait_max_ms: 30_000,
             produce_durable_timeout_ms: 30_000,
+            topic_partitions_max: 10_000,
             log: BrokerLogConfig {
                 log_dirs: vec!["./seglog-data".into()],
                 ..BrokerLogConfig::default()
@@ -232,6 +239,12 @@ impl BrokerConfig {
                 properties,
                 PRODUCE_DURABLE_TIMEOUT_MS,
                 defaults.produce_durable_timeout_ms,
+                1,
+            )?,
+            topic_partitions_max: parse_number(
+                properties,
+                TOPIC_PARTITIONS_MAX,
+                defaults.topic_partitions_max,
                 1,
             )?,
             log,

@@ -19,6 +19,17 @@ use std::sync::Arc;
 use seglog_storage::log::partition_log::PartitionLog;
 use seglog_storage::manager::LogManager;
 
+/// Handles one request frame (without its 4-byte size) as a connection would, and returns the
+/// response frame (with its size), or `None` when the connection would send nothing (acks=0)
+/// or be closed. For the fuzz target and tools; servers use [`Server`].
+#[doc(hidden)]
+pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<bytes::Bytes> {
+    match dispatch::handle(broker, frame).await {
+        dispatch::Outcome::Respond(response) => Some(response),
+        dispatch::Outcome::NoResponse | dispatch::Outcome::Close(_) => None,
+    }
+}
+
 pub use config::BrokerConfig;
 pub use dispatch::{SUPPORTED_APIS, supported_versions};
 pub use server::{ServeError, Server};

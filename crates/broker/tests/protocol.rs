@@ -585,6 +585,7 @@ async fn topic_admin_and_its_errors() {
     assert_eq!(code(&client.send(&create_topic_request("t", 3, &[]), 7).await), 36);
     assert_eq!(code(&client.send(&create_topic_request("bad/name", 1, &[]), 7).await), 17);
     assert_eq!(code(&client.send(&create_topic_request("z", 0, &[]), 7).await), 37);
+    assert_eq!(code(&client.send(&create_topic_request("z", 20_000, &[]), 7).await), 37);
     assert_eq!(
         code(&client.send(&create_topic_request("z", 1, &[("no.such.key", "1")]), 7).await),
         40

@@ -264,6 +264,16 @@ fn create_topic(
             "Number of partitions was set to an invalid non-positive value.".to_owned(),
         );
     }
+    if n_partitions > broker.config.topic_partitions_max {
+        return fail(
+            result,
+            errors::INVALID_PARTITIONS,
+            format!(
+                "{n_partitions} partitions exceed seglog.topic.partitions.max = {}",
+                broker.config.topic_partitions_max
+            ),
+        );
+    }
     match topic.replication_factor {
         -1 | 1 => {}
         factor if factor < 1 => {
@@ -381,6 +391,13 @@ pub(crate) async fn create_partitions(
                     format!(
                         "Topic currently has {current} partitions, which is higher than the requested {}.",
                         topic.count
+                    ),
+                )),
+                Some(_) if topic.count > broker.config.topic_partitions_max => Err((
+                    errors::INVALID_PARTITIONS,
+                    format!(
+                        "{} partitions exceed seglog.topic.partitions.max = {}",
+                        topic.count, broker.config.topic_partitions_max
                     ),
                 )),
                 Some(_)
