@@ -47,8 +47,9 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
 /// What the connection does after a request.
 #[derive(Debug)]
 pub(crate) enum Outcome {
-    /// Write this frame (size prefix included).
-    Respond(Bytes),
+    /// Write this frame: the size prefix with the response header, then the body (kept apart
+    /// so that a large Fetch body is written as is, not copied behind its header).
+    Respond(Bytes, Bytes),
     /// Nothing to send (a produce with acks=0).
     NoResponse,
     /// Close the connection, as Kafka does for a request it cannot parse.
@@ -137,8 +138,8 @@ fn frame(
     api_key: ApiKey,
     version: i16,
     correlation_id: i32,
-    body: &BytesMut,
-) -> Result<Bytes, String> {
+    body: BytesMut,
+) -> Result<(Bytes, Bytes), String> {
     let header_version = if api_key == ApiKey::ApiVersions {
         // Always v0, so that a client that sent an unsupported version can read the answer.
         0
@@ -152,11 +153,10 @@ fn frame(
         .map_err(|error| format!("response header does not encode: {error}"))?;
     let size = i32::try_from(header.len() + body.len())
         .map_err(|_| "response larger than 2 GiB".to_owned())?;
-    let mut out = BytesMut::with_capacity(4 + header.len() + body.len());
-    out.put_i32(size);
-    out.put_slice(&header);
-    out.put_slice(body);
-    Ok(out.freeze())
+    let mut prefix = BytesMut::with_capacity(4 + header.len());
+    prefix.put_i32(size);
+    prefix.put_slice(&header);
+    Ok((prefix.freeze(), body.freeze()))
 }
 
 /// The ApiVersions answer to a version we do not speak: error 35 with our version list, in v0.
@@ -168,8 +168,8 @@ fn unsupported_api_versions(correlation_id: i32) -> Outcome {
     if let Err(error) = response.encode(&mut body, 0) {
         return Outcome::Close(format!("api versions response does not encode: {error}"));
     }
-    match frame(ApiKey::ApiVersions, 0, correlation_id, &body) {
-        Ok(bytes) => Outcome::Respond(bytes),
+    match frame(ApiKey::ApiVersions, 0, correlation_id, body) {
+        Ok((prefix, body)) => Outcome::Respond(prefix, body),
         Err(reason) => Outcome::Close(reason),
     }
 }
@@ -224,8 +224,8 @@ pub(crate) async fn handle(broker: &Arc<Broker>, frame_bytes: Bytes) -> Outcome 
         .record(started.elapsed().as_secs_f64());
     match result {
         Ok(Reply::Body(body)) => {
-            match frame(api_key, request.version, request.header.correlation_id, &body) {
-                Ok(bytes) => Outcome::Respond(bytes),
+            match frame(api_key, request.version, request.header.correlation_id, body) {
+                Ok((prefix, body)) => Outcome::Respond(prefix, body),
                 Err(reason) => Outcome::Close(reason),
             }
         }

@@ -25,7 +25,12 @@ use seglog_storage::manager::LogManager;
 #[doc(hidden)]
 pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<bytes::Bytes> {
     match dispatch::handle(broker, frame).await {
-        dispatch::Outcome::Respond(response) => Some(response),
+        dispatch::Outcome::Respond(prefix, body) => {
+            let mut frame = bytes::BytesMut::with_capacity(prefix.len() + body.len());
+            frame.extend_from_slice(&prefix);
+            frame.extend_from_slice(&body);
+            Some(frame.freeze())
+        }
         dispatch::Outcome::NoResponse | dispatch::Outcome::Close(_) => None,
     }
 }

@@ -276,9 +276,11 @@ async fn serve_connection(
         };
         ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
         match dispatch::handle(broker, frame).await {
-            Outcome::Respond(response) => {
-                ::metrics::counter!("seglog_bytes_out_total").increment(response.len() as u64);
-                stream.write_all(&response).await?;
+            Outcome::Respond(prefix, body) => {
+                ::metrics::counter!("seglog_bytes_out_total")
+                    .increment((prefix.len() + body.len()) as u64);
+                // One vectored write of header and body, no copy of the body.
+                stream.write_all_buf(&mut bytes::Buf::chain(prefix, body)).await?;
             }
             Outcome::NoResponse => {}
             Outcome::Close(reason) => return Err(CloseReason::Invalid(reason)),
