@@ -8,8 +8,11 @@ use seglog_format::legacy::RECORD_OVERHEAD_V0;
 use crate::error::{Error, Result};
 use crate::io::File;
 
-/// Bytes read per window; a header never spans more than 61 bytes.
+/// The most bytes read per window; a header never spans more than 61 bytes.
 const WINDOW_BYTES: usize = 16 * 1024;
+/// The first window: an offset lookup usually needs only the header at the indexed position,
+/// so the scan starts small and doubles its window on every refill up to [`WINDOW_BYTES`].
+const FIRST_WINDOW_BYTES: usize = 512;
 
 /// What the header of one entry says, without reading its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +84,8 @@ impl<'a> HeaderScan<'a> {
         let wanted = (RECORD_BATCH_OVERHEAD as u32).min(self.end - self.position) as usize;
         let offset = (self.position - self.window_start) as usize;
         if offset + wanted > self.window.len() || self.position < self.window_start {
-            let len = (WINDOW_BYTES as u32).min(self.end - self.position) as usize;
+            let next = (self.window.len() * 2).clamp(FIRST_WINDOW_BYTES, WINDOW_BYTES);
+            let len = (next as u32).min(self.end - self.position) as usize;
             self.window.resize(len, 0);
             self.file
                 .read_exact_at(&mut self.window, u64::from(self.position))
