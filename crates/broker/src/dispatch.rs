@@ -71,19 +71,21 @@ pub(crate) enum Reply {
 }
 
 impl Request {
-    /// Decodes the body as `T`, which must consume it exactly.
+    /// Decodes the body as `T`. Bytes after the message are ignored, as Kafka's
+    /// `AbstractRequest.parseRequest` ignores them (librdkafka 2.12 sends three after a Metadata
+    /// v12 request for all topics).
     pub(crate) fn decode<T: Decodable>(&self) -> Result<T, String> {
         let mut body = self.body.clone();
         let decoded = T::decode(&mut body, self.version).map_err(|error| {
             format!("{:?} v{} body does not decode: {error}", self.api_key, self.version)
         })?;
         if !body.is_empty() {
-            return Err(format!(
-                "{:?} v{} body has {} trailing bytes",
-                self.api_key,
-                self.version,
-                body.len()
-            ));
+            tracing::debug!(
+                api = ?self.api_key,
+                version = self.version,
+                trailing_bytes = body.len(),
+                "ignoring bytes after the request body"
+            );
         }
         Ok(decoded)
     }

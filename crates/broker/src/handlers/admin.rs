@@ -62,6 +62,11 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
     if version >= 1 {
         response.controller_id = node;
     }
+    if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = super::CLUSTER_OPERATIONS;
+    }
+    let topic_operations = (version >= 8 && request.include_topic_authorized_operations)
+        .then_some(super::TOPIC_OPERATIONS);
     let counts = broker.manager.topic_partition_counts();
     let all_topics = match &request.topics {
         None => true,
@@ -95,6 +100,9 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
             name
         };
         out.name = Some(topic_name(&name));
+        if let Some(operations) = topic_operations {
+            out.topic_authorized_operations = operations;
+        }
         out.is_internal =
             version >= 1 && (name == "__consumer_offsets" || name == "__transaction_state");
         let mut n_partitions = counts.get(&name).copied().unwrap_or(0);

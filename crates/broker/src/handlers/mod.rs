@@ -23,6 +23,23 @@ use crate::Broker;
 use crate::dispatch::{Reply, api_version_list, encode};
 use crate::errors;
 
+/// Kafka's `AclOperation` codes as a bit field, for "authorized operations": with no
+/// authorizer, Kafka grants every operation a resource type supports.
+const fn operations(codes: &[u8]) -> i32 {
+    let mut bits = 0;
+    let mut idx = 0;
+    while idx < codes.len() {
+        bits |= 1 << codes[idx];
+        idx += 1;
+    }
+    bits
+}
+
+/// READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+pub(crate) const TOPIC_OPERATIONS: i32 = operations(&[3, 4, 5, 6, 7, 8, 10, 11]);
+/// CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
+pub(crate) const CLUSTER_OPERATIONS: i32 = operations(&[5, 7, 8, 9, 10, 11, 12]);
+
 /// A `kafka-protocol` string from a Rust one.
 pub(crate) fn str_bytes(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())
@@ -80,6 +97,9 @@ pub(crate) fn describe_cluster(
         response.error_message = Some(str_bytes("only the broker endpoint type (1) is served"));
     }
     response.endpoint_type = request.endpoint_type;
+    if request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = CLUSTER_OPERATIONS;
+    }
     response.cluster_id = str_bytes(&broker.cluster_id);
     response.controller_id = BrokerId(broker.config.node_id);
     response.brokers = vec![
