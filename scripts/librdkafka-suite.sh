@@ -28,7 +28,7 @@
 set -euo pipefail
 
 # Fast tests that need no consumer group: produce + legacy consume (0001,
-# 0002, 0012, 0013), every codec (0017), ListOffsets (0031), produce timeout (0035).
+# 0002, 0012, 0013), every codec (0017), ListOffsets (0031), ApiVersions (0035).
 SMOKE_TESTS="0001 0002 0012 0013 0017 0031 0035"
 
 smoke=0
