@@ -398,7 +398,9 @@ impl<'a> RecordBatch<'a> {
         self.check_records(data)
     }
 
-    fn validate_header(&self) -> Result<()> {
+    /// What [`RecordBatch::validate`] checks without walking the records: the magic, the CRC
+    /// and the unused attribute bits. For callers that walk the records next anyway.
+    pub fn validate_header(&self) -> Result<()> {
         if self.magic() != MAGIC_V2 {
             return Err(DecodeError::UnsupportedMagic(self.magic()));
         }

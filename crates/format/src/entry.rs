@@ -124,6 +124,16 @@ impl<'a> Batch<'a> {
         }
     }
 
+    /// For v2, what [`Batch::validate`] checks without walking the records (magic, CRC, unused
+    /// attribute bits), for callers that decode every record next anyway; legacy entries are
+    /// validated whole.
+    pub fn validate_header(&self) -> Result<()> {
+        match self {
+            Self::V2(batch) => batch.validate_header(),
+            Self::Legacy(entry) => entry.validate(),
+        }
+    }
+
     /// `partitionLeaderEpoch`, or -1 below magic 2.
     pub fn partition_leader_epoch(&self) -> i32 {
         match self {

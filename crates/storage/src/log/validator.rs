@@ -361,7 +361,8 @@ fn analyze_leader(
                 max_message_bytes: config.max_message_bytes,
             });
         }
-        batch.validate().map_err(|error| classify(error.at(entry.position)))?;
+        // The records themselves are decoded and checked once, by `scan_records`.
+        batch.validate_header().map_err(|error| classify(error.at(entry.position)))?;
         let codec = batch.compression().map_err(|error| classify(error.at(entry.position)))?;
         if codec != Compression::None {
             source_compression = codec;
