@@ -27,9 +27,6 @@ pub const QUEUED_MAX_REQUESTS: &str = "queued.max.requests";
 pub const METRICS_LISTENER: &str = "seglog.metrics.listener";
 /// `replica.fetch.wait.max.ms`-like bound on how long a Fetch may wait, whatever it asks.
 pub const FETCH_MAX_WAIT_MS: &str = "seglog.fetch.max.wait.ms";
-/// `seglog.produce.durable.timeout.ms`: how long an acks=-1 produce waits for the durability
-/// mode before it answers REQUEST_TIMED_OUT (the request's own `timeout_ms` is the other bound).
-pub const PRODUCE_DURABLE_TIMEOUT_MS: &str = "seglog.produce.durable.timeout.ms";
 
 /// `seglog.topic.partitions.max`: the most partitions one topic may have (CreateTopics,
 /// CreatePartitions), so that one request cannot fill the disk with directories.
@@ -63,8 +60,6 @@ pub struct BrokerConfig {
     pub metrics_listener: Option<SocketAddr>,
     /// The longest a Fetch waits for `min.bytes` (`seglog.fetch.max.wait.ms`, 30000).
     pub fetch_wait_max_ms: u64,
-    /// The longest an acks=-1 produce waits for durability (30000).
-    pub produce_durable_timeout_ms: u64,
     /// The most partitions one topic may have (`seglog.topic.partitions.max`, 10000).
     pub topic_partitions_max: i32,
     /// The storage settings: `log.dirs`, `num.partitions`, the topic defaults.
@@ -86,7 +81,6 @@ impl Default for BrokerConfig {
             queued_max_requests: 500,
             metrics_listener: METRICS_LISTENER_DEFAULT.parse().ok(),
             fetch_wait_max_ms: 30_000,
-            produce_durable_timeout_ms: 30_000,
             topic_partitions_max: 10_000,
             log: BrokerLogConfig {
                 log_dirs: vec!["./seglog-data".into()],
@@ -234,12 +228,6 @@ impl BrokerConfig {
                 FETCH_MAX_WAIT_MS,
                 defaults.fetch_wait_max_ms,
                 0,
-            )?,
-            produce_durable_timeout_ms: parse_number(
-                properties,
-                PRODUCE_DURABLE_TIMEOUT_MS,
-                defaults.produce_durable_timeout_ms,
-                1,
             )?,
             topic_partitions_max: parse_number(
                 properties,

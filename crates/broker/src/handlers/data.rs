@@ -45,7 +45,6 @@ pub(crate) async fn produce(
     version: i16,
 ) -> Result<Reply, String> {
     let acks = request.acks;
-    let timeout_ms = u64::try_from(request.timeout_ms.max(0)).unwrap_or(0);
     let transactional = request.transactional_id.is_some();
     let mut pending = Vec::new();
     for topic in request.topic_data {
@@ -63,15 +62,8 @@ pub(crate) async fn produce(
                     )
                     .for_version(version);
                 }
-                append_partition(
-                    &broker,
-                    &name,
-                    partition.index,
-                    partition.records,
-                    acks,
-                    timeout_ms,
-                )
-                .for_version(version)
+                append_partition(&broker, &name, partition.index, partition.records, acks)
+                    .for_version(version)
             }));
         }
         pending.push((name, partitions));
@@ -129,7 +121,6 @@ fn append_partition(
     partition: i32,
     records: Option<Bytes>,
     acks: i16,
-    timeout_ms: u64,
 ) -> PartitionProduceResponse {
     if !matches!(acks, -1..=1) {
         return produce_error(partition, errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1");
@@ -174,20 +165,9 @@ fn append_partition(
         let group_commit =
             log.config().is_ok_and(|config| config.durability == DurabilityMode::GroupCommit);
         if group_commit {
-            let wait =
-                Duration::from_millis(timeout_ms.min(broker.config.produce_durable_timeout_ms));
-            match log.wait_durable(info.last_offset + 1, wait) {
-                Ok(true) => {}
-                Ok(false) => {
-                    return produce_error(
-                        partition,
-                        errors::REQUEST_TIMED_OUT,
-                        "the append did not become durable within the request timeout",
-                    );
-                }
-                Err(error) => {
-                    return produce_error(partition, errors::code(&error), &error.to_string());
-                }
+            // Group commit: this request's fsync is shared with every append made meanwhile.
+            if let Err(error) = log.sync_to(info.last_offset + 1, now_ms()) {
+                return produce_error(partition, errors::code(&error), &error.to_string());
             }
         }
     }

@@ -276,6 +276,36 @@ fn truncation() {
 /// Durability: fsync-every-append makes each append durable before it returns; page-cache does
 /// not; group commit makes it durable once the flusher runs, and waiters wake.
 #[test]
+fn sync_to_shares_fsyncs_and_survives_power_loss() {
+    let fs = SimFs::new();
+    let config = LogConfig { durability: DurabilityMode::GroupCommit, ..LogConfig::default() };
+    let log = Arc::new(open(&fs, config));
+    append(&log, 3, 0);
+    assert_eq!(log.sync_to(3, 10).unwrap(), 3);
+    append(&log, 2, 0);
+    // Offset 3 is durable already: no flush, the recovery point stays.
+    assert_eq!(log.sync_to(3, 20).unwrap(), 3);
+    assert_eq!(log.recovery_point().unwrap(), 3);
+    // Concurrent callers: every one returns with its offset durable.
+    let mut waiters = Vec::new();
+    for _ in 0..4 {
+        let log = Arc::clone(&log);
+        waiters.push(std::thread::spawn(move || {
+            let info = append(&log, 1, 0);
+            log.sync_to(info.last_offset + 1, 30).unwrap() > info.last_offset
+        }));
+    }
+    for waiter in waiters {
+        assert!(waiter.join().unwrap());
+    }
+    assert_eq!(log.sync_to(5, 40).unwrap(), 9);
+    drop(log);
+    fs.crash(7);
+    let reopened = open_with(&fs, LogConfig::default(), fresh(false));
+    assert_eq!(reopened.log_end_offset().unwrap(), 9, "everything synced survived");
+}
+
+#[test]
 fn durability_modes() {
     for mode in DurabilityMode::ALL {
         let fs = SimFs::new();
