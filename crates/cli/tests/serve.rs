@@ -156,6 +156,38 @@ fn sigterm_stops_cleanly_and_the_data_reopens() {
 }
 
 #[test]
+fn server_properties_are_read_and_flags_override_single_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (from_file, from_flag) = (dir.path().join("from-file"), dir.path().join("from-flag"));
+    let properties = dir.path().join("server.properties");
+    std::fs::write(
+        &properties,
+        format!(
+            "# Kafka's keys\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs={}\nnode.id=7\nseglog.metrics.listener=\n",
+            from_file.display()
+        ),
+    )
+    .expect("write server.properties");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&properties)
+        .arg("--log-dir")
+        .arg(&from_flag)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("seglog serve starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    let announced = lines.next().unwrap_or_default();
+    assert!(announced.starts_with("seglog: serving Kafka clients on 127.0.0.1:"), "{announced}");
+    let broker = Broker { child, addr: String::new() };
+    assert!(broker.terminate().success());
+    assert!(from_flag.join("meta.properties").exists(), "the data went to --log-dir");
+    assert!(!from_file.exists(), "--log-dir overrides log.dirs");
+}
+
+#[test]
 fn serve_refuses_a_bad_config_naming_the_key() {
     let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
         .args([
