@@ -114,6 +114,9 @@ pub struct LogManager {
     dirs: Vec<LogDir>,
     logs: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
     topic_overrides: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Topic ids read from `partition.metadata`, so that a metadata request for every topic
+    /// does not read a file per topic.
+    topic_ids: RwLock<BTreeMap<String, [u8; 16]>>,
     pending_dir_deletes: Mutex<Vec<(usize, PathBuf)>>,
     timers: Mutex<Timers>,
     delete_counter: AtomicU64,
@@ -193,6 +196,7 @@ impl LogManager {
             dirs,
             logs: RwLock::default(),
             topic_overrides: RwLock::default(),
+            topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
             timers: Mutex::default(),
             delete_counter: AtomicU64::new(0),
@@ -469,7 +473,12 @@ impl LogManager {
         }
         let now_ms = self.clock.now_ms();
         let topic_id = self.new_topic_id(topic, now_ms);
-        self.add_partitions(topic, topic_id, 0..n_partitions, &config)
+        let created = self.add_partitions(topic, topic_id, 0..n_partitions, &config)?;
+        self.topic_ids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(topic.to_owned(), topic_id);
+        Ok(created)
     }
 
     /// Grows `topic` to `n_partitions_total` partitions (Kafka's CreatePartitions); the new ones
@@ -497,8 +506,13 @@ impl LogManager {
 
     /// The topic id of `topic`, from the `partition.metadata` of its first partition.
     pub fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
+        if let Some(id) = self.topic_ids.read().unwrap_or_else(PoisonError::into_inner).get(topic) {
+            return Some(*id);
+        }
         let first = self.partitions_of(topic).into_iter().next()?;
-        PartitionMetadata::read(self.fs.as_ref(), first.dir()).ok().flatten().map(|m| m.topic_id)
+        let id = PartitionMetadata::read(self.fs.as_ref(), first.dir()).ok().flatten()?.topic_id;
+        self.topic_ids.write().unwrap_or_else(PoisonError::into_inner).insert(topic.to_owned(), id);
+        Some(id)
     }
 
     /// The partition count of every topic, in name order.
@@ -602,6 +616,7 @@ impl LogManager {
         if removed.is_empty() {
             return Err(Error::UnknownTopicOrPartition { topic: topic.to_owned(), partition: -1 });
         }
+        self.topic_ids.write().unwrap_or_else(PoisonError::into_inner).remove(topic);
         for (tp, dir_idx, log) in &removed {
             let parent = self.dirs.get(*dir_idx).map(|d| d.path.clone()).unwrap_or_default();
             let unique = self.delete_counter.fetch_add(1, Ordering::SeqCst);
