@@ -436,6 +436,10 @@ async fn produce_errors_carry_kafka_codes() {
     // Nothing of the refused appends was written.
     assert_eq!(fetch_all(&mut client, "p", 0).await, Vec::<(i64, String)>::new());
 
+    // acks=0 that fails: no response, and the connection is closed, as Kafka does.
+    let mut fire_and_forget = Client::connect(&server).await;
+    fire_and_forget.send_no_response(&produce_request("nope", 0, good.clone(), 0), 9).await;
+    assert!(fire_and_forget.is_closed().await, "a failed acks=0 produce closes the connection");
     // acks=0: no response, and the next request still gets its own.
     client.send_no_response(&produce_request("p", 0, good.clone(), 0), 9).await;
     let response = client.send(&produce_request("p", 0, good, 1), 9).await;

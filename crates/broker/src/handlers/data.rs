@@ -80,6 +80,19 @@ pub(crate) async fn produce(
         response.responses.push(topic);
     }
     if acks == 0 {
+        // No response; but when a partition failed, Kafka closes the connection so that the
+        // client notices and refreshes its metadata (KafkaApis.handleProduceRequest).
+        let failed = response
+            .responses
+            .iter()
+            .flat_map(|topic| &topic.partition_responses)
+            .find(|partition| partition.error_code != errors::NONE);
+        if let Some(failed) = failed {
+            return Err(format!(
+                "acks=0 produce failed with error {} for partition {}; closing as Kafka does",
+                failed.error_code, failed.index
+            ));
+        }
         return Ok(Reply::None);
     }
     encode(&response, version)
