@@ -198,6 +198,7 @@ impl BrokerConfig {
                 Some(resolve(METRICS_LISTENER, value, &host, port)?)
             }
         };
+        log.node_id = Some(node_id);
         Ok(Self {
             listener,
             advertised_host,

@@ -84,7 +84,8 @@ impl Server {
     /// Opens the log directories (recovering them if needed), binds the listeners and starts
     /// serving. Returns once clients can connect.
     pub async fn start(config: BrokerConfig) -> Result<Self, ServeError> {
-        let log_config = config.log.clone();
+        let mut log_config = config.log.clone();
+        log_config.node_id = Some(config.node_id);
         let (manager, report) = tokio::task::spawn_blocking(move || {
             LogManager::open(Arc::new(StdFs), Arc::new(SystemClock), log_config)
         })

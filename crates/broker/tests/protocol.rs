@@ -880,6 +880,27 @@ async fn acknowledged_records_survive_a_restart() {
 }
 
 #[tokio::test]
+async fn another_nodes_directory_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[("node.id", "3")]).await;
+    server.shutdown().await.expect("clean shutdown");
+    let meta = std::fs::read_to_string(dir.path().join("meta.properties")).expect("meta");
+    assert!(meta.contains("node.id=3"), "{meta}");
+    let mut properties = std::collections::BTreeMap::new();
+    properties.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
+    properties.insert("log.dirs".to_owned(), dir.path().display().to_string());
+    properties.insert("node.id".to_owned(), "4".to_owned());
+    properties.insert("seglog.metrics.listener".to_owned(), String::new());
+    let config = seglog_broker::BrokerConfig::from_properties(&properties).expect("config");
+    let error = seglog_broker::Server::start(config).await.expect_err("node 4 is refused");
+    let chain = format!(
+        "{error}: {}",
+        std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default()
+    );
+    assert!(chain.contains("belongs to node 3"), "{chain}");
+}
+
+#[tokio::test]
 async fn metrics_endpoint_serves_prometheus_text() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().expect("tempdir");

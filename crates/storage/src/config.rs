@@ -790,6 +790,10 @@ pub struct BrokerLogConfig {
     /// The topic defaults: the broker synonyms (`log.segment.bytes`, `log.retention.hours`,
     /// ...) mapped onto a [`LogConfig`].
     pub default_log_config: LogConfig,
+    /// The node a broker runs as (`node.id`): written into a new directory's
+    /// `meta.properties`, and checked against an existing one as Kafka does. `None` (tools)
+    /// checks nothing and gives new directories node 1.
+    pub node_id: Option<i32>,
 }
 
 impl Default for BrokerLogConfig {
@@ -804,6 +808,7 @@ impl Default for BrokerLogConfig {
             flush_start_offset_checkpoint_interval_ms: 60_000,
             high_watermark_checkpoint_interval_ms: 5_000,
             default_log_config: LogConfig::default(),
+            node_id: None,
         }
     }
 }
@@ -891,6 +896,7 @@ impl BrokerLogConfig {
                 1,
             )?,
             default_log_config: default_log_config(&r)?,
+            node_id: None,
         })
     }
 

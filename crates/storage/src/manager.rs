@@ -171,12 +171,23 @@ impl LogManager {
             let lock = fs.lock_exclusive(&path.join(LOCK_FILE)).map_err(|e| {
                 Error::io("lock log dir (is another process using it?)", path.join(LOCK_FILE), e)
             })?;
-            if MetaProperties::read(fs.as_ref(), path)?.is_none() {
+            let stored = MetaProperties::read(fs.as_ref(), path)?;
+            if let (Some(expected), Some(stored)) =
+                (config.node_id, stored.as_ref().and_then(|meta| meta.node_id))
+                && expected != stored
+            {
+                // Kafka refuses, so that one node's data is never served as another's.
+                return Err(Error::InvalidArgument(format!(
+                    "log directory {} belongs to node {stored} (meta.properties), not node.id {expected}",
+                    path.display()
+                )));
+            }
+            if stored.is_none() {
                 // A new directory gets its identity, as `kafka-storage format` would write it.
                 let seed = clock.now_ms().cast_unsigned();
                 let meta = MetaProperties {
                     version: 1,
-                    node_id: Some(1),
+                    node_id: Some(config.node_id.unwrap_or(1)),
                     cluster_id: Some(uuid_to_base64(&random_uuid(seed, path))),
                     directory_id: Some(uuid_to_base64(&random_uuid(seed ^ 0x5EED, path))),
                     other: BTreeMap::new(),
