@@ -282,6 +282,20 @@ fn broker_is_static(broker: &Broker) -> (i16, String) {
     )
 }
 
+/// Runs `topic` for a topic resource; a broker resource is static here, anything else is
+/// not a resource type configs apply to.
+fn for_resource(
+    broker: &Broker,
+    resource_type: i8,
+    topic: impl FnOnce() -> Result<(), (i16, String)>,
+) -> Result<(), (i16, String)> {
+    match resource_type {
+        RESOURCE_TOPIC => topic(),
+        RESOURCE_BROKER => Err(broker_is_static(broker)),
+        other => Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
+    }
+}
+
 /// AlterConfigs: the given set replaces all of a topic's overrides, as in Kafka.
 pub(crate) async fn alter_configs(
     broker: &Arc<Broker>,
@@ -293,33 +307,19 @@ pub(crate) async fn alter_configs(
         let mut response = AlterConfigsResponse::default();
         for resource in &request.resources {
             let name = resource.resource_name.to_string();
-            let outcome = match resource.resource_type {
-                RESOURCE_TOPIC => {
-                    let mut overrides = BTreeMap::new();
-                    let mut null = None;
-                    for config in &resource.configs {
-                        match &config.value {
-                            Some(value) => {
-                                overrides.insert(config.name.to_string(), value.to_string());
-                            }
-                            None => null = Some(config.name.to_string()),
-                        }
-                    }
-                    match null {
-                        Some(key) => Err((
+            let outcome = for_resource(&broker, resource.resource_type, || {
+                let mut overrides = BTreeMap::new();
+                for config in &resource.configs {
+                    let Some(value) = &config.value else {
+                        return Err((
                             errors::INVALID_REQUEST,
-                            format!("Null value not supported for : {key}"),
-                        )),
-                        None => {
-                            apply_topic_overrides(&broker, &name, overrides, request.validate_only)
-                        }
-                    }
+                            format!("Null value not supported for : {}", config.name.as_str()),
+                        ));
+                    };
+                    overrides.insert(config.name.to_string(), value.to_string());
                 }
-                RESOURCE_BROKER => Err(broker_is_static(&broker)),
-                other => {
-                    Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}")))
-                }
-            };
+                apply_topic_overrides(&broker, &name, overrides, request.validate_only)
+            });
             let mut result = AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
@@ -346,15 +346,9 @@ pub(crate) async fn incremental_alter_configs(
         let mut response = IncrementalAlterConfigsResponse::default();
         for resource in &request.resources {
             let name = resource.resource_name.to_string();
-            let outcome = match resource.resource_type {
-                RESOURCE_TOPIC => {
-                    incremental_topic(&broker, &name, resource, request.validate_only)
-                }
-                RESOURCE_BROKER => Err(broker_is_static(&broker)),
-                other => {
-                    Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}")))
-                }
-            };
+            let outcome = for_resource(&broker, resource.resource_type, || {
+                incremental_topic(&broker, &name, resource, request.validate_only)
+            });
             let mut result = IncrementalResult::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
