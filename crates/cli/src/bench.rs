@@ -19,6 +19,9 @@ use seglog_storage::log::partition_log::{Isolation, PartitionLog, TopicPartition
 use seglog_storage::log::validator::AppendOrigin;
 use seglog_storage::manager::{LogManager, SystemClock};
 
+/// Appends a group-commit run lets run ahead of the durability waiter.
+const DURABILITY_WAITS_MAX: usize = 4096;
+
 /// Arguments of `seglog bench`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchArgs {
@@ -230,7 +233,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     // Group commit: a pipelined producer (as a broker serving many requests is), and a waiter
     // that records each append's append-to-durable latency; the queue between them is bounded.
     let (waits, waiter) = if durability == DurabilityMode::GroupCommit {
-        let (send, receive) = std::sync::mpsc::sync_channel::<(usize, i64, Instant)>(4096);
+        let (send, receive) =
+            std::sync::mpsc::sync_channel::<(usize, i64, Instant)>(DURABILITY_WAITS_MAX);
         let waiter_logs = logs.clone();
         let waiter = std::thread::spawn(move || -> Result<Histogram<u64>> {
             let mut durable = Histogram::<u64>::new(3)?;
