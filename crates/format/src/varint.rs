@@ -112,11 +112,10 @@ impl<'a> Reader<'a> {
     /// Consumes `len` bytes and returns them.
     #[inline]
     pub fn bytes(&mut self, len: usize) -> Result<&'a [u8]> {
-        let end = self
-            .position
-            .checked_add(len)
-            .filter(|end| *end <= self.bytes.len())
-            .ok_or(DecodeError::Truncated { needed: len, available: self.remaining() })?;
+        let end =
+            self.position.checked_add(len).filter(|end| *end <= self.bytes.len()).ok_or_else(
+                || DecodeError::Truncated { needed: len, available: self.remaining() },
+            )?;
         let slice = self.bytes.get(self.position..end).unwrap_or_default();
         self.position = end;
         Ok(slice)
@@ -164,6 +163,14 @@ impl<'a> Reader<'a> {
     /// Reads an unsigned LEB128 varint of at most five bytes.
     #[inline]
     pub fn unsigned_varint(&mut self) -> Result<u32> {
+        // Most varints of a record (attributes aside: lengths, deltas, header counts) fit in
+        // one byte.
+        if let Some(&byte) = self.bytes.get(self.position)
+            && byte & 0x80 == 0
+        {
+            self.position += 1;
+            return Ok(u32::from(byte));
+        }
         let at = self.position();
         let mut value: u32 = 0;
         for byte_idx in 0..VARINT_BYTES_MAX {
@@ -189,6 +196,13 @@ impl<'a> Reader<'a> {
     /// Reads a ZigZag varlong of at most ten bytes.
     #[inline]
     pub fn varlong(&mut self) -> Result<i64> {
+        if let Some(&byte) = self.bytes.get(self.position)
+            && byte & 0x80 == 0
+        {
+            self.position += 1;
+            let raw = u64::from(byte);
+            return Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64));
+        }
         let at = self.position();
         let mut raw: u64 = 0;
         for byte_idx in 0..VARLONG_BYTES_MAX {
