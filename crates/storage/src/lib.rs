@@ -24,5 +24,7 @@ mod damage_tests;
 mod manager_sim_tests;
 #[cfg(test)]
 mod manager_tests;
+#[cfg(test)]
+mod test_rng;
 
 pub use error::{Error, Result};
