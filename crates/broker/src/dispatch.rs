@@ -11,8 +11,9 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest,
     CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, FetchRequest, IncrementalAlterConfigsRequest, ListOffsetsRequest,
-    MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, RequestHeader, ResponseHeader,
+    DescribeConfigsRequest, FetchRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest,
+    ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest,
+    RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -22,7 +23,7 @@ use crate::handlers;
 
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
 /// range is what the handlers implement, within what the `kafka-protocol` crate encodes.
-pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 14] = [
+pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 15] = [
     (ApiKey::Produce, 3, 11),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
@@ -37,6 +38,7 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 14] = [
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::InitProducerId, 0, 4),
 ];
 
 /// The advertised version range of `api_key`, if it is served.
@@ -116,6 +118,7 @@ fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::CreatePartitions => "CreatePartitions",
         ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         ApiKey::DescribeCluster => "DescribeCluster",
+        ApiKey::InitProducerId => "InitProducerId",
         _ => "other",
     }
 }
@@ -289,6 +292,10 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
         ApiKey::IncrementalAlterConfigs => {
             let body = request.decode::<IncrementalAlterConfigsRequest>()?;
             handlers::incremental_alter_configs(broker, body, version).await
+        }
+        ApiKey::InitProducerId => {
+            let body = request.decode::<InitProducerIdRequest>()?;
+            handlers::init_producer_id(broker, &body, version).await
         }
         other => Err(format!("api {other:?} is not enabled on this broker")),
     }

@@ -270,6 +270,14 @@ async fn every_api_answers_at_every_advertised_version() {
                     let response = client.send(&request, version).await;
                     assert_eq!(response.responses[0].error_code, 0, "v{version}");
                 }
+                ApiKey::InitProducerId => {
+                    let request = kafka_protocol::messages::InitProducerIdRequest::default()
+                        .with_transactional_id(None)
+                        .with_transaction_timeout_ms(60_000);
+                    let response = client.send(&request, version).await;
+                    assert_eq!(response.error_code, 0, "v{version}");
+                    assert!(response.producer_id.0 >= 0, "v{version}");
+                }
                 other => panic!("no case for {other:?}"),
             }
         }
@@ -876,6 +884,62 @@ async fn acknowledged_records_survive_a_restart() {
     let server = start(dir.path(), &[]).await;
     let mut client = Client::connect(&server).await;
     assert_eq!(fetch_all(&mut client, "r", 0).await, acknowledged);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn idempotent_producers_get_ids_and_retries_are_not_written_twice() {
+    use kafka_protocol::messages::InitProducerIdRequest;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    client.send(&create_topic_request("idem", 1, &[]), 7).await;
+    let init = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000);
+    let first = client.send(&init, 4).await;
+    let second = client.send(&init, 4).await;
+    assert_eq!((first.error_code, first.producer_epoch), (0, 0));
+    assert_ne!(first.producer_id, second.producer_id, "ids are never reused");
+    let transactional = init
+        .clone()
+        .with_transactional_id(Some(kafka_protocol::messages::TransactionalId(s("tx"))));
+    assert_eq!(client.send(&transactional, 4).await.error_code, 53);
+
+    let producer_id = first.producer_id.0;
+    let idempotent = |first_seq: i32, values: &[&str]| {
+        let mut builder = seglog_format::RecordBatchBuilder::new(Compression::Lz4).producer(
+            producer_id,
+            0,
+            first_seq,
+        );
+        for value in values {
+            builder.push(1_700_000_000_000, None, Some(value.as_bytes()), &[]).expect("record");
+        }
+        Bytes::from(builder.build().expect("batch"))
+    };
+    let code_and_base = |response: &ProduceResponse| {
+        let p = &response.responses[0].partition_responses[0];
+        (p.error_code, p.base_offset)
+    };
+    let batch = idempotent(0, &["a", "b"]);
+    assert_eq!(
+        code_and_base(&client.send(&produce_request("idem", 0, batch.clone(), -1), 9).await),
+        (0, 0)
+    );
+    // The retry is answered with the original offset and not written again.
+    assert_eq!(
+        code_and_base(&client.send(&produce_request("idem", 0, batch, -1), 9).await),
+        (0, 0)
+    );
+    // A gap: OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+    let gap = idempotent(5, &["x"]);
+    assert_eq!(code_and_base(&client.send(&produce_request("idem", 0, gap, -1), 9).await).0, 45);
+    let next = idempotent(2, &["c"]);
+    assert_eq!(code_and_base(&client.send(&produce_request("idem", 0, next, -1), 9).await), (0, 2));
+    let values: Vec<String> =
+        fetch_all(&mut client, "idem", 0).await.into_iter().map(|(_, v)| v).collect();
+    assert_eq!(values, vec!["a", "b", "c"]);
     server.shutdown().await.expect("clean shutdown");
 }
 

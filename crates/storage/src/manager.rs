@@ -32,6 +32,11 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const LOCK_FILE: &str = ".lock";
 /// seglog's per-topic configuration overrides, kept in the first log directory.
 pub const TOPIC_CONFIGS_FILE: &str = "seglog-topic-configs";
+/// The first producer id not yet handed out in a block, kept in the first log directory.
+pub const PRODUCER_ID_BLOCK_FILE: &str = "seglog-producer-id-block";
+/// Producer ids reserved per write of [`PRODUCER_ID_BLOCK_FILE`] (Kafka's controller hands
+/// brokers blocks of 1000 the same way).
+pub const PRODUCER_ID_BLOCK_IDS: i64 = 1000;
 
 /// Where time comes from: the only way storage reads a clock.
 pub trait Clock: Send + Sync + Debug {
@@ -120,6 +125,8 @@ pub struct LogManager {
     pending_dir_deletes: Mutex<Vec<(usize, PathBuf)>>,
     timers: Mutex<Timers>,
     delete_counter: AtomicU64,
+    /// The next producer id and the end of the reserved block (`None` until the first use).
+    producer_ids: Mutex<Option<(i64, i64)>>,
 }
 
 /// A Kafka `Uuid` from `seed` and `path`: never all zero, different for different inputs.
@@ -211,6 +218,7 @@ impl LogManager {
             pending_dir_deletes: Mutex::default(),
             timers: Mutex::default(),
             delete_counter: AtomicU64::new(0),
+            producer_ids: Mutex::new(None),
         };
         manager.load_topic_overrides()?;
         for dir_idx in 0..manager.dirs.len() {
@@ -533,6 +541,39 @@ impl LogManager {
             *counts.entry(tp.topic.clone()).or_default() += 1;
         }
         counts
+    }
+
+    /// A producer id never handed out before, even across restarts (Kafka's
+    /// `ProducerIdManager`): ids are reserved in blocks of [`PRODUCER_ID_BLOCK_IDS`] by a
+    /// durable write of the block's end before any of them is used.
+    pub fn allocate_producer_id(&self) -> Result<i64> {
+        let mut ids = self.producer_ids.lock().unwrap_or_else(PoisonError::into_inner);
+        let (next, end) = match *ids {
+            Some((next, end)) if next < end => (next, end),
+            current => {
+                let path = self
+                    .dirs
+                    .first()
+                    .map(|dir| dir.path.join(PRODUCER_ID_BLOCK_FILE))
+                    .unwrap_or_default();
+                let start = match current {
+                    Some((_, end)) => end,
+                    None => match read_text_if_exists(self.fs.as_ref(), &path, 64)? {
+                        Some(text) => text.trim().parse::<i64>().map_err(|_| Error::Malformed {
+                            path: path.clone(),
+                            line: Some(1),
+                            reason: format!("{:?} is not a producer id", text.trim()),
+                        })?,
+                        None => 0,
+                    },
+                };
+                let end = start + PRODUCER_ID_BLOCK_IDS;
+                write_atomically(self.fs.as_ref(), &path, format!("{end}\n").as_bytes())?;
+                (start, end)
+            }
+        };
+        *ids = Some((next + 1, end));
+        Ok(next)
     }
 
     /// The cluster id of the first log directory's `meta.properties`.

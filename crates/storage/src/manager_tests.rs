@@ -295,3 +295,21 @@ fn new_directories_get_meta_properties_and_existing_ones_are_kept() {
     assert_eq!(again.cluster_id, Some(cluster_id), "an existing identity is never rewritten");
     drop(manager);
 }
+
+#[test]
+fn producer_ids_are_never_handed_out_twice_even_after_a_crash() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    let first: Vec<i64> = (0..3).map(|_| manager.allocate_producer_id().unwrap()).collect();
+    assert_eq!(first, vec![0, 1, 2]);
+    drop(manager);
+    // Power loss: the block reservation was durable before any id of it was used.
+    fs.crash(3);
+    let manager = open(&fs);
+    let next = manager.allocate_producer_id().unwrap();
+    assert_eq!(next, crate::manager::PRODUCER_ID_BLOCK_IDS, "a fresh block after the first");
+    for _ in 1..crate::manager::PRODUCER_ID_BLOCK_IDS {
+        manager.allocate_producer_id().unwrap();
+    }
+    assert_eq!(manager.allocate_producer_id().unwrap(), 2 * crate::manager::PRODUCER_ID_BLOCK_IDS);
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, BrokerId, DescribeClusterRequest,
-    DescribeClusterResponse, TopicName,
+    DescribeClusterResponse, InitProducerIdRequest, InitProducerIdResponse, ProducerId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use seglog_storage::manager::{Clock, SystemClock};
@@ -81,6 +81,41 @@ pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result
         response.error_code = errors::INVALID_REQUEST;
     }
     response.api_keys = api_version_list();
+    encode(&response, version)
+}
+
+/// InitProducerId for idempotent producers: a producer id never handed out before (reserved
+/// durably in blocks) at epoch 0. Transactional ids need the transaction coordinator, which
+/// seglog does not have yet: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for the
+/// client rather than an endless retry.
+pub(crate) async fn init_producer_id(
+    broker: &Arc<Broker>,
+    request: &InitProducerIdRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let mut response = InitProducerIdResponse::default();
+    response.producer_id = ProducerId(-1);
+    response.producer_epoch = -1;
+    match &request.transactional_id {
+        None => {}
+        // Kafka's TransactionCoordinator answers an empty transactional id this way.
+        Some(id) if id.0.is_empty() => {
+            response.error_code = errors::INVALID_REQUEST;
+            return encode(&response, version);
+        }
+        Some(_) => {
+            response.error_code = errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            return encode(&response, version);
+        }
+    }
+    let manager = Arc::clone(broker.manager());
+    match blocking(move || manager.allocate_producer_id()).await? {
+        Ok(producer_id) => {
+            response.producer_id = ProducerId(producer_id);
+            response.producer_epoch = 0;
+        }
+        Err(error) => response.error_code = errors::code(&error),
+    }
     encode(&response, version)
 }
 

@@ -29,12 +29,11 @@ def kafka_python_produce(bootstrap, topic):
     admin.create_topics([NewTopic(topic, 1, 1)])
     admin.close()
     for codec in CODECS:
-        # enable_idempotence=False: InitProducerId comes with consumer groups (issue 9).
+        # kafka-python's defaults, idempotence included (InitProducerId, sequence checks).
         producer = KafkaProducer(
             bootstrap_servers=bootstrap,
             acks="all",
             compression_type=None if codec == "none" else codec,
-            enable_idempotence=False,
         )
         futures = [
             producer.send(topic, key=str(i).encode(), value=f"kafka-python-{codec}-{i}".encode())
@@ -68,7 +67,12 @@ def confluent_produce(bootstrap, topic):
     errors = []
     for codec in CODECS:
         producer = Producer(
-            {"bootstrap.servers": bootstrap, "acks": "all", "compression.type": codec}
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "compression.type": codec,
+                "enable.idempotence": True,
+            }
         )
         for i in range(PER_CODEC):
             producer.produce(

@@ -16,6 +16,7 @@ use seglog_format::{Compression, DecodeLimits};
 use super::epoch_cache::LeaderEpochFileCache;
 use super::load::{LoadParams, LoadReport, load};
 use super::local_log::{LocalLog, LocalLogConfig};
+use super::producer_state::{BatchMetadata, ProducerCheck, ProducerStateManager};
 use super::validator::{
     AppendOrigin, TargetCompression, ValidatedAppend, ValidationConfig, analyze_follower_append,
     validate_and_assign_offsets,
@@ -137,6 +138,8 @@ struct State {
     log_start_offset: i64,
     high_watermark: LogOffsetMetadata,
     epoch_cache: LeaderEpochFileCache,
+    /// Idempotent producers' recent batches (in memory; see `producer_state`).
+    producers: ProducerStateManager,
     /// Set by the first failed write or fsync; the log is offline from then on.
     poisoned: bool,
 }
@@ -184,6 +187,7 @@ impl PartitionLog {
                 log_start_offset: loaded.log_start_offset,
                 high_watermark,
                 epoch_cache,
+                producers: ProducerStateManager::default(),
                 poisoned: false,
             }),
             flush_lock: Mutex::new(()),
@@ -314,8 +318,42 @@ impl PartitionLog {
                 &validation,
             )
             .map_err(Error::Validation)?;
+            let producer = idempotent_batch(&validated);
+            if let Some(batch) = &producer {
+                let check = state
+                    .producers
+                    .check(batch.producer_id, batch.epoch, batch.first_seq, batch.last_seq)
+                    .map_err(Error::Validation)?;
+                if let ProducerCheck::Duplicate(original) = check {
+                    // A retry of an appended batch: its original offsets, nothing written.
+                    let info = AppendInfo {
+                        first_offset: original.first_offset,
+                        last_offset: original.last_offset,
+                        max_timestamp: -1,
+                        log_append_time: -1,
+                        log_start_offset: state.log_start_offset,
+                        n_records: 0,
+                        durable_offset: state.local.recovery_point(),
+                    };
+                    drop(state);
+                    return Ok(info);
+                }
+            }
             let result = append_validated(&mut state, &validated, now_ms);
-            poison(&mut state, result)?
+            let info = poison(&mut state, result)?;
+            if let Some(batch) = producer {
+                state.producers.update(
+                    batch.producer_id,
+                    batch.epoch,
+                    BatchMetadata {
+                        first_seq: batch.first_seq,
+                        last_seq: batch.last_seq,
+                        first_offset: info.first_offset,
+                        last_offset: info.last_offset,
+                    },
+                );
+            }
+            info
         };
         self.after_append(info, now_ms)
     }
@@ -583,6 +621,7 @@ impl PartitionLog {
         let result = (|| {
             state.local.truncate_fully_and_start_at(new_offset, now_ms)?;
             state.epoch_cache.clear()?;
+            state.producers.clear();
             state.log_start_offset = new_offset;
             state.high_watermark = offset_metadata(&state.local, new_offset)?;
             Ok(())
@@ -675,12 +714,35 @@ fn offset_metadata(local: &LocalLog, offset: i64) -> Result<LogOffsetMetadata> {
     })
 }
 
+/// The producer fields of a leader append's one v2 batch, when it comes from an idempotent
+/// producer (producer id >= 0, base sequence >= 0).
+struct IdempotentBatch {
+    producer_id: i64,
+    epoch: i16,
+    first_seq: i32,
+    last_seq: i32,
+}
+
+fn idempotent_batch(validated: &ValidatedAppend) -> Option<IdempotentBatch> {
+    let batch = seglog_format::RecordBatch::new(&validated.records).ok()?;
+    (batch.producer_id() >= 0 && batch.base_sequence() >= 0).then(|| IdempotentBatch {
+        producer_id: batch.producer_id(),
+        epoch: batch.producer_epoch(),
+        first_seq: batch.base_sequence(),
+        last_seq: seglog_format::increment_sequence(
+            batch.base_sequence(),
+            batch.last_offset_delta(),
+        ),
+    })
+}
+
 fn truncate_to(state: &mut State, target: i64, now_ms: i64) -> Result<bool> {
     let log_end_offset = state.local.log_end_offset();
     if target >= log_end_offset {
         state.epoch_cache.truncate_from_end(log_end_offset)?;
         return Ok(false);
     }
+    state.producers.truncate_from(target);
     let first_base = state.local.segments().first_segment().map_or(0, LogSegment::base_offset);
     if target < first_base {
         state.local.truncate_fully_and_start_at(target, now_ms)?;

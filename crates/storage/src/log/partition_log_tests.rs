@@ -275,6 +275,46 @@ fn truncation() {
 
 /// Durability: fsync-every-append makes each append durable before it returns; page-cache does
 /// not; group commit makes it durable once the flusher runs, and waiters wake.
+fn idempotent_batch(producer_id: i64, epoch: i16, first_seq: i32, n: usize) -> Vec<u8> {
+    let mut builder =
+        RecordBatchBuilder::new(Compression::None).producer(producer_id, epoch, first_seq);
+    for i in 0..n {
+        builder.push(1_000, None, Some(format!("v{i}").as_bytes()), &[]).unwrap();
+    }
+    builder.build().unwrap()
+}
+
+#[test]
+fn idempotent_producer_retries_get_their_offsets_and_gaps_are_refused() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig::default());
+    append(&log, 2, 0);
+    let leader = |bytes: &[u8]| log.append_as_leader(bytes, 0, AppendOrigin::Client, 0);
+    let first = leader(&idempotent_batch(42, 0, 0, 3)).unwrap();
+    assert_eq!((first.first_offset, first.last_offset), (2, 4));
+    // The same batch again (a retry): the original offsets, nothing written.
+    let retry = leader(&idempotent_batch(42, 0, 0, 3)).unwrap();
+    assert_eq!((retry.first_offset, retry.last_offset, retry.n_records), (2, 4, 0));
+    assert_eq!(log.log_end_offset().unwrap(), 5);
+    // A gap in the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER (45), and writes nothing.
+    let error = leader(&idempotent_batch(42, 0, 5, 1)).unwrap_err();
+    let Error::Validation(validation) = &error else { panic!("{error}") };
+    assert_eq!(validation.error_code(), 45, "{error}");
+    assert_eq!(log.log_end_offset().unwrap(), 5);
+    // In sequence: appended.
+    let next = leader(&idempotent_batch(42, 0, 3, 2)).unwrap();
+    assert_eq!((next.first_offset, next.last_offset), (5, 6));
+    // An older epoch is INVALID_PRODUCER_EPOCH (47); a newer one starts at sequence 0.
+    leader(&idempotent_batch(42, 1, 0, 1)).unwrap();
+    let error = leader(&idempotent_batch(42, 0, 5, 1)).unwrap_err();
+    let Error::Validation(validation) = &error else { panic!("{error}") };
+    assert_eq!(validation.error_code(), 47, "{error}");
+    // Truncation forgets the batches it removed: the same sequence may be written again.
+    log.truncate_to(7, 0).unwrap();
+    let again = leader(&idempotent_batch(42, 1, 0, 1)).unwrap();
+    assert_eq!((again.first_offset, again.n_records), (7, 1));
+}
+
 #[test]
 fn sync_to_shares_fsyncs_and_survives_power_loss() {
     let fs = SimFs::new();

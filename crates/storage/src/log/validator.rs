@@ -244,6 +244,20 @@ pub enum ValidationError {
         log_end_offset: i64,
         first_batch_is_legacy: bool,
     },
+
+    /// An idempotent producer's batch does not follow its previous one (Kafka's
+    /// `OutOfOrderSequenceException`).
+    #[error(
+        "Out of order sequence number for producer {producer_id}: {found} (incoming seq. number), {expected} (expected)"
+    )]
+    OutOfOrderSequence { producer_id: i64, expected: i32, found: i32 },
+
+    /// A producer epoch older than the producer's current one (Kafka's
+    /// `InvalidProducerEpochException`).
+    #[error(
+        "Epoch of producer {producer_id} at offset append is {epoch}, which is smaller than the last seen epoch {current_epoch}"
+    )]
+    InvalidProducerEpoch { producer_id: i64, epoch: i16, current_epoch: i16 },
 }
 
 impl ValidationError {
@@ -257,6 +271,8 @@ impl ValidationError {
             Self::UnsupportedForMessageFormat { .. } => 43,
             Self::InvalidRecord { .. } => 87,
             Self::OffsetsOutOfOrder { .. } | Self::UnexpectedAppendOffset { .. } => -1,
+            Self::OutOfOrderSequence { .. } => 45,
+            Self::InvalidProducerEpoch { .. } => 47,
         }
     }
 
@@ -272,6 +288,8 @@ impl ValidationError {
             Self::OffsetsOutOfOrder { .. } | Self::UnexpectedAppendOffset { .. } => {
                 "UNKNOWN_SERVER_ERROR"
             }
+            Self::OutOfOrderSequence { .. } => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            Self::InvalidProducerEpoch { .. } => "INVALID_PRODUCER_EPOCH",
         }
     }
 
