@@ -178,6 +178,24 @@ impl PartitionLog {
         epoch_cache.truncate_from_start(loaded.log_start_offset)?;
         let high_watermark = offset_metadata(&loaded.local, loaded.log_start_offset)?;
         let recovery_point = loaded.local.recovery_point();
+        // Idempotent producers: rebuilt from the active segment's batch headers (Kafka reads a
+        // `.snapshot` and the tail after it; seglog writes no snapshots yet).
+        let mut producers = ProducerStateManager::default();
+        loaded.local.active_segment().for_each_batch_header(|header| {
+            if header.magic == 2 && header.producer_id >= 0 && header.base_sequence >= 0 {
+                let delta = i32::try_from(header.last_offset - header.base_offset).unwrap_or(0);
+                producers.update(
+                    header.producer_id,
+                    header.producer_epoch,
+                    BatchMetadata {
+                        first_seq: header.base_sequence,
+                        last_seq: seglog_format::increment_sequence(header.base_sequence, delta),
+                        first_offset: header.base_offset,
+                        last_offset: header.last_offset,
+                    },
+                );
+            }
+        })?;
         let log = Self {
             topic_partition,
             dir: dir.to_owned(),
@@ -187,7 +205,7 @@ impl PartitionLog {
                 log_start_offset: loaded.log_start_offset,
                 high_watermark,
                 epoch_cache,
-                producers: ProducerStateManager::default(),
+                producers,
                 poisoned: false,
             }),
             flush_lock: Mutex::new(()),

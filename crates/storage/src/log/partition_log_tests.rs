@@ -316,6 +316,31 @@ fn idempotent_producer_retries_get_their_offsets_and_gaps_are_refused() {
 }
 
 #[test]
+fn idempotent_producer_state_is_rebuilt_from_the_active_segment_on_open() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig::default());
+    let leader = |log: &PartitionLog, bytes: &[u8]| {
+        log.append_as_leader(bytes, 0, AppendOrigin::Client, 0).unwrap()
+    };
+    leader(&log, &idempotent_batch(9, 2, 0, 2));
+    leader(&log, &idempotent_batch(9, 2, 2, 3));
+    log.close(0).unwrap();
+    drop(log);
+    let reopened = open_with(&fs, LogConfig::default(), fresh(true));
+    // The retry of the last batch is still recognised after the restart.
+    let retry = leader(&reopened, &idempotent_batch(9, 2, 2, 3));
+    assert_eq!((retry.first_offset, retry.last_offset, retry.n_records), (2, 4, 0));
+    // And the sequence continues where it was.
+    let error = reopened
+        .append_as_leader(&idempotent_batch(9, 2, 7, 1), 0, AppendOrigin::Client, 0)
+        .unwrap_err();
+    let Error::Validation(validation) = &error else { panic!("{error}") };
+    assert_eq!(validation.error_code(), 45);
+    let next = leader(&reopened, &idempotent_batch(9, 2, 5, 1));
+    assert_eq!(next.first_offset, 5);
+}
+
+#[test]
 fn sync_to_shares_fsyncs_and_survives_power_loss() {
     let fs = SimFs::new();
     let config = LogConfig { durability: DurabilityMode::GroupCommit, ..LogConfig::default() };

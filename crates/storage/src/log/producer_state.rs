@@ -4,9 +4,9 @@
 //! sequence gap is refused with OUT_OF_ORDER_SEQUENCE_NUMBER and an older epoch with
 //! INVALID_PRODUCER_EPOCH.
 //!
-//! Not yet kept across restarts (Kafka's `.snapshot` files): after a restart a producer's first
-//! batch is accepted whatever its sequence and starts its state again, so a retry that spans a
-//! broker restart is not recognised as a duplicate.
+//! No `.snapshot` files yet: at open the state is rebuilt from the batch headers of the active
+//! segment only, so a producer whose last batches lie in older segments starts afresh (its next
+//! batch is accepted whatever its sequence).
 
 use std::collections::{BTreeMap, VecDeque};
 

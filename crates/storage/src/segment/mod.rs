@@ -362,6 +362,16 @@ impl LogSegment {
         self.rolling_based_timestamp.unwrap_or(i64::MAX)
     }
 
+    /// Calls `visit` with the header of every whole batch in the segment, in order, reading
+    /// headers only (a torn tail ends the walk).
+    pub fn for_each_batch_header(&self, mut visit: impl FnMut(&EntryHeader)) -> Result<()> {
+        let mut scan = HeaderScan::new(self.log.as_ref(), 0, self.size);
+        while let Some(header) = scan.next_header(&self.log_path)? {
+            visit(&header);
+        }
+        Ok(())
+    }
+
     fn first_batch_timestamp(&self) -> Result<Option<i64>> {
         let mut scan = HeaderScan::new(self.log.as_ref(), 0, self.size);
         Ok(scan.next_header(&self.log_path)?.map(|header| header.max_timestamp))

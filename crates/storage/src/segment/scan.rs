@@ -31,6 +31,12 @@ pub struct EntryHeader {
     pub partition_leader_epoch: i32,
     /// `baseOffset` for v2; the entry offset for legacy entries.
     pub base_offset: i64,
+    /// `producerId` for v2, -1 otherwise.
+    pub producer_id: i64,
+    /// `producerEpoch` for v2, -1 otherwise.
+    pub producer_epoch: i16,
+    /// `baseSequence` for v2, -1 otherwise.
+    pub base_sequence: i32,
 }
 
 /// Why a scan stopped.
@@ -136,6 +142,9 @@ impl<'a> HeaderScan<'a> {
                     max_timestamp: i64::from_be_bytes(be(header, 35)),
                     partition_leader_epoch: i32::from_be_bytes(be(header, 12)),
                     base_offset,
+                    producer_id: i64::from_be_bytes(be(header, 43)),
+                    producer_epoch: i16::from_be_bytes(be(header, 51)),
+                    base_sequence: i32::from_be_bytes(be(header, 53)),
                 }
             }
             0 | 1 => EntryHeader {
@@ -150,6 +159,9 @@ impl<'a> HeaderScan<'a> {
                 },
                 partition_leader_epoch: -1,
                 base_offset,
+                producer_id: -1,
+                producer_epoch: -1,
+                base_sequence: -1,
             },
             other => {
                 self.ended = corrupt(format!("unsupported magic byte {other}"));
