@@ -86,10 +86,6 @@ impl Broker {
     /// The leader epoch of a partition: the latest epoch of its leader-epoch cache, or 0 for a
     /// partition that has none yet. A single node never changes leader, so it never grows.
     fn leader_epoch(log: &PartitionLog) -> i32 {
-        log.leader_epochs()
-            .ok()
-            .and_then(|epochs| epochs.last().map(|(epoch, _)| *epoch))
-            .unwrap_or(0)
-            .max(0)
+        log.latest_leader_epoch().ok().flatten().unwrap_or(0).max(0)
     }
 }

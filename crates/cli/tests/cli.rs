@@ -211,17 +211,7 @@ fn bad_input_gets_one_line_errors_and_exit_codes() {
 }
 
 fn kafka_real() -> Option<std::path::PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        std::path::PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+    seglog_storage::testing::kafka_real_fixtures()
 }
 
 fn copy_tree(from: &Path, to: &Path) {

@@ -641,17 +641,7 @@ fn large_segment_is_streamed_batch_by_batch() {
 // ---------------------------------------------------------------------------------------------
 
 fn fixtures() -> Option<PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+    seglog_storage::testing::kafka_real_fixtures()
 }
 
 /// Runs `dump` in a fixture partition directory and compares stdout with a golden file.

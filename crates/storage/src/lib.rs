@@ -17,6 +17,8 @@ pub mod io;
 pub mod log;
 pub mod manager;
 pub mod segment;
+#[cfg(feature = "sim")]
+pub mod testing;
 
 #[cfg(test)]
 mod damage_tests;

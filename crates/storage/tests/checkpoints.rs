@@ -23,17 +23,7 @@ use seglog_storage::io::{Fs, OpenMode, StdFs, read_all};
 use seglog_storage::log::epoch_cache::{LEADER_EPOCH_CHECKPOINT_FILE, LeaderEpochFileCache};
 
 fn kafka_real() -> Option<PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+    seglog_storage::testing::kafka_real_fixtures()
 }
 
 /// Every file under `dir` whose name satisfies `wanted`, sorted.

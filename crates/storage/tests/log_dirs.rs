@@ -14,17 +14,7 @@ use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::manager::{LogManager, ManualClock};
 
 fn kafka_real() -> Option<PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+    seglog_storage::testing::kafka_real_fixtures()
 }
 
 /// Copies a directory tree through `StdFs` (fixtures are read-only and never modified).

@@ -175,8 +175,7 @@ fn append_partition(
     response.log_append_time_ms = info.log_append_time;
     response.log_start_offset = info.log_start_offset;
     if acks == -1 && info.durable_offset <= info.last_offset {
-        let group_commit =
-            log.config().is_ok_and(|config| config.durability == DurabilityMode::GroupCommit);
+        let group_commit = log.durability().is_ok_and(|mode| mode == DurabilityMode::GroupCommit);
         if group_commit {
             // Group commit: this request's fsync is shared with every append made meanwhile.
             if let Err(error) = log.sync_to(info.last_offset + 1, now_ms()) {

@@ -302,6 +302,16 @@ impl PartitionLog {
         Ok(self.read_state()?.local.segments().base_offsets())
     }
 
+    /// The topic's durability mode (without cloning the whole configuration).
+    pub fn durability(&self) -> Result<DurabilityMode> {
+        Ok(self.read_state()?.config.durability)
+    }
+
+    /// The latest leader epoch of the epoch cache, if it has any entry.
+    pub fn latest_leader_epoch(&self) -> Result<Option<i32>> {
+        Ok(self.read_state()?.epoch_cache.latest_epoch())
+    }
+
     /// The leader epoch entries `(epoch, start offset)`.
     pub fn leader_epochs(&self) -> Result<Vec<(i32, i64)>> {
         Ok(self
