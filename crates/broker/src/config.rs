@@ -7,6 +7,8 @@ use std::net::SocketAddr;
 
 use seglog_storage::config::{BrokerLogConfig, ConfigError, parse_properties};
 
+use crate::group::GroupConfig;
+
 /// `listeners`: where the broker accepts Kafka clients.
 pub const LISTENERS: &str = "listeners";
 /// `advertised.listeners`: the host and port clients are told to connect to.
@@ -31,6 +33,21 @@ pub const FETCH_MAX_WAIT_MS: &str = "seglog.fetch.max.wait.ms";
 /// `seglog.topic.partitions.max`: the most partitions one topic may have (CreateTopics,
 /// CreatePartitions), so that one request cannot fill the disk with directories.
 pub const TOPIC_PARTITIONS_MAX: &str = "seglog.topic.partitions.max";
+
+/// `offsets.topic.num.partitions`.
+pub const OFFSETS_TOPIC_NUM_PARTITIONS: &str = "offsets.topic.num.partitions";
+/// `offsets.topic.segment.bytes`.
+pub const OFFSETS_TOPIC_SEGMENT_BYTES: &str = "offsets.topic.segment.bytes";
+/// `group.initial.rebalance.delay.ms`.
+pub const GROUP_INITIAL_REBALANCE_DELAY_MS: &str = "group.initial.rebalance.delay.ms";
+/// `group.min.session.timeout.ms`.
+pub const GROUP_MIN_SESSION_TIMEOUT_MS: &str = "group.min.session.timeout.ms";
+/// `group.max.session.timeout.ms`.
+pub const GROUP_MAX_SESSION_TIMEOUT_MS: &str = "group.max.session.timeout.ms";
+/// `offset.metadata.max.bytes`.
+pub const OFFSET_METADATA_MAX_BYTES: &str = "offset.metadata.max.bytes";
+/// `offsets.retention.minutes`.
+pub const OFFSETS_RETENTION_MINUTES: &str = "offsets.retention.minutes";
 
 /// The default listener.
 pub const LISTENER_DEFAULT: &str = "127.0.0.1:9092";
@@ -64,6 +81,8 @@ pub struct BrokerConfig {
     pub topic_partitions_max: i32,
     /// The storage settings: `log.dirs`, `num.partitions`, the topic defaults.
     pub log: BrokerLogConfig,
+    /// The group coordinator's settings (`offsets.topic.*`, `group.*`).
+    pub groups: GroupConfig,
 }
 
 impl Default for BrokerConfig {
@@ -86,6 +105,7 @@ impl Default for BrokerConfig {
                 log_dirs: vec!["./seglog-data".into()],
                 ..BrokerLogConfig::default()
             },
+            groups: GroupConfig::default(),
         }
     }
 }
@@ -147,6 +167,66 @@ where
     Ok(parsed)
 }
 
+/// The group coordinator's keys, with Kafka's lower bounds.
+fn group_config(
+    properties: &BTreeMap<String, String>,
+    defaults: &GroupConfig,
+) -> Result<GroupConfig, ConfigError> {
+    let retention_minutes: i64 = parse_number(
+        properties,
+        OFFSETS_RETENTION_MINUTES,
+        defaults.offsets_retention_ms / 60_000,
+        1,
+    )?;
+    let groups = GroupConfig {
+        offsets_topic_partitions: parse_number(
+            properties,
+            OFFSETS_TOPIC_NUM_PARTITIONS,
+            defaults.offsets_topic_partitions,
+            1,
+        )?,
+        offsets_topic_segment_bytes: parse_number(
+            properties,
+            OFFSETS_TOPIC_SEGMENT_BYTES,
+            defaults.offsets_topic_segment_bytes,
+            1,
+        )?,
+        initial_rebalance_delay_ms: parse_number(
+            properties,
+            GROUP_INITIAL_REBALANCE_DELAY_MS,
+            defaults.initial_rebalance_delay_ms,
+            0,
+        )?,
+        min_session_timeout_ms: parse_number(
+            properties,
+            GROUP_MIN_SESSION_TIMEOUT_MS,
+            defaults.min_session_timeout_ms,
+            0,
+        )?,
+        max_session_timeout_ms: parse_number(
+            properties,
+            GROUP_MAX_SESSION_TIMEOUT_MS,
+            defaults.max_session_timeout_ms,
+            0,
+        )?,
+        offset_metadata_max_bytes: parse_number(
+            properties,
+            OFFSET_METADATA_MAX_BYTES,
+            defaults.offset_metadata_max_bytes,
+            0,
+        )?,
+        offsets_retention_ms: retention_minutes.saturating_mul(60_000),
+    };
+    if groups.min_session_timeout_ms > groups.max_session_timeout_ms {
+        return Err(ConfigError::invalid(
+            GROUP_MIN_SESSION_TIMEOUT_MS,
+            &groups.min_session_timeout_ms.to_string(),
+            "must not exceed group.max.session.timeout.ms",
+        ));
+    }
+    Ok(groups)
+}
+
 impl BrokerConfig {
     /// Builds the settings from `server.properties` keys; unknown keys are ignored, as Kafka
     /// logs and ignores them. `log.dirs` defaults to `./seglog-data` (not Kafka's
@@ -199,6 +279,7 @@ impl BrokerConfig {
             }
         };
         log.node_id = Some(node_id);
+        let groups = group_config(properties, &defaults.groups)?;
         Ok(Self {
             listener,
             advertised_host,
@@ -237,6 +318,7 @@ impl BrokerConfig {
                 1,
             )?,
             log,
+            groups,
         })
     }
 

@@ -23,7 +23,7 @@ use crate::handlers;
 
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
 /// range is what the handlers implement, within what the `kafka-protocol` crate encodes.
-pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 15] = [
+pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 26] = [
     (ApiKey::Produce, 3, 11),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
@@ -39,6 +39,17 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 15] = [
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
     (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::FindCoordinator, 0, 6),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 9),
+    (ApiKey::OffsetFetch, 1, 9),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
+    (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The advertised version range of `api_key`, if it is served.
@@ -64,6 +75,8 @@ pub(crate) struct Request {
     pub(crate) api_key: ApiKey,
     pub(crate) version: i16,
     pub(crate) body: Bytes,
+    /// The client's address as Kafka shows it (`/127.0.0.1`).
+    pub(crate) client_host: String,
 }
 
 /// What a handler returns: an encoded body, or no response at all.
@@ -119,6 +132,17 @@ fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         ApiKey::DescribeCluster => "DescribeCluster",
         ApiKey::InitProducerId => "InitProducerId",
+        ApiKey::FindCoordinator => "FindCoordinator",
+        ApiKey::JoinGroup => "JoinGroup",
+        ApiKey::SyncGroup => "SyncGroup",
+        ApiKey::Heartbeat => "Heartbeat",
+        ApiKey::LeaveGroup => "LeaveGroup",
+        ApiKey::OffsetCommit => "OffsetCommit",
+        ApiKey::OffsetFetch => "OffsetFetch",
+        ApiKey::ListGroups => "ListGroups",
+        ApiKey::DescribeGroups => "DescribeGroups",
+        ApiKey::DeleteGroups => "DeleteGroups",
+        ApiKey::OffsetDelete => "OffsetDelete",
         _ => "other",
     }
 }
@@ -136,7 +160,7 @@ fn parse_header(frame: &Bytes) -> Result<Request, String> {
     let mut buf = frame.clone();
     let header = RequestHeader::decode(&mut buf, header_version)
         .map_err(|error| format!("request header does not decode: {error}"))?;
-    Ok(Request { header, api_key, version, body: buf })
+    Ok(Request { header, api_key, version, body: buf, client_host: String::new() })
 }
 
 fn frame(
@@ -192,8 +216,12 @@ pub(crate) fn api_version_list() -> Vec<ApiVersion> {
 }
 
 /// Handles one request frame (without its size prefix).
-pub(crate) async fn handle(broker: &Arc<Broker>, frame_bytes: Bytes) -> Outcome {
-    let request = match parse_header(&frame_bytes) {
+pub(crate) async fn handle(
+    broker: &Arc<Broker>,
+    frame_bytes: Bytes,
+    peer: Option<std::net::SocketAddr>,
+) -> Outcome {
+    let mut request = match parse_header(&frame_bytes) {
         Ok(request) => request,
         Err(reason) => {
             // An ApiVersions request of a version we do not know may have a header we cannot
@@ -207,6 +235,10 @@ pub(crate) async fn handle(broker: &Arc<Broker>, frame_bytes: Bytes) -> Outcome 
             }
             return Outcome::Close(reason);
         }
+    };
+    request.client_host = match peer {
+        Some(peer) => format!("/{}", peer.ip()),
+        None => "/127.0.0.1".to_owned(),
     };
     let api_key = request.api_key;
     let Some((min, max)) = supported_versions(api_key) else {
@@ -297,6 +329,17 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
             let body = request.decode::<InitProducerIdRequest>()?;
             handlers::init_producer_id(broker, &body, version).await
         }
+        ApiKey::FindCoordinator
+        | ApiKey::JoinGroup
+        | ApiKey::SyncGroup
+        | ApiKey::Heartbeat
+        | ApiKey::LeaveGroup
+        | ApiKey::OffsetCommit
+        | ApiKey::OffsetFetch
+        | ApiKey::ListGroups
+        | ApiKey::DescribeGroups
+        | ApiKey::DeleteGroups
+        | ApiKey::OffsetDelete => handlers::groups::route(broker, request).await,
         other => Err(format!("api {other:?} is not enabled on this broker")),
     }
 }

@@ -24,6 +24,19 @@ pub(crate) const FENCED_LEADER_EPOCH: i16 = 74;
 pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
 pub(crate) const UNKNOWN_TOPIC_ID: i16 = 100;
 pub(crate) const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+pub(crate) const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+pub(crate) const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+pub(crate) const ILLEGAL_GENERATION: i16 = 22;
+pub(crate) const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+pub(crate) const INVALID_GROUP_ID: i16 = 24;
+pub(crate) const UNKNOWN_MEMBER_ID: i16 = 25;
+pub(crate) const INVALID_SESSION_TIMEOUT: i16 = 26;
+pub(crate) const REBALANCE_IN_PROGRESS: i16 = 27;
+pub(crate) const NON_EMPTY_GROUP: i16 = 68;
+pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
+pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
+pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
+pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 
 /// The Kafka error code a storage error answers with.
 pub(crate) fn code(error: &Error) -> i16 {

@@ -9,6 +9,7 @@
 pub mod config;
 mod dispatch;
 mod errors;
+pub mod group;
 mod handlers;
 mod metrics;
 pub mod server;
@@ -24,7 +25,7 @@ use seglog_storage::manager::LogManager;
 /// or be closed. For the fuzz target and tools; servers use [`Server`].
 #[doc(hidden)]
 pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<bytes::Bytes> {
-    match dispatch::handle(broker, frame).await {
+    match dispatch::handle(broker, frame, None).await {
         dispatch::Outcome::Respond(prefix, body) => {
             let mut frame = bytes::BytesMut::with_capacity(prefix.len() + body.len());
             frame.extend_from_slice(&prefix);
@@ -46,7 +47,9 @@ pub struct Broker {
     config: BrokerConfig,
     manager: Arc<LogManager>,
     /// Woken after every append, so that waiting fetches look again.
-    appended: tokio::sync::Notify,
+    appended: Arc<tokio::sync::Notify>,
+    /// The group coordinator (every group: a single node coordinates them all).
+    groups: group::GroupCoordinator,
     cluster_id: String,
     advertised_host: String,
     advertised_port: i32,
@@ -63,19 +66,23 @@ impl Broker {
             }
         });
         let advertised_port = i32::from(config.advertised_port.unwrap_or(bound.port()));
-        Self {
-            config,
-            manager,
-            appended: tokio::sync::Notify::new(),
-            cluster_id,
-            advertised_host,
-            advertised_port,
-        }
+        let appended = Arc::new(tokio::sync::Notify::new());
+        let groups = group::GroupCoordinator::new(
+            Arc::clone(&manager),
+            config.groups.clone(),
+            Arc::clone(&appended),
+        );
+        Self { config, manager, appended, groups, cluster_id, advertised_host, advertised_port }
     }
 
     /// The log manager, for tests and tools in the same process.
     pub fn manager(&self) -> &Arc<LogManager> {
         &self.manager
+    }
+
+    /// The group coordinator.
+    pub fn groups(&self) -> &group::GroupCoordinator {
+        &self.groups
     }
 
     /// The broker's settings.

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use seglog_storage::io::StdFs;
@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use crate::Broker;
 use crate::config::BrokerConfig;
 use crate::dispatch::{self, Outcome};
+use crate::handlers::now_ms;
 use crate::metrics;
 
 /// Why the broker could not start or stop cleanly.
@@ -123,6 +124,19 @@ impl Server {
             None => None,
         };
         let broker = Arc::new(Broker::new(config, manager, local_addr));
+        let loading = Arc::clone(&broker);
+        let started = Instant::now();
+        let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))
+            .await
+            .map_err(|error| {
+                seglog_storage::Error::InvalidArgument(format!("group load panicked: {error}"))
+            })?
+            .map_err(|error| {
+                seglog_storage::Error::InvalidArgument(format!(
+                    "cannot load consumer groups: {error}"
+                ))
+            })?;
+        tracing::info!(groups = n_groups, elapsed = ?started.elapsed(), "consumer groups loaded");
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());
         let mut tasks = JoinSet::new();
@@ -132,6 +146,7 @@ impl Server {
             stopped.clone(),
             Arc::clone(&connections),
         ));
+        tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = metrics_listener {
             metrics::install();
             tasks.spawn(metrics::serve(Arc::clone(&broker), listener, stopped));
@@ -167,6 +182,8 @@ impl Server {
     /// checkpoints every log and writes the clean-shutdown markers.
     pub async fn shutdown(mut self) -> Result<(), ServeError> {
         let _ = self.stop.send(true);
+        // Waiting joins and syncs answer now, so their connections can finish.
+        self.broker.groups.shutdown();
         let idle = self.connections.idle.notified();
         if self.connections.live.load(Ordering::SeqCst) > 0 {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, idle).await;
@@ -180,6 +197,22 @@ impl Server {
         })??;
         tracing::info!("seglog broker stopped cleanly");
         Ok(())
+    }
+}
+
+/// How often the group coordinator's timers run (sessions, rebalance delays and timeouts).
+const GROUP_TICK_PERIOD: Duration = Duration::from_millis(100);
+
+async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
+    let mut interval = tokio::time::interval(GROUP_TICK_PERIOD);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let broker = Arc::clone(&broker);
+        let _ = tokio::task::spawn_blocking(move || broker.groups.tick(now_ms())).await;
     }
 }
 
@@ -214,7 +247,7 @@ async fn accept_loop(
         let stopped = stopped.clone();
         tokio::spawn(async move {
             ::metrics::gauge!("seglog_connections").increment(1.0);
-            if let Err(reason) = serve_connection(&broker, stream, stopped).await {
+            if let Err(reason) = serve_connection(&broker, stream, peer, stopped).await {
                 tracing::debug!(%peer, %reason, "connection closed");
             }
             ::metrics::gauge!("seglog_connections").decrement(1.0);
@@ -264,6 +297,7 @@ async fn read_frame(
 async fn serve_connection(
     broker: &Arc<Broker>,
     mut stream: TcpStream,
+    peer: SocketAddr,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), CloseReason> {
     loop {
@@ -276,7 +310,7 @@ async fn serve_connection(
             return Ok(());
         };
         ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
-        match dispatch::handle(broker, frame).await {
+        match dispatch::handle(broker, frame, Some(peer)).await {
             Outcome::Respond(prefix, body) => {
                 ::metrics::counter!("seglog_bytes_out_total")
                     .increment((prefix.len() + body.len()) as u64);

@@ -215,16 +215,7 @@ fn kafka_real() -> Option<std::path::PathBuf> {
 }
 
 fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::write(&target, std::fs::read(&path).unwrap()).unwrap();
-        }
-    }
+    seglog_storage::testing::copy_tree(from, to);
 }
 
 /// A Kafka log directory copied to a temp dir: verify exits 0, and consume returns every record.

@@ -76,6 +76,10 @@ pub enum DecodeError {
     #[error("invalid control record: {reason}")]
     InvalidControlRecord { reason: &'static str },
 
+    /// A `__consumer_offsets` record key or value is malformed.
+    #[error("invalid {what} of a group coordinator record: {reason}")]
+    InvalidGroupRecord { what: &'static str, reason: String },
+
     /// A file name is not one of Kafka's segment or index file names.
     #[error("not a Kafka segment file name: {name:?}")]
     InvalidFileName { name: String },

@@ -16,6 +16,7 @@ pub mod compression;
 pub mod control;
 pub mod entry;
 pub mod error;
+pub mod group;
 pub mod index;
 pub mod legacy;
 pub mod names;

@@ -1,9 +1,9 @@
 //! Test support shared by the workspace's integration tests (feature `sim`): where the real
 //! Kafka fixtures are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::io::{Fs, StdFs};
+use crate::io::{Fs, OpenMode, StdFs, read_all};
 
 /// The `kafka-real` fixture sets: under `$SEGLOG_FIXTURES`, else `../shared/fixtures` beside the
 /// repository. When they are missing, a test under CI (`CI` set) fails here; elsewhere this says
@@ -21,4 +21,24 @@ pub fn kafka_real_fixtures() -> Option<PathBuf> {
     assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
     eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
     None
+}
+
+/// Copies a directory tree through `StdFs` (fixtures are read-only, so tests that write work
+/// on a copy).
+///
+/// # Panics
+/// On any I/O error: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a failed copy fails the test")]
+pub fn copy_tree(from: &Path, to: &Path) {
+    let fs = StdFs;
+    fs.create_dir_all(to).unwrap();
+    for path in fs.list(from).unwrap() {
+        let target = to.join(path.file_name().unwrap());
+        if fs.list(&path).is_ok() {
+            copy_tree(&path, &target);
+        } else {
+            let bytes = read_all(fs.open(&path, OpenMode::Read).unwrap().as_ref()).unwrap();
+            fs.open(&target, OpenMode::CreateNew).unwrap().write_all_at(&bytes, 0).unwrap();
+        }
+    }
 }

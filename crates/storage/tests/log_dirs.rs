@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use seglog_format::{Batches, DecodeLimits};
 use seglog_storage::config::BrokerLogConfig;
-use seglog_storage::io::{Fs, OpenMode, StdFs, read_all};
+use seglog_storage::io::{Fs, StdFs};
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::manager::{LogManager, ManualClock};
 
@@ -17,18 +17,9 @@ fn kafka_real() -> Option<PathBuf> {
     seglog_storage::testing::kafka_real_fixtures()
 }
 
-/// Copies a directory tree through `StdFs` (fixtures are read-only and never modified).
-fn copy_tree(fs: &StdFs, from: &Path, to: &Path) {
-    fs.create_dir_all(to).unwrap();
-    for path in fs.list(from).unwrap() {
-        let target = to.join(path.file_name().unwrap());
-        if fs.list(&path).is_ok() {
-            copy_tree(fs, &path, &target);
-        } else {
-            let bytes = read_all(fs.open(&path, OpenMode::Read).unwrap().as_ref()).unwrap();
-            fs.open(&target, OpenMode::CreateNew).unwrap().write_all_at(&bytes, 0).unwrap();
-        }
-    }
+/// Copies a directory tree (fixtures are read-only and never modified).
+fn copy_tree(_fs: &StdFs, from: &Path, to: &Path) {
+    seglog_storage::testing::copy_tree(from, to);
 }
 
 /// The log directories inside a fixture set (a set may hold several, as the KRaft one does).

@@ -4,6 +4,7 @@
 mod admin;
 mod configs;
 mod data;
+pub(crate) mod groups;
 
 use std::sync::Arc;
 

@@ -1,0 +1,431 @@
+//! The coordinator's rules driven directly, with a manual clock (explicit `now_ms`) and an
+//! in-memory file system: joins, the initial delay, rebalances, sessions, static members,
+//! offsets, persistence across restarts and crashes, and the bound on `__consumer_offsets`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use seglog_storage::config::BrokerLogConfig;
+use seglog_storage::io::SimFs;
+use seglog_storage::manager::{LogManager, ManualClock};
+use tokio::sync::{Notify, oneshot};
+
+use super::*;
+
+fn manager(fs: &SimFs) -> Arc<LogManager> {
+    let config =
+        BrokerLogConfig { log_dirs: vec![PathBuf::from("/data")], ..BrokerLogConfig::default() };
+    Arc::new(
+        LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(0)), config).unwrap().0,
+    )
+}
+
+fn coordinator(manager: &Arc<LogManager>, config: GroupConfig) -> GroupCoordinator {
+    GroupCoordinator::new(Arc::clone(manager), config, Arc::new(Notify::new()))
+}
+
+fn small_config() -> GroupConfig {
+    GroupConfig { offsets_topic_partitions: 3, ..GroupConfig::default() }
+}
+
+fn join_request(member_id: &str, protocols: &[&str]) -> JoinRequest {
+    JoinRequest {
+        group_id: "g".to_owned(),
+        member_id: member_id.to_owned(),
+        group_instance_id: None,
+        client_id: "client".to_owned(),
+        client_host: "/127.0.0.1".to_owned(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 60_000,
+        protocol_type: "consumer".to_owned(),
+        protocols: protocols
+            .iter()
+            .map(|name| ((*name).to_owned(), Bytes::from(format!("meta-{name}"))))
+            .collect(),
+        require_known_member_id: true,
+    }
+}
+
+fn ready<T>(receiver: &mut oneshot::Receiver<T>) -> Option<T> {
+    receiver.try_recv().ok()
+}
+
+/// KIP-394: the first join gets an id with MEMBER_ID_REQUIRED; the second is the real join.
+fn join_new(
+    coordinator: &GroupCoordinator,
+    now_ms: i64,
+) -> (String, oneshot::Receiver<JoinResult>) {
+    let mut first = coordinator.join(join_request("", &["range"]), now_ms);
+    let result = ready(&mut first).expect("answered at once");
+    assert_eq!(result.error_code, errors::MEMBER_ID_REQUIRED);
+    assert!(result.member_id.starts_with("client-"), "{}", result.member_id);
+    let receiver = coordinator.join(join_request(&result.member_id, &["range"]), now_ms);
+    (result.member_id, receiver)
+}
+
+fn sync(
+    coordinator: &GroupCoordinator,
+    member_id: &str,
+    generation_id: i32,
+    assignments: &[(&str, &str)],
+    now_ms: i64,
+) -> oneshot::Receiver<SyncResult> {
+    coordinator.sync(
+        SyncRequest {
+            group_id: "g".to_owned(),
+            generation_id,
+            member_id: member_id.to_owned(),
+            group_instance_id: None,
+            protocol_type: Some("consumer".to_owned()),
+            protocol_name: Some("range".to_owned()),
+            assignments: assignments
+                .iter()
+                .map(|(member, assignment)| {
+                    ((*member).to_owned(), Bytes::from(assignment.to_string()))
+                })
+                .collect(),
+        },
+        now_ms,
+    )
+}
+
+fn commit(
+    coordinator: &GroupCoordinator,
+    generation_id: i32,
+    member_id: &str,
+    offset: i64,
+    now_ms: i64,
+) -> Vec<i16> {
+    let offsets = [OffsetToCommit {
+        topic: "t".to_owned(),
+        partition: 0,
+        offset,
+        leader_epoch: 0,
+        metadata: "m".to_owned(),
+    }];
+    coordinator.commit_offsets("g", generation_id, member_id, None, &offsets, now_ms)
+}
+
+fn committed(coordinator: &GroupCoordinator) -> i64 {
+    let fetched = coordinator.fetch_offsets("g", Some(vec![("t".to_owned(), vec![0])])).unwrap();
+    fetched[0].1[0].1.as_ref().map_or(-1, |committed| committed.offset)
+}
+
+#[test]
+fn partition_for_matches_java_string_hash_code() {
+    assert_eq!(java_hash_code("abc"), 96_354);
+    assert_eq!(java_hash_code(""), 0);
+    // "polygenelubricants" hashes to Integer.MIN_VALUE in Java: Kafka's Utils.abs makes it 0.
+    assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
+    assert_eq!(partition_for("polygenelubricants", 50), 0);
+    assert_eq!(partition_for("abc", 50), 4);
+    // Negative hashes: "console-consumer-1" style ids must still land in range.
+    for id in ["console-consumer-12345", "zzzzzzzzzzzzzz", "g"] {
+        assert!((0..50).contains(&partition_for(id, 50)), "{id}");
+    }
+}
+
+#[test]
+fn two_members_join_one_after_the_other_and_share_the_group() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let coordinator = coordinator(&manager, small_config());
+    // First member: the initial delay (3 s) holds the join.
+    let (m1, mut join1) = join_new(&coordinator, 0);
+    coordinator.tick(2_999);
+    assert!(ready(&mut join1).is_none(), "answered before group.initial.rebalance.delay.ms");
+    coordinator.tick(3_000);
+    let joined = ready(&mut join1).expect("answered at the end of the delay");
+    assert_eq!((joined.error_code, joined.generation_id), (errors::NONE, 1));
+    assert_eq!(joined.leader, m1);
+    assert_eq!(joined.members.len(), 1);
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "all")], 3_010);
+    assert_eq!(ready(&mut synced).unwrap().assignment, Bytes::from("all"));
+    assert_eq!(coordinator.describe_group("g").unwrap().state, "Stable");
+
+    // Second member: a rebalance; the first learns of it from its heartbeat.
+    let (m2, mut join2) = join_new(&coordinator, 5_000);
+    assert!(ready(&mut join2).is_none());
+    assert_eq!(coordinator.heartbeat("g", 1, &m1, None, 5_100), errors::REBALANCE_IN_PROGRESS);
+    let mut rejoin1 = coordinator.join(join_request(&m1, &["range"]), 5_200);
+    // Every member is in: the join completes at once, without waiting for a timer.
+    let leader = ready(&mut rejoin1).expect("completed when all members joined");
+    let follower = ready(&mut join2).expect("completed when all members joined");
+    assert_eq!((leader.generation_id, follower.generation_id), (2, 2));
+    assert_eq!(leader.members.len(), 2);
+    assert!(follower.members.is_empty(), "only the leader gets the members");
+    assert_eq!(follower.leader, m1);
+    // The follower's sync waits for the leader's assignment.
+    let mut follower_sync = sync(&coordinator, &m2, 2, &[], 5_300);
+    assert!(ready(&mut follower_sync).is_none());
+    assert_eq!(coordinator.heartbeat("g", 2, &m2, None, 5_350), errors::NONE);
+    let mut leader_sync = sync(&coordinator, &m1, 2, &[(&m1, "p0"), (&m2, "p1")], 5_400);
+    assert_eq!(ready(&mut leader_sync).unwrap().assignment, Bytes::from("p0"));
+    assert_eq!(ready(&mut follower_sync).unwrap().assignment, Bytes::from("p1"));
+    let summary = coordinator.describe_group("g").unwrap();
+    assert_eq!((summary.state, summary.members.len()), ("Stable", 2));
+    assert_eq!(
+        coordinator.list_groups(&[]),
+        vec![("g".to_owned(), "consumer".to_owned(), "Stable")]
+    );
+
+    // A member leaves: the other rejoins alone, in a new generation.
+    assert_eq!(
+        coordinator.leave("g", &[(m2.clone(), None)], 6_000),
+        (errors::NONE, vec![errors::NONE])
+    );
+    assert_eq!(coordinator.heartbeat("g", 2, &m1, None, 6_100), errors::REBALANCE_IN_PROGRESS);
+    let mut alone = coordinator.join(join_request(&m1, &["range"]), 6_200);
+    assert_eq!(ready(&mut alone).unwrap().generation_id, 3);
+}
+
+#[test]
+fn the_initial_delay_extends_while_members_keep_coming() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let coordinator = coordinator(&manager, small_config());
+    let (_, mut join1) = join_new(&coordinator, 0);
+    let (_, mut join2) = join_new(&coordinator, 2_000);
+    coordinator.tick(3_000);
+    // A member came during the delay: it is extended by another delay.
+    assert!(ready(&mut join1).is_none());
+    coordinator.tick(6_000);
+    let (first, second) = (ready(&mut join1).unwrap(), ready(&mut join2).unwrap());
+    assert_eq!((first.generation_id, second.generation_id), (1, 1));
+    assert_eq!(first.members.len() + second.members.len(), 2, "one leader sees both");
+}
+
+#[test]
+fn expired_sessions_and_missing_rejoins_are_removed() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
+    let coordinator = coordinator(&manager, config);
+    let (m1, mut join1) = join_new(&coordinator, 0);
+    assert_eq!(ready(&mut join1).unwrap().generation_id, 1);
+    let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "a")], 0);
+    assert!(ready(&mut synced).is_some());
+    let (m2, mut join2) = join_new(&coordinator, 1_000);
+    // m1 heartbeats but never rejoins: after the rebalance timeout (60 s from the rebalance's
+    // start) m2 goes on alone.
+    for now_ms in (5_000..=60_000).step_by(5_000) {
+        assert_eq!(coordinator.heartbeat("g", 1, &m1, None, now_ms), errors::REBALANCE_IN_PROGRESS);
+        coordinator.tick(now_ms);
+    }
+    coordinator.tick(60_999);
+    assert!(ready(&mut join2).is_none());
+    coordinator.tick(61_000);
+    let alone = ready(&mut join2).unwrap();
+    assert_eq!(
+        (alone.generation_id, alone.leader.as_str(), alone.members.len()),
+        (2, m2.as_str(), 1)
+    );
+    assert_eq!(coordinator.heartbeat("g", 2, &m1, None, 61_001), errors::UNKNOWN_MEMBER_ID);
+    let mut synced = sync(&coordinator, &m2, 2, &[(&m2, "a")], 61_002);
+    assert!(ready(&mut synced).is_some());
+    // m2 stops heartbeating: its session (10 s) ends and the group empties.
+    coordinator.tick(71_002);
+    assert_eq!(coordinator.describe_group("g").unwrap().state, "Stable");
+    coordinator.tick(71_003);
+    assert_eq!(coordinator.describe_group("g").unwrap().state, "Empty");
+    assert_eq!(coordinator.heartbeat("g", 2, &m2, None, 71_004), errors::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn protocol_generation_and_membership_errors() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
+    let coordinator = coordinator(&manager, config);
+    let mut bad = coordinator
+        .join(JoinRequest { session_timeout_ms: 5_999, ..join_request("", &["range"]) }, 0);
+    assert_eq!(ready(&mut bad).unwrap().error_code, errors::INVALID_SESSION_TIMEOUT);
+    let mut bad = coordinator
+        .join(JoinRequest { group_id: String::new(), ..join_request("", &["range"]) }, 0);
+    assert_eq!(ready(&mut bad).unwrap().error_code, errors::INVALID_GROUP_ID);
+    let mut bad = coordinator.join(join_request("nobody", &["range"]), 0);
+    assert_eq!(ready(&mut bad).unwrap().error_code, errors::UNKNOWN_MEMBER_ID);
+    assert!(coordinator.describe_group("g").is_none(), "a failed join leaves no group");
+
+    let (m1, mut join1) = join_new(&coordinator, 0);
+    assert_eq!(ready(&mut join1).unwrap().generation_id, 1);
+    // A member with no protocol in common is refused.
+    let mut other = coordinator.join(join_request("", &["roundrobin"]), 10);
+    assert_eq!(ready(&mut other).unwrap().error_code, errors::INCONSISTENT_GROUP_PROTOCOL);
+    // Commits during CompletingRebalance wait for the assignment; wrong generations fail.
+    assert_eq!(commit(&coordinator, 1, &m1, 5, 20), vec![errors::REBALANCE_IN_PROGRESS]);
+    let mut synced = sync(&coordinator, &m1, 7, &[], 30);
+    assert_eq!(ready(&mut synced).unwrap().error_code, errors::ILLEGAL_GENERATION);
+    let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "a")], 40);
+    assert_eq!(ready(&mut synced).unwrap().error_code, errors::NONE);
+    assert_eq!(commit(&coordinator, 0, &m1, 5, 50), vec![errors::ILLEGAL_GENERATION]);
+    assert_eq!(commit(&coordinator, 1, "stranger", 5, 50), vec![errors::UNKNOWN_MEMBER_ID]);
+    assert_eq!(commit(&coordinator, -1, "", 5, 50), vec![errors::UNKNOWN_MEMBER_ID]);
+    assert_eq!(commit(&coordinator, 1, &m1, 5, 60), vec![errors::NONE]);
+    assert_eq!(committed(&coordinator), 5);
+    let big = OffsetToCommit {
+        topic: "t".to_owned(),
+        partition: 1,
+        offset: 1,
+        leader_epoch: -1,
+        metadata: "x".repeat(4097),
+    };
+    assert_eq!(
+        coordinator.commit_offsets("g", 1, &m1, None, &[big], 70),
+        vec![errors::OFFSET_METADATA_TOO_LARGE]
+    );
+    // A group with members cannot be deleted; its subscribed topic's offsets stay.
+    assert_eq!(coordinator.delete_group("g", 80), errors::NON_EMPTY_GROUP);
+    assert_eq!(coordinator.delete_group("nope", 80), errors::GROUP_ID_NOT_FOUND);
+    assert_eq!(coordinator.delete_offsets("nope", &[], 80).0, errors::GROUP_ID_NOT_FOUND);
+}
+
+#[test]
+fn static_members_rejoin_without_a_rebalance_and_fence_their_old_id() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
+    let coordinator = coordinator(&manager, config);
+    let static_join = |member_id: &str| JoinRequest {
+        group_instance_id: Some("instance-1".to_owned()),
+        ..join_request(member_id, &["range"])
+    };
+    // Static members skip MEMBER_ID_REQUIRED.
+    let mut first = coordinator.join(static_join(""), 0);
+    let joined = ready(&mut first).unwrap();
+    assert_eq!((joined.error_code, joined.generation_id), (errors::NONE, 1));
+    let old_id = joined.member_id;
+    let mut synced = sync(&coordinator, &old_id, 1, &[(&old_id, "mine")], 10);
+    assert!(ready(&mut synced).is_some());
+    // A restart of the same instance: a new member id, same generation, same assignment.
+    let mut again = coordinator.join(static_join(""), 1_000);
+    let rejoined = ready(&mut again).expect("no rebalance for a known static member");
+    assert_eq!((rejoined.error_code, rejoined.generation_id), (errors::NONE, 1));
+    assert_ne!(rejoined.member_id, old_id);
+    let mut synced = sync(&coordinator, &rejoined.member_id, 1, &[], 1_010);
+    assert_eq!(ready(&mut synced).unwrap().assignment, Bytes::from("mine"));
+    assert_eq!(
+        coordinator.heartbeat("g", 1, &old_id, Some("instance-1"), 1_020),
+        errors::FENCED_INSTANCE_ID
+    );
+    assert_eq!(coordinator.describe_group("g").unwrap().state, "Stable");
+}
+
+#[test]
+fn offsets_and_groups_survive_a_restart_and_a_crash() {
+    let fs = SimFs::new();
+    let manager1 = manager(&fs);
+    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
+    let coordinator1 = coordinator(&manager1, config.clone());
+    // A simple (standalone) consumer commits with generation -1.
+    assert_eq!(commit(&coordinator1, -1, "", 41, 0), vec![errors::NONE]);
+    assert_eq!(commit(&coordinator1, -1, "", 42, 1), vec![errors::NONE]);
+    let mut other = coordinator1
+        .join(JoinRequest { group_id: "h".to_owned(), ..join_request("", &["range"]) }, 2);
+    let member = ready(&mut other).unwrap().member_id;
+    let mut joined = coordinator1
+        .join(JoinRequest { group_id: "h".to_owned(), ..join_request(&member, &["range"]) }, 2);
+    assert_eq!(ready(&mut joined).unwrap().generation_id, 1);
+    let mut synced = coordinator1.sync(
+        SyncRequest {
+            group_id: "h".to_owned(),
+            generation_id: 1,
+            member_id: member.clone(),
+            group_instance_id: None,
+            protocol_type: None,
+            protocol_name: None,
+            assignments: vec![(member.clone(), Bytes::from_static(b"a"))],
+        },
+        3,
+    );
+    assert!(ready(&mut synced).is_some());
+    manager1.shutdown().unwrap();
+    drop((coordinator1, manager1));
+
+    // A clean restart: offsets and the stable group come back.
+    let manager2 = manager(&fs);
+    let coordinator2 = coordinator(&manager2, config.clone());
+    assert_eq!(coordinator2.load(10).unwrap(), 2);
+    assert_eq!(committed(&coordinator2), 42);
+    let summary = coordinator2.describe_group("h").unwrap();
+    assert_eq!((summary.state, summary.members.len()), ("Stable", 1));
+    assert_eq!(summary.members[0].5, Bytes::from_static(b"a"));
+    assert_eq!(coordinator2.heartbeat("h", 1, &member, None, 11), errors::NONE);
+    // Commit, flush, commit more: a power loss keeps at least the flushed commit.
+    assert_eq!(commit(&coordinator2, -1, "", 50, 20), vec![errors::NONE]);
+    for log in manager2.partitions() {
+        manager2.get_log(&log).unwrap().flush(21).unwrap();
+    }
+    assert_eq!(commit(&coordinator2, -1, "", 60, 22), vec![errors::NONE]);
+    drop((coordinator2, manager2));
+    for seed in 0..8 {
+        let crashed = fs.clone();
+        crashed.crash(seed);
+        let manager3 = manager(&crashed);
+        let coordinator3 = coordinator(&manager3, config.clone());
+        coordinator3.load(30).unwrap_or_else(|error| panic!("seed {seed}: {error}"));
+        let offset = committed(&coordinator3);
+        assert!(
+            offset == 50 || offset == 60,
+            "seed {seed}: committed offset went back to {offset}"
+        );
+        drop((coordinator3, manager3));
+    }
+}
+
+#[test]
+fn the_offsets_topic_is_rewritten_to_its_live_state() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let config = GroupConfig { offsets_topic_segment_bytes: 16 * 1024, ..small_config() };
+    let coordinator = coordinator(&manager, config.clone());
+    let partition = partition_for("g", 3);
+    let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+    let mut largest = 0;
+    for offset in 0..2_000 {
+        assert_eq!(commit(&coordinator, -1, "", offset, offset), vec![errors::NONE]);
+        coordinator.tick(offset);
+        largest = largest.max(manager.get_log(&tp).unwrap().size_bytes().unwrap());
+    }
+    let log = manager.get_log(&tp).unwrap();
+    assert!(log.log_start_offset().unwrap() > 0, "the log start moved");
+    assert!(largest <= 2 * 16 * 1024 + 4096, "grew to {largest} bytes");
+    manager.shutdown().unwrap();
+    drop((coordinator, manager, log));
+    let manager = self::manager(&fs);
+    let coordinator = self::coordinator(&manager, config);
+    coordinator.load(0).unwrap();
+    assert_eq!(committed(&coordinator), 1_999);
+}
+
+#[test]
+fn delete_group_and_offsets_write_tombstones() {
+    let fs = SimFs::new();
+    let manager1 = manager(&fs);
+    let coordinator1 = coordinator(&manager1, small_config());
+    assert_eq!(commit(&coordinator1, -1, "", 7, 0), vec![errors::NONE]);
+    let offsets = [OffsetToCommit {
+        topic: "u".to_owned(),
+        partition: 2,
+        offset: 9,
+        leader_epoch: -1,
+        metadata: String::new(),
+    }];
+    assert_eq!(coordinator1.commit_offsets("g", -1, "", None, &offsets, 1), vec![errors::NONE]);
+    assert_eq!(
+        coordinator1.delete_offsets("g", &[("u".to_owned(), 2)], 2),
+        (errors::NONE, vec![errors::NONE])
+    );
+    let all = coordinator1.fetch_offsets("g", None).unwrap();
+    assert_eq!(all.len(), 1, "only t is left: {all:?}");
+    assert_eq!(coordinator1.delete_group("g", 3), errors::NONE);
+    assert_eq!(committed(&coordinator1), -1);
+    manager1.shutdown().unwrap();
+    drop((coordinator1, manager1));
+    let manager2 = manager(&fs);
+    let coordinator2 = coordinator(&manager2, small_config());
+    assert_eq!(coordinator2.load(10).unwrap(), 0, "the tombstones hold after a restart");
+    assert_eq!(committed(&coordinator2), -1);
+}

@@ -1,0 +1,570 @@
+//! The group APIs (Kafka's `KafkaApis.handle*Group*` and offset handlers): FindCoordinator,
+//! JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+//! DescribeGroups, DeleteGroups and OffsetDelete, translated to and from the coordinator
+//! (`crate::group`). Fields a version does not carry stay at their defaults, as the codec
+//! requires.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::offset_delete_response::{
+    OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
+};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse, OffsetFetchRequest,
+    OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{blocking, now_ms, operations, str_bytes, topic_name};
+use crate::dispatch::{Reply, Request, encode};
+use crate::group::{FetchedOffsets, JoinRequest, OffsetToCommit, SyncRequest, TopicPartitions};
+use crate::{Broker, errors};
+
+/// READ, DELETE, DESCRIBE: what a group allows with no authorizer.
+const GROUP_OPERATIONS: i32 = operations(&[3, 6, 8]);
+
+fn text(value: &StrBytes) -> String {
+    value.as_str().to_owned()
+}
+
+fn group_id(value: &str) -> GroupId {
+    GroupId(str_bytes(value))
+}
+
+/// Routes one group API request.
+pub(crate) async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String> {
+    let version = request.version;
+    match request.api_key {
+        ApiKey::FindCoordinator => find_coordinator(broker, request.decode()?, version).await,
+        ApiKey::JoinGroup => join_group(broker, request, request.decode()?, version).await,
+        ApiKey::SyncGroup => sync_group(broker, request.decode()?, version).await,
+        ApiKey::Heartbeat => heartbeat(broker, request.decode()?, version).await,
+        ApiKey::LeaveGroup => leave_group(broker, request.decode()?, version).await,
+        ApiKey::OffsetCommit => offset_commit(broker, request.decode()?, version).await,
+        ApiKey::OffsetFetch => offset_fetch(broker, request.decode()?, version).await,
+        ApiKey::ListGroups => list_groups(broker, &request.decode()?, version),
+        ApiKey::DescribeGroups => describe_groups(broker, &request.decode()?, version),
+        ApiKey::DeleteGroups => delete_groups(broker, request.decode()?, version).await,
+        ApiKey::OffsetDelete => offset_delete(broker, request.decode()?, version).await,
+        other => Err(format!("api {other:?} is not a group api")),
+    }
+}
+
+/// FindCoordinator: this node, for groups and transactional ids alike (creating
+/// `__consumer_offsets` on first use, as Kafka does); share-group keys (type 2) are refused.
+async fn find_coordinator(
+    broker: &Arc<Broker>,
+    request: FindCoordinatorRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let for_groups = Arc::clone(broker);
+    let ensured = blocking(move || for_groups.groups.ensure_offsets_topic()).await?;
+    let answer = |key: &StrBytes| -> (i16, Option<&'static str>) {
+        if request.key_type != 0 && request.key_type != 1 {
+            return (
+                errors::INVALID_REQUEST,
+                Some("only group (0) and transaction (1) keys are served"),
+            );
+        }
+        if request.key_type == 0 && key.is_empty() {
+            return (errors::INVALID_REQUEST, Some("the group id is empty"));
+        }
+        match ensured {
+            Ok(_) => (errors::NONE, None),
+            Err(code) => (code, Some("the coordinator's topic is not available")),
+        }
+    };
+    let mut response = FindCoordinatorResponse::default();
+    if version < 4 {
+        let (code, message) = answer(&request.key);
+        response.error_code = code;
+        if code == errors::NONE {
+            response.node_id = BrokerId(broker.config.node_id);
+            response.host = str_bytes(&broker.advertised_host);
+            response.port = broker.advertised_port;
+        } else {
+            response.node_id = BrokerId(-1);
+            response.port = -1;
+        }
+        if version >= 1 {
+            response.error_message = message.map(str_bytes);
+        }
+    } else {
+        for key in &request.coordinator_keys {
+            let (code, message) = answer(key);
+            let mut coordinator = Coordinator::default()
+                .with_key(key.clone())
+                .with_error_code(code)
+                .with_error_message(message.map(str_bytes));
+            if code == errors::NONE {
+                coordinator.node_id = BrokerId(broker.config.node_id);
+                coordinator.host = str_bytes(&broker.advertised_host);
+                coordinator.port = broker.advertised_port;
+            } else {
+                coordinator.node_id = BrokerId(-1);
+                coordinator.port = -1;
+            }
+            response.coordinators.push(coordinator);
+        }
+    }
+    encode(&response, version)
+}
+
+async fn join_group(
+    broker: &Arc<Broker>,
+    request_frame: &Request,
+    request: JoinGroupRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let join = JoinRequest {
+        group_id: text(&request.group_id.0),
+        member_id: text(&request.member_id),
+        group_instance_id: request.group_instance_id.as_ref().map(text),
+        client_id: request_frame.header.client_id.as_ref().map(text).unwrap_or_default(),
+        client_host: request_frame.client_host.clone(),
+        session_timeout_ms: request.session_timeout_ms,
+        // v0 has no rebalance timeout: the session timeout stands in (as in Kafka).
+        rebalance_timeout_ms: if version == 0 {
+            request.session_timeout_ms
+        } else {
+            request.rebalance_timeout_ms
+        },
+        protocol_type: text(&request.protocol_type),
+        protocols: request
+            .protocols
+            .into_iter()
+            .map(|protocol| (text(&protocol.name), protocol.metadata))
+            .collect(),
+        require_known_member_id: version >= 4,
+    };
+    let member_id = join.member_id.clone();
+    let for_groups = Arc::clone(broker);
+    let receiver = blocking(move || for_groups.groups.join(join, now_ms())).await?;
+    let result = receiver.await.unwrap_or_else(|_| {
+        crate::group::JoinResult::error(&member_id, errors::REBALANCE_IN_PROGRESS)
+    });
+    let mut response = JoinGroupResponse::default();
+    response.error_code = result.error_code;
+    response.generation_id = result.generation_id;
+    response.protocol_name = if version >= 7 {
+        result.protocol_name.as_deref().map(str_bytes)
+    } else {
+        // Before v7 the field is not nullable: an empty name stands for none.
+        Some(str_bytes(result.protocol_name.as_deref().unwrap_or_default()))
+    };
+    if version >= 7 {
+        response.protocol_type = result.protocol_type.as_deref().map(str_bytes);
+    }
+    response.leader = str_bytes(&result.leader);
+    response.member_id = str_bytes(&result.member_id);
+    if version >= 9 {
+        response.skip_assignment = result.skip_assignment;
+    }
+    response.members = result
+        .members
+        .into_iter()
+        .map(|(member_id, instance, metadata)| {
+            let mut member =
+                JoinGroupResponseMember::default().with_member_id(str_bytes(&member_id));
+            if version >= 5 {
+                member.group_instance_id = instance.as_deref().map(str_bytes);
+            }
+            member.metadata = metadata;
+            member
+        })
+        .collect();
+    encode(&response, version)
+}
+
+async fn sync_group(
+    broker: &Arc<Broker>,
+    request: SyncGroupRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let sync = SyncRequest {
+        group_id: text(&request.group_id.0),
+        generation_id: request.generation_id,
+        member_id: text(&request.member_id),
+        group_instance_id: request.group_instance_id.as_ref().map(text),
+        protocol_type: request.protocol_type.as_ref().map(text),
+        protocol_name: request.protocol_name.as_ref().map(text),
+        assignments: request
+            .assignments
+            .into_iter()
+            .map(|assignment| (text(&assignment.member_id), assignment.assignment))
+            .collect(),
+    };
+    let for_groups = Arc::clone(broker);
+    let receiver = blocking(move || for_groups.groups.sync(sync, now_ms())).await?;
+    let result = receiver
+        .await
+        .unwrap_or_else(|_| crate::group::SyncResult::error(errors::REBALANCE_IN_PROGRESS));
+    let mut response = SyncGroupResponse::default();
+    response.error_code = result.error_code;
+    response.assignment = result.assignment;
+    if version >= 5 {
+        response.protocol_type = result.protocol_type.as_deref().map(str_bytes);
+        response.protocol_name = result.protocol_name.as_deref().map(str_bytes);
+    }
+    encode(&response, version)
+}
+
+async fn heartbeat(
+    broker: &Arc<Broker>,
+    request: HeartbeatRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let for_groups = Arc::clone(broker);
+    let code = blocking(move || {
+        for_groups.groups.heartbeat(
+            request.group_id.0.as_str(),
+            request.generation_id,
+            request.member_id.as_str(),
+            request.group_instance_id.as_ref().map(StrBytes::as_str),
+            now_ms(),
+        )
+    })
+    .await?;
+    encode(&HeartbeatResponse::default().with_error_code(code), version)
+}
+
+async fn leave_group(
+    broker: &Arc<Broker>,
+    request: LeaveGroupRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let leaving: Vec<(String, Option<String>)> = if version < 3 {
+        vec![(text(&request.member_id), None)]
+    } else {
+        request
+            .members
+            .iter()
+            .map(|member| (text(&member.member_id), member.group_instance_id.as_ref().map(text)))
+            .collect()
+    };
+    let group = text(&request.group_id.0);
+    let for_groups = Arc::clone(broker);
+    let asked = leaving.clone();
+    let (code, codes) = blocking(move || for_groups.groups.leave(&group, &asked, now_ms())).await?;
+    let mut response = LeaveGroupResponse::default();
+    if version < 3 {
+        response.error_code =
+            if code == errors::NONE { codes.first().copied().unwrap_or(code) } else { code };
+    } else {
+        response.error_code = code;
+        response.members = leaving
+            .iter()
+            .zip(codes.iter().copied().chain(std::iter::repeat(code)))
+            .map(|((member_id, instance), code)| {
+                MemberResponse::default()
+                    .with_member_id(str_bytes(member_id))
+                    .with_group_instance_id(instance.as_deref().map(str_bytes))
+                    .with_error_code(code)
+            })
+            .collect();
+    }
+    encode(&response, version)
+}
+
+async fn offset_commit(
+    broker: &Arc<Broker>,
+    request: OffsetCommitRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let offsets: Vec<OffsetToCommit> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(move |partition| OffsetToCommit {
+                topic: text(&topic.name.0),
+                partition: partition.partition_index,
+                offset: partition.committed_offset,
+                leader_epoch: if version >= 6 { partition.committed_leader_epoch } else { -1 },
+                metadata: partition.committed_metadata.as_ref().map(text).unwrap_or_default(),
+            })
+        })
+        .collect();
+    let group = text(&request.group_id.0);
+    let member = text(&request.member_id);
+    let instance = request.group_instance_id.as_ref().map(text);
+    let generation = request.generation_id_or_member_epoch;
+    let for_groups = Arc::clone(broker);
+    let asked = offsets.clone();
+    let codes = blocking(move || {
+        for_groups.groups.commit_offsets(
+            &group,
+            generation,
+            &member,
+            instance.as_deref(),
+            &asked,
+            now_ms(),
+        )
+    })
+    .await?;
+    let mut response = OffsetCommitResponse::default();
+    let mut codes = codes.into_iter();
+    for topic in &request.topics {
+        let mut out = OffsetCommitResponseTopic::default();
+        out.name = topic.name.clone();
+        for partition in &topic.partitions {
+            out.partitions.push(
+                OffsetCommitResponsePartition::default()
+                    .with_partition_index(partition.partition_index)
+                    .with_error_code(codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR)),
+            );
+        }
+        response.topics.push(out);
+    }
+    encode(&response, version)
+}
+
+async fn offset_fetch(
+    broker: &Arc<Broker>,
+    request: OffsetFetchRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    // (group, topics or None for all) per group asked.
+    let asked: Vec<(String, Option<TopicPartitions>)> = if version < 8 {
+        let topics = request.topics.as_ref().map(|topics| {
+            topics
+                .iter()
+                .map(|topic| (text(&topic.name.0), topic.partition_indexes.clone()))
+                .collect()
+        });
+        vec![(text(&request.group_id.0), topics)]
+    } else {
+        request
+            .groups
+            .iter()
+            .map(|group| {
+                let topics = group.topics.as_ref().map(|topics| {
+                    topics
+                        .iter()
+                        .map(|topic| (text(&topic.name.0), topic.partition_indexes.clone()))
+                        .collect()
+                });
+                (text(&group.group_id.0), topics)
+            })
+            .collect()
+    };
+    let for_groups = Arc::clone(broker);
+    let results: Vec<(String, Result<FetchedOffsets, i16>)> = blocking(move || {
+        asked
+            .into_iter()
+            .map(|(group, topics)| {
+                let fetched = for_groups.groups.fetch_offsets(&group, topics);
+                (group, fetched)
+            })
+            .collect()
+    })
+    .await?;
+    let mut response = OffsetFetchResponse::default();
+    for (group, fetched) in results {
+        let (code, topics) = match fetched {
+            Ok(topics) => (errors::NONE, topics),
+            Err(code) => (code, Vec::new()),
+        };
+        if version < 8 {
+            if version >= 2 {
+                response.error_code = code;
+            }
+            for (topic, partitions) in topics {
+                let mut out = OffsetFetchResponseTopic::default();
+                out.name = topic_name(&topic);
+                for (partition, committed) in partitions {
+                    let mut entry = OffsetFetchResponsePartition::default()
+                        .with_partition_index(partition)
+                        .with_committed_offset(committed.as_ref().map_or(-1, |c| c.offset))
+                        .with_metadata(Some(str_bytes(
+                            committed.as_ref().map(|c| c.metadata.as_str()).unwrap_or_default(),
+                        )))
+                        .with_error_code(errors::NONE);
+                    if version >= 5 {
+                        entry.committed_leader_epoch =
+                            committed.as_ref().map_or(-1, |c| c.leader_epoch);
+                    }
+                    out.partitions.push(entry);
+                }
+                response.topics.push(out);
+            }
+        } else {
+            let mut out = OffsetFetchResponseGroup::default();
+            out.group_id = group_id(&group);
+            out.error_code = code;
+            for (topic, partitions) in topics {
+                let mut topic_out = OffsetFetchResponseTopics::default();
+                topic_out.name = topic_name(&topic);
+                for (partition, committed) in partitions {
+                    topic_out.partitions.push(
+                        OffsetFetchResponsePartitions::default()
+                            .with_partition_index(partition)
+                            .with_committed_offset(committed.as_ref().map_or(-1, |c| c.offset))
+                            .with_committed_leader_epoch(
+                                committed.as_ref().map_or(-1, |c| c.leader_epoch),
+                            )
+                            .with_metadata(Some(str_bytes(
+                                committed.as_ref().map(|c| c.metadata.as_str()).unwrap_or_default(),
+                            )))
+                            .with_error_code(errors::NONE),
+                    );
+                }
+                out.topics.push(topic_out);
+            }
+            response.groups.push(out);
+        }
+    }
+    encode(&response, version)
+}
+
+fn list_groups(
+    broker: &Arc<Broker>,
+    request: &ListGroupsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let states: Vec<String> = request.states_filter.iter().map(text).collect();
+    let classic_only = request.types_filter.is_empty()
+        || request.types_filter.iter().any(|kind| kind.as_str().eq_ignore_ascii_case("classic"));
+    let mut response = ListGroupsResponse::default();
+    if classic_only {
+        for (id, protocol_type, state) in broker.groups.list_groups(&states) {
+            let mut group = ListedGroup::default()
+                .with_group_id(group_id(&id))
+                .with_protocol_type(str_bytes(&protocol_type));
+            if version >= 4 {
+                group.group_state = str_bytes(state);
+            }
+            if version >= 5 {
+                group.group_type = str_bytes("classic");
+            }
+            response.groups.push(group);
+        }
+    }
+    encode(&response, version)
+}
+
+fn describe_groups(
+    broker: &Arc<Broker>,
+    request: &DescribeGroupsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let mut response = DescribeGroupsResponse::default();
+    for id in &request.groups {
+        let mut described = DescribedGroup::default().with_group_id(id.clone());
+        if version >= 3 {
+            described.authorized_operations =
+                if request.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
+        }
+        if id.0.is_empty() {
+            described.error_code = errors::INVALID_GROUP_ID;
+        } else if let Some(summary) = broker.groups.describe_group(id.0.as_str()) {
+            described.group_state = str_bytes(summary.state);
+            described.protocol_type = str_bytes(&summary.protocol_type);
+            described.protocol_data = str_bytes(&summary.protocol);
+            described.members = summary
+                .members
+                .into_iter()
+                .map(|(member_id, instance, client_id, client_host, metadata, assignment)| {
+                    let mut member = DescribedGroupMember::default()
+                        .with_member_id(str_bytes(&member_id))
+                        .with_client_id(str_bytes(&client_id))
+                        .with_client_host(str_bytes(&client_host))
+                        .with_member_metadata(metadata)
+                        .with_member_assignment(assignment);
+                    if version >= 4 {
+                        member.group_instance_id = instance.as_deref().map(str_bytes);
+                    }
+                    member
+                })
+                .collect();
+        } else {
+            // Kafka describes an unknown group as Dead; from v6 with GROUP_ID_NOT_FOUND.
+            described.group_state = str_bytes("Dead");
+            if version >= 6 {
+                described.error_code = errors::GROUP_ID_NOT_FOUND;
+                described.error_message =
+                    Some(str_bytes(&format!("Group {} not found.", id.0.as_str())));
+            }
+        }
+        response.groups.push(described);
+    }
+    encode(&response, version)
+}
+
+async fn delete_groups(
+    broker: &Arc<Broker>,
+    request: DeleteGroupsRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let names: Vec<String> = request.groups_names.iter().map(|id| text(&id.0)).collect();
+    let for_groups = Arc::clone(broker);
+    let asked = names.clone();
+    let codes = blocking(move || {
+        let now = now_ms();
+        asked.iter().map(|group| for_groups.groups.delete_group(group, now)).collect::<Vec<_>>()
+    })
+    .await?;
+    let mut response = DeleteGroupsResponse::default();
+    response.results = names
+        .iter()
+        .zip(codes)
+        .map(|(name, code)| {
+            DeletableGroupResult::default().with_group_id(group_id(name)).with_error_code(code)
+        })
+        .collect();
+    encode(&response, version)
+}
+
+async fn offset_delete(
+    broker: &Arc<Broker>,
+    request: OffsetDeleteRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let partitions: Vec<(String, i32)> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic
+                .partitions
+                .iter()
+                .map(move |partition| (text(&topic.name.0), partition.partition_index))
+        })
+        .collect();
+    let group = text(&request.group_id.0);
+    let for_groups = Arc::clone(broker);
+    let (code, codes) =
+        blocking(move || for_groups.groups.delete_offsets(&group, &partitions, now_ms())).await?;
+    let mut response = OffsetDeleteResponse::default().with_error_code(code);
+    if code == errors::NONE {
+        let mut codes = codes.into_iter();
+        for topic in &request.topics {
+            let mut out = OffsetDeleteResponseTopic::default();
+            out.name = topic.name.clone();
+            for partition in &topic.partitions {
+                out.partitions.push(
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(partition.partition_index)
+                        .with_error_code(codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR)),
+                );
+            }
+            response.topics.push(out);
+        }
+    }
+    encode(&response, version)
+}

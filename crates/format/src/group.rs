@@ -1,0 +1,434 @@
+//! The records of `__consumer_offsets` (Kafka's `GroupCoordinatorRecordSerde` with the
+//! `OffsetCommitKey`/`OffsetCommitValue` and `GroupMetadataKey`/`GroupMetadataValue` schemas of
+//! the `group-coordinator` module): the key and value bytes of one record, every version
+//! Kafka has written.
+//!
+//! A key starts with its schema version: 0 and 1 are an offset commit, 2 the metadata of a
+//! classic group; 3 and above belong to KIP-848 and share groups, which this module reports as
+//! [`GroupRecordKey::Other`]. A record with a null value is a tombstone (an offset deleted, a
+//! group gone). Writers use the versions Kafka 3.x writes: key 1 and value 3 for offsets, key 2
+//! and value 3 for groups.
+
+use crate::error::{DecodeError, Result};
+use crate::varint::{Reader, write_unsigned_varint};
+
+/// The version of `OffsetCommitValue` written (3: with the leader epoch, no expire timestamp).
+pub const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
+/// The version of `GroupMetadataValue` written (3: with group instance ids).
+pub const GROUP_METADATA_VALUE_VERSION: i16 = 3;
+
+/// The key of a `__consumer_offsets` record.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum GroupRecordKey {
+    /// `OffsetCommitKey` (versions 0 and 1): the committed offset of one partition.
+    OffsetCommit { group: String, topic: String, partition: i32 },
+    /// `GroupMetadataKey` (version 2): a classic group's generation and members.
+    GroupMetadata { group: String },
+    /// A key of a later schema (KIP-848 consumer groups, share groups): its version.
+    Other(i16),
+}
+
+/// `OffsetCommitValue`: one committed offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitValue {
+    pub offset: i64,
+    /// -1 when unknown (and in versions before 3).
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub commit_timestamp: i64,
+    /// Only version 1 carries it; -1 otherwise.
+    pub expire_timestamp: i64,
+}
+
+/// One member in `GroupMetadataValue` (`MemberMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberMetadata {
+    pub member_id: String,
+    /// Static membership (`group.instance.id`), version 3 and later.
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    /// Version 1 and later; version 0 stores the session timeout in its place when read.
+    pub rebalance_timeout: i32,
+    pub session_timeout: i32,
+    /// The member's metadata for the group's chosen protocol.
+    pub subscription: Vec<u8>,
+    pub assignment: Vec<u8>,
+}
+
+/// `GroupMetadataValue`: the state of a classic group after a rebalance.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GroupMetadataValue {
+    pub protocol_type: String,
+    pub generation: i32,
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    /// Version 2 and later; -1 otherwise.
+    pub current_state_timestamp: i64,
+    pub members: Vec<MemberMetadata>,
+}
+
+fn invalid(what: &'static str, reason: impl Into<String>) -> DecodeError {
+    DecodeError::InvalidGroupRecord { what, reason: reason.into() }
+}
+
+/// Field reading with the flexible (compact) encodings switched on by `flexible`.
+struct Fields<'a> {
+    reader: Reader<'a>,
+    flexible: bool,
+    what: &'static str,
+}
+
+impl<'a> Fields<'a> {
+    fn new(bytes: &'a [u8], flexible: bool, what: &'static str) -> Self {
+        Self { reader: Reader::new(bytes), flexible, what }
+    }
+
+    /// A length: int16/int32 (-1 = null) or, when flexible, unsigned varint of length + 1.
+    fn length(&mut self, wide: bool) -> Result<Option<usize>> {
+        let length = if self.flexible {
+            i64::from(self.reader.unsigned_varint()?) - 1
+        } else if wide {
+            i64::from(self.reader.i32()?)
+        } else {
+            i64::from(self.reader.i16()?)
+        };
+        if length < 0 {
+            return Ok(None);
+        }
+        let length = usize::try_from(length).map_err(|_| invalid(self.what, "length overflow"))?;
+        if length > self.reader.remaining() {
+            return Err(DecodeError::Truncated {
+                needed: length,
+                available: self.reader.remaining(),
+            });
+        }
+        Ok(Some(length))
+    }
+
+    fn nullable_string(&mut self) -> Result<Option<String>> {
+        let Some(length) = self.length(false)? else {
+            return Ok(None);
+        };
+        let bytes = self.reader.bytes(length)?;
+        String::from_utf8(bytes.to_vec())
+            .map(Some)
+            .map_err(|_| invalid(self.what, "a string is not UTF-8"))
+    }
+
+    fn string(&mut self) -> Result<String> {
+        self.nullable_string()?.ok_or_else(|| invalid(self.what, "a non-null string is null"))
+    }
+
+    fn bytes(&mut self) -> Result<Vec<u8>> {
+        let Some(length) = self.length(true)? else {
+            return Ok(Vec::new());
+        };
+        Ok(self.reader.bytes(length)?.to_vec())
+    }
+
+    /// An array count, checked against the bytes left (each element takes at least one).
+    fn count(&mut self) -> Result<usize> {
+        Ok(self.length(true)?.unwrap_or(0))
+    }
+
+    /// Skips a flexible struct's tagged fields.
+    fn tagged_fields(&mut self) -> Result<()> {
+        if !self.flexible {
+            return Ok(());
+        }
+        let n_fields = self.reader.unsigned_varint()?;
+        for _ in 0..n_fields {
+            let _tag = self.reader.unsigned_varint()?;
+            let size = usize::try_from(self.reader.unsigned_varint()?)
+                .map_err(|_| invalid(self.what, "tagged field size overflow"))?;
+            self.reader.bytes(size)?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a record key.
+pub fn decode_key(bytes: &[u8]) -> Result<GroupRecordKey> {
+    let mut fields = Fields::new(bytes, false, "key");
+    let version = fields.reader.i16()?;
+    match version {
+        0 | 1 => Ok(GroupRecordKey::OffsetCommit {
+            group: fields.string()?,
+            topic: fields.string()?,
+            partition: fields.reader.i32()?,
+        }),
+        2 => Ok(GroupRecordKey::GroupMetadata { group: fields.string()? }),
+        version if version > 2 => Ok(GroupRecordKey::Other(version)),
+        version => Err(invalid("key", format!("unknown key version {version}"))),
+    }
+}
+
+/// Encodes a key: `OffsetCommitKey` version 1 or `GroupMetadataKey` version 2.
+pub fn encode_key(key: &GroupRecordKey) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match key {
+        GroupRecordKey::OffsetCommit { group, topic, partition } => {
+            out.extend_from_slice(&1i16.to_be_bytes());
+            put_string(&mut out, group)?;
+            put_string(&mut out, topic)?;
+            out.extend_from_slice(&partition.to_be_bytes());
+        }
+        GroupRecordKey::GroupMetadata { group } => {
+            out.extend_from_slice(&2i16.to_be_bytes());
+            put_string(&mut out, group)?;
+        }
+        GroupRecordKey::Other(_) => {
+            return Err(DecodeError::Unencodable {
+                reason: "only offset and group keys are written",
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes an `OffsetCommitValue` of any version (0 to 4).
+pub fn decode_offset_commit_value(bytes: &[u8]) -> Result<OffsetCommitValue> {
+    let mut fields = Fields::new(bytes, false, "OffsetCommitValue");
+    let version = fields.reader.i16()?;
+    if !(0..=4).contains(&version) {
+        return Err(invalid("OffsetCommitValue", format!("unknown version {version}")));
+    }
+    fields.flexible = version >= 4;
+    let offset = fields.reader.i64()?;
+    let leader_epoch = if version >= 3 { fields.reader.i32()? } else { -1 };
+    let metadata = fields.string()?;
+    let commit_timestamp = fields.reader.i64()?;
+    let expire_timestamp = if version == 1 { fields.reader.i64()? } else { -1 };
+    fields.tagged_fields()?;
+    Ok(OffsetCommitValue { offset, leader_epoch, metadata, commit_timestamp, expire_timestamp })
+}
+
+/// Encodes an `OffsetCommitValue` at version 3.
+pub fn encode_offset_commit_value(value: &OffsetCommitValue) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(30 + value.metadata.len());
+    out.extend_from_slice(&OFFSET_COMMIT_VALUE_VERSION.to_be_bytes());
+    out.extend_from_slice(&value.offset.to_be_bytes());
+    out.extend_from_slice(&value.leader_epoch.to_be_bytes());
+    put_string(&mut out, &value.metadata)?;
+    out.extend_from_slice(&value.commit_timestamp.to_be_bytes());
+    Ok(out)
+}
+
+/// Decodes a `GroupMetadataValue` of any version (0 to 4).
+pub fn decode_group_metadata_value(bytes: &[u8]) -> Result<GroupMetadataValue> {
+    let mut fields = Fields::new(bytes, false, "GroupMetadataValue");
+    let version = fields.reader.i16()?;
+    if !(0..=4).contains(&version) {
+        return Err(invalid("GroupMetadataValue", format!("unknown version {version}")));
+    }
+    fields.flexible = version >= 4;
+    let protocol_type = fields.string()?;
+    let generation = fields.reader.i32()?;
+    let protocol = fields.nullable_string()?;
+    let leader = fields.nullable_string()?;
+    let current_state_timestamp = if version >= 2 { fields.reader.i64()? } else { -1 };
+    let n_members = fields.count()?;
+    let mut members = Vec::new();
+    for _ in 0..n_members {
+        let member_id = fields.string()?;
+        let group_instance_id = if version >= 3 { fields.nullable_string()? } else { None };
+        let client_id = fields.string()?;
+        let client_host = fields.string()?;
+        let rebalance_timeout = if version >= 1 { Some(fields.reader.i32()?) } else { None };
+        let session_timeout = fields.reader.i32()?;
+        let subscription = fields.bytes()?;
+        let assignment = fields.bytes()?;
+        fields.tagged_fields()?;
+        members.push(MemberMetadata {
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout: rebalance_timeout.unwrap_or(session_timeout),
+            session_timeout,
+            subscription,
+            assignment,
+        });
+    }
+    fields.tagged_fields()?;
+    Ok(GroupMetadataValue {
+        protocol_type,
+        generation,
+        protocol,
+        leader,
+        current_state_timestamp,
+        members,
+    })
+}
+
+/// Encodes a `GroupMetadataValue` at version 3.
+pub fn encode_group_metadata_value(value: &GroupMetadataValue) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&GROUP_METADATA_VALUE_VERSION.to_be_bytes());
+    put_string(&mut out, &value.protocol_type)?;
+    out.extend_from_slice(&value.generation.to_be_bytes());
+    put_nullable_string(&mut out, value.protocol.as_deref())?;
+    put_nullable_string(&mut out, value.leader.as_deref())?;
+    out.extend_from_slice(&value.current_state_timestamp.to_be_bytes());
+    let n_members = i32::try_from(value.members.len())
+        .map_err(|_| DecodeError::Unencodable { reason: "too many members" })?;
+    out.extend_from_slice(&n_members.to_be_bytes());
+    for member in &value.members {
+        put_string(&mut out, &member.member_id)?;
+        put_nullable_string(&mut out, member.group_instance_id.as_deref())?;
+        put_string(&mut out, &member.client_id)?;
+        put_string(&mut out, &member.client_host)?;
+        out.extend_from_slice(&member.rebalance_timeout.to_be_bytes());
+        out.extend_from_slice(&member.session_timeout.to_be_bytes());
+        put_bytes(&mut out, &member.subscription)?;
+        put_bytes(&mut out, &member.assignment)?;
+    }
+    Ok(out)
+}
+
+fn put_string(out: &mut Vec<u8>, text: &str) -> Result<()> {
+    put_nullable_string(out, Some(text))
+}
+
+fn put_nullable_string(out: &mut Vec<u8>, text: Option<&str>) -> Result<()> {
+    match text {
+        None => out.extend_from_slice(&(-1i16).to_be_bytes()),
+        Some(text) => {
+            let length = i16::try_from(text.len()).map_err(|_| DecodeError::Unencodable {
+                reason: "string longer than 32767 bytes",
+            })?;
+            out.extend_from_slice(&length.to_be_bytes());
+            out.extend_from_slice(text.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<()> {
+    let length = i32::try_from(bytes.len())
+        .map_err(|_| DecodeError::Unencodable { reason: "bytes longer than 2 GiB" })?;
+    out.extend_from_slice(&length.to_be_bytes());
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+/// Writes a compact (flexible) string, for tests of version 4 values.
+#[doc(hidden)]
+pub fn put_compact_string(out: &mut Vec<u8>, text: &str) {
+    write_unsigned_varint(out, u32::try_from(text.len() + 1).unwrap_or(u32::MAX));
+    out.extend_from_slice(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_commit_key_golden_bytes() {
+        let key = GroupRecordKey::OffsetCommit {
+            group: "g".to_owned(),
+            topic: "t".to_owned(),
+            partition: 3,
+        };
+        let bytes = encode_key(&key).unwrap();
+        assert_eq!(bytes, [0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 3]);
+        assert_eq!(decode_key(&bytes).unwrap(), key);
+        // Version 0 has the same fields.
+        assert_eq!(decode_key(&[0, 0, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 3]).unwrap(), key);
+        let group = GroupRecordKey::GroupMetadata { group: "g".to_owned() };
+        assert_eq!(encode_key(&group).unwrap(), [0, 2, 0, 1, b'g']);
+        assert_eq!(decode_key(&[0, 2, 0, 1, b'g']).unwrap(), group);
+        assert_eq!(decode_key(&[0, 5, 0, 1, b'g']).unwrap(), GroupRecordKey::Other(5));
+    }
+
+    #[test]
+    fn offset_commit_value_versions() {
+        let value = OffsetCommitValue {
+            offset: 42,
+            leader_epoch: 7,
+            metadata: "m".to_owned(),
+            commit_timestamp: 1000,
+            expire_timestamp: -1,
+        };
+        let bytes = encode_offset_commit_value(&value).unwrap();
+        let mut expected = vec![0, 3];
+        expected.extend_from_slice(&42i64.to_be_bytes());
+        expected.extend_from_slice(&7i32.to_be_bytes());
+        expected.extend_from_slice(&[0, 1, b'm']);
+        expected.extend_from_slice(&1000i64.to_be_bytes());
+        assert_eq!(bytes, expected);
+        assert_eq!(decode_offset_commit_value(&bytes).unwrap(), value);
+
+        // Version 1: with the expire timestamp, no leader epoch.
+        let mut v1 = vec![0, 1];
+        v1.extend_from_slice(&42i64.to_be_bytes());
+        v1.extend_from_slice(&[0, 0]);
+        v1.extend_from_slice(&1000i64.to_be_bytes());
+        v1.extend_from_slice(&2000i64.to_be_bytes());
+        let decoded = decode_offset_commit_value(&v1).unwrap();
+        assert_eq!((decoded.leader_epoch, decoded.expire_timestamp), (-1, 2000));
+
+        // Version 4: flexible, compact string and empty tagged fields.
+        let mut v4 = vec![0, 4];
+        v4.extend_from_slice(&42i64.to_be_bytes());
+        v4.extend_from_slice(&7i32.to_be_bytes());
+        put_compact_string(&mut v4, "m");
+        v4.extend_from_slice(&1000i64.to_be_bytes());
+        v4.push(0);
+        assert_eq!(decode_offset_commit_value(&v4).unwrap(), value);
+    }
+
+    #[test]
+    fn group_metadata_value_round_trip_and_v0() {
+        let value = GroupMetadataValue {
+            protocol_type: "consumer".to_owned(),
+            generation: 3,
+            protocol: Some("range".to_owned()),
+            leader: Some("m-1".to_owned()),
+            current_state_timestamp: 99,
+            members: vec![MemberMetadata {
+                member_id: "m-1".to_owned(),
+                group_instance_id: Some("i".to_owned()),
+                client_id: "c".to_owned(),
+                client_host: "/127.0.0.1".to_owned(),
+                rebalance_timeout: 300_000,
+                session_timeout: 45_000,
+                subscription: vec![1, 2],
+                assignment: vec![3],
+            }],
+        };
+        let bytes = encode_group_metadata_value(&value).unwrap();
+        assert_eq!(decode_group_metadata_value(&bytes).unwrap(), value);
+
+        // Version 0: no timestamp, no instance id, no rebalance timeout.
+        let mut v0 = vec![0, 0, 0, 1, b'c', 0, 0, 0, 1, 0, 1, b'r', 0, 1, b'm', 0, 0, 0, 1];
+        v0.extend_from_slice(&[0, 1, b'm', 0, 1, b'c', 0, 1, b'h']);
+        v0.extend_from_slice(&10_000i32.to_be_bytes());
+        v0.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 9]);
+        let decoded = decode_group_metadata_value(&v0).unwrap();
+        assert_eq!(decoded.current_state_timestamp, -1);
+        let member = decoded.members.first().unwrap();
+        assert_eq!((member.rebalance_timeout, member.session_timeout), (10_000, 10_000));
+        assert_eq!(member.assignment, [9]);
+    }
+
+    #[test]
+    fn hostile_values_are_errors_not_panics() {
+        assert!(decode_key(&[0]).is_err());
+        assert!(decode_key(&[0xff, 0xff]).is_err());
+        // A member count far beyond the bytes left.
+        let mut bytes = vec![0, 3, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        bytes.extend_from_slice(&0i64.to_be_bytes());
+        bytes.extend_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(
+            decode_group_metadata_value(&bytes).unwrap_err().to_string(),
+            "truncated input: needed 2147483647 bytes, only 0 available"
+        );
+        assert!(decode_offset_commit_value(&[0, 9]).is_err());
+        let mut non_utf8 = vec![0, 2, 0, 2, 0xc3, 0x28];
+        assert!(decode_key(&non_utf8).is_err());
+        non_utf8.truncate(4);
+        assert!(decode_key(&non_utf8).is_err());
+    }
+}
