@@ -56,8 +56,22 @@ fn gid(text: &str) -> GroupId {
 
 /// A broker with a fast first rebalance and a small `__consumer_offsets`.
 async fn broker(dir: &std::path::Path) -> seglog_broker::Server {
-    start(dir, &[("group.initial.rebalance.delay.ms", "0"), ("offsets.topic.num.partitions", "5")])
-        .await
+    let server = start(
+        dir,
+        &[("group.initial.rebalance.delay.ms", "0"), ("offsets.topic.num.partitions", "5")],
+    )
+    .await;
+    // Offsets are committed only for partitions that exist, as in Kafka.
+    for topic in ["t", "u"] {
+        if !server.broker().manager().topics().iter().any(|known| known == topic) {
+            server
+                .broker()
+                .manager()
+                .create_topic(topic, 2, std::collections::BTreeMap::default())
+                .expect("topic");
+        }
+    }
+    server
 }
 
 fn join_request(group: &str, member_id: &str, instance: Option<&str>) -> JoinGroupRequest {
@@ -244,6 +258,9 @@ async fn every_group_api_answers_at_every_advertised_version() {
                     let response = client.send(&request, version).await;
                     assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
                     assert_eq!(fetch_committed(&mut client, &group, "t").await, 42, "v{version}");
+                    let unknown = commit_request(&group, generation, &member, "no-such-topic", 1);
+                    let response = client.send(&unknown, version).await;
+                    assert_eq!(response.topics[0].partitions[0].error_code, 3, "v{version}");
                 }
                 ApiKey::OffsetFetch => {
                     commit(&mut client, &group, "t", 7).await;

@@ -453,6 +453,14 @@ async fn produce_errors_carry_kafka_codes() {
     let response =
         client.send(&produce_request("p", 0, Bytes::from_static(b"garbage"), 1), 9).await;
     assert_eq!(code(&response), 2, "garbage");
+    // Only the group coordinator writes __consumer_offsets.
+    server
+        .broker()
+        .manager()
+        .create_topic("__consumer_offsets", 1, std::collections::BTreeMap::default())
+        .unwrap();
+    let response = client.send(&produce_request("__consumer_offsets", 0, good.clone(), 1), 9).await;
+    assert_eq!(code(&response), 17, "internal topic");
     // Nothing of the refused appends was written.
     assert_eq!(fetch_all(&mut client, "p", 0).await, Vec::<(i64, String)>::new());
 

@@ -123,7 +123,41 @@ fn kcat_lists_produces_and_consumes() {
     assert!(listing.contains("1 brokers:") && listing.contains("(controller)"), "{listing}");
     assert!(listing.contains("topic \"kcat\" with 1 partitions:"), "{listing}");
     assert!(listing.contains("partition 0, leader 1, replicas: 1, isrs: 1"), "{listing}");
+
+    // A balanced consumer (-G): joins the group, reads everything, commits, leaves.
+    let output = Command::new(&kcat)
+        .args(["-b", &broker.addr, "-G", "kcat-group", "-o", "beginning", "-e", "kcat"])
+        .output()
+        .expect("kcat -G");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 5000);
     assert!(broker.terminate().success());
+
+    // What the coordinator wrote, as `kafka-dump-log.sh --offsets-decoder` prints it: the
+    // group's generation 1 with its member, the offset commit, the empty generation 2.
+    let dumped: String = std::fs::read_dir(dir.path())
+        .expect("log dir")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| {
+            path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("__consumer_offsets-"))
+        })
+        .map(|partition| {
+            let log = partition.join("00000000000000000000.log");
+            let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+                .args(["dump", "--offsets-decoder", "--files"])
+                .arg(&log)
+                .output()
+                .expect("seglog dump");
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+        .collect();
+    let records: Vec<&str> = dumped.lines().filter(|line| line.starts_with("| offset: ")).collect();
+    assert_eq!(records.len(), 3, "{dumped}");
+    assert!(records[0].contains(r#"key: {"type":"2","data":{"group":"kcat-group"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range","leader":"rdkafka-"#), "{dumped}");
+    assert!(records[1].contains(r#"key: {"type":"1","data":{"group":"kcat-group","topic":"kcat","partition":0}} payload: {"version":"3","data":{"offset":5000,"leaderEpoch":"#), "{dumped}");
+    assert!(records[2].contains(r#""generation":2,"protocol":null,"leader":null,"#), "{dumped}");
+    assert!(records[2].ends_with(r#""members":[]}}"#), "{dumped}");
 }
 
 #[test]

@@ -138,6 +138,14 @@ fn append_partition(
     if !matches!(acks, -1..=1) {
         return produce_error(partition, errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1");
     }
+    if topic == crate::group::OFFSETS_TOPIC || topic == "__transaction_state" {
+        // Only the coordinators write the internal topics (Kafka's ReplicaManager).
+        return produce_error(
+            partition,
+            errors::INVALID_TOPIC_EXCEPTION,
+            &format!("Cannot append to internal topic {topic}"),
+        );
+    }
     let Some(records) = records else {
         return produce_error(partition, errors::CORRUPT_MESSAGE, "the record set is null");
     };

@@ -288,6 +288,12 @@ async fn offset_commit(
     request: OffsetCommitRequest,
     version: i16,
 ) -> Result<Reply, String> {
+    // Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist and
+    // commits the others.
+    let counts = broker.manager.topic_partition_counts();
+    let exists = |topic: &str, partition: i32| {
+        counts.get(topic).is_some_and(|count| (0..*count).contains(&partition))
+    };
     let offsets: Vec<OffsetToCommit> = request
         .topics
         .iter()
@@ -300,6 +306,7 @@ async fn offset_commit(
                 metadata: partition.committed_metadata.as_ref().map(text).unwrap_or_default(),
             })
         })
+        .filter(|offset| exists(&offset.topic, offset.partition))
         .collect();
     let group = text(&request.group_id.0);
     let member = text(&request.member_id);
@@ -324,10 +331,15 @@ async fn offset_commit(
         let mut out = OffsetCommitResponseTopic::default();
         out.name = topic.name.clone();
         for partition in &topic.partitions {
+            let code = if exists(topic.name.0.as_str(), partition.partition_index) {
+                codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR)
+            } else {
+                errors::UNKNOWN_TOPIC_OR_PARTITION
+            };
             out.partitions.push(
                 OffsetCommitResponsePartition::default()
                     .with_partition_index(partition.partition_index)
-                    .with_error_code(codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR)),
+                    .with_error_code(code),
             );
         }
         response.topics.push(out);
