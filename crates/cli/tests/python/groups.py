@@ -12,6 +12,9 @@ B's start the group was balanced (both members with 2 partitions) and every reco
 and fails when that took 10 s or more. The members then close (committing their offsets, as
 both libraries do by default).
 
+Then B closes (leaving the group) and A must get all 4 partitions. The same runs again with
+confluent-kafka's cooperative-sticky assignor (incremental rebalances).
+
 `committed`: each group's committed offsets are 100 for each of the 4 partitions.
 
 Only `auto.offset.reset` is set (to earliest, so records produced before the group formed
@@ -54,10 +57,10 @@ def produce(bootstrap, topic):
 class Member(threading.Thread):
     """One group member polling until every record of the topic has been seen by the group."""
 
-    def __init__(self, library, bootstrap, group, topic, seen, done):
+    def __init__(self, library, bootstrap, group, topic, seen, extra=None):
         super().__init__(daemon=True)
         self.library, self.bootstrap, self.group, self.topic = library, bootstrap, group, topic
-        self.seen, self.done = seen, done
+        self.seen, self.done, self.extra = seen, threading.Event(), extra or {}
         self.assignment = set()
         self.error = None
 
@@ -84,7 +87,7 @@ class Member(threading.Thread):
     def run_confluent(self):
         consumer = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
-            "auto.offset.reset": "earliest", "broker.address.family": "v4"})
+            "auto.offset.reset": "earliest", "broker.address.family": "v4", **self.extra})
         consumer.subscribe([self.topic])
         while not self.done.is_set():
             message = consumer.poll(0.1)
@@ -96,41 +99,54 @@ class Member(threading.Thread):
         consumer.close()
 
 
-def group_of_two(library, bootstrap, prefix):
-    topic, group = f"{prefix}-{library}", f"{prefix}-{library}-group"
+def group_of_two(library, bootstrap, prefix, extra=None, label=None):
+    label = label or library
+    topic, group = f"{prefix}-{label}", f"{prefix}-{label}-group"
     create_topic(bootstrap, topic)
     produce(bootstrap, topic)
-    seen, done = set(), threading.Event()
-    first = Member(library, bootstrap, group, topic, seen, done)
+    seen = set()
+    first = Member(library, bootstrap, group, topic, seen, extra)
     first.start()
     time.sleep(1)
     second_started = time.time()
-    second = Member(library, bootstrap, group, topic, seen, done)
+    second = Member(library, bootstrap, group, topic, seen, extra)
     second.start()
-    balanced_after = everything_after = None
+    members = (first, second)
+
+    def wait(what, condition):
+        started = time.time()
+        while time.time() - started < 60:
+            for member in members:
+                if member.error:
+                    for other in members:
+                        other.done.set()
+                    sys.exit(f"{label}: {member.error}")
+            if condition():
+                return time.time()
+            time.sleep(0.05)
+        for member in members:
+            member.done.set()
+        sys.exit(f"{label}: not {what} after 60 s (assignments {first.assignment} "
+                 f"{second.assignment}, {len(seen)} records)")
+
     total = PARTITIONS * PER_PARTITION
-    while time.time() - second_started < 60 and (balanced_after is None or everything_after is None):
-        for member in (first, second):
-            if member.error:
-                done.set()
-                sys.exit(f"{library}: {member.error}")
-        if balanced_after is None and len(first.assignment) == 2 and len(second.assignment) == 2 \
-                and not first.assignment & second.assignment:
-            balanced_after = time.time() - second_started
-        if everything_after is None and len(seen) == total:
-            everything_after = time.time() - second_started
-        time.sleep(0.05)
-    done.set()
-    first.join(30)
+    balanced_at = wait("balanced", lambda: len(first.assignment) == 2
+                       and len(second.assignment) == 2 and not first.assignment & second.assignment)
+    everything_at = wait(f"all {total} records", lambda: len(seen) == total)
+    ready = max(balanced_at, everything_at) - second_started
+    print(f"{label} group of two: balanced {balanced_at - second_started:.2f} s and all {total} "
+          f"records {everything_at - second_started:.2f} s after the second member started")
+    # The second member leaves (its close sends LeaveGroup): the first takes every partition.
+    left_at = time.time()
+    second.done.set()
     second.join(30)
-    if balanced_after is None or everything_after is None:
-        sys.exit(f"{library}: group of two not balanced with all {total} records after 60 s "
-                 f"(assignments {first.assignment} {second.assignment}, {len(seen)} records)")
-    ready = max(balanced_after, everything_after)
-    print(f"{library} group of two: balanced {balanced_after:.2f} s and all {total} records "
-          f"{everything_after:.2f} s after the second member started")
+    taken_at = wait("taken over", lambda: len(first.assignment) == PARTITIONS)
+    print(f"{label}: after a member left, the other had all {PARTITIONS} partitions "
+          f"{taken_at - left_at:.2f} s later")
+    first.done.set()
+    first.join(30)
     if ready >= LIMIT_S:
-        sys.exit(f"{library}: took {ready:.2f} s, not under {LIMIT_S} s")
+        sys.exit(f"{label}: took {ready:.2f} s, not under {LIMIT_S} s")
 
 
 def committed(bootstrap, prefix):
@@ -217,6 +233,8 @@ def main():
     if step == "consume":
         group_of_two("kafka-python", bootstrap, prefix)
         group_of_two("confluent-kafka", bootstrap, prefix)
+        group_of_two("confluent-kafka", bootstrap, prefix,
+                     {"partition.assignment.strategy": "cooperative-sticky"}, "cooperative-sticky")
     elif step == "committed":
         committed(bootstrap, prefix)
     elif step == "crash-load":
