@@ -1923,118 +1923,52 @@ impl Dumper<'_> {
     }
 }
 
-/// Kafka's producer-state snapshot (spec §3.9, `ProducerStateManager.readSnapshot`).
+/// Kafka's producer-state snapshot (spec section 3.9, `ProducerStateManager.readSnapshot`): the
+/// codec is `seglog_format::producer_snapshot`; this module words its errors and lines as Kafka
+/// does.
 mod producer_snapshot {
     use std::fmt::Write as _;
 
-    /// Where the CRC-covered part starts: after version (2) and crc (4).
-    const PRODUCER_ENTRIES_OFFSET: usize = 6;
-    const VERSION: i16 = 1;
-
-    /// One producer's entry.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) struct ProducerEntry {
-        pub(super) producer_id: i64,
-        pub(super) epoch: i16,
-        pub(super) last_sequence: i32,
-        pub(super) last_offset: i64,
-        pub(super) offset_delta: i32,
-        pub(super) timestamp: i64,
-        pub(super) coordinator_epoch: i32,
-        pub(super) current_txn_first_offset: i64,
-    }
-
-    /// A big-endian reader that fails as Kafka's `Schema.read` does.
-    struct Reader<'a> {
-        bytes: &'a [u8],
-        at: usize,
-    }
-
-    impl Reader<'_> {
-        fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-            let chunk = self.bytes.get(self.at..)?.first_chunk::<N>()?;
-            self.at += N;
-            Some(*chunk)
-        }
-    }
-
-    const UNDERFLOW: &str = "java.nio.BufferUnderflowException";
-
-    fn field<T>(name: &str, value: Option<T>) -> Result<T, String> {
-        value.ok_or_else(|| format!("Error reading field '{name}': {UNDERFLOW}"))
-    }
+    use seglog_format::{DecodeError, ProducerSnapshotEntry, decode_producer_snapshot};
 
     /// Parses and checks a snapshot; `Err` is the `CorruptSnapshotException` message.
-    pub(super) fn read(bytes: &[u8]) -> Result<Vec<ProducerEntry>, String> {
-        let schema_error =
-            |message: String| format!("Snapshot failed schema validation: {message}");
-        let mut reader = Reader { bytes, at: 0 };
-        let version =
-            field("version", reader.take::<2>().map(i16::from_be_bytes)).map_err(schema_error)?;
-        let crc = field("crc", reader.take::<4>().map(u32::from_be_bytes)).map_err(schema_error)?;
-        let entries = read_entries(&mut reader).map_err(|message| {
-            schema_error(format!("Error reading field 'producer_entries': {message}"))
-        })?;
-        if version != VERSION {
-            return Err(format!("Snapshot contained an unknown file version {version}"));
-        }
-        let computed = crc32c(bytes.get(PRODUCER_ENTRIES_OFFSET..).unwrap_or_default());
-        if crc != computed {
-            return Err(format!(
-                "Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}"
-            ));
-        }
-        Ok(entries)
+    pub(super) fn read(bytes: &[u8]) -> Result<Vec<ProducerSnapshotEntry>, String> {
+        decode_producer_snapshot(bytes).map_err(|error| corrupt_snapshot_message(&error))
     }
 
-    fn read_entries(reader: &mut Reader<'_>) -> Result<Vec<ProducerEntry>, String> {
-        let n_entries = reader.take::<4>().map(i32::from_be_bytes).ok_or(UNDERFLOW)?;
-        if n_entries < 0 {
-            return Err(format!("Array size {n_entries} cannot be negative"));
-        }
-        let remaining = reader.bytes.len() - reader.at;
-        if n_entries as usize > remaining {
-            return Err(format!(
-                "Error reading array of size {n_entries}, only {remaining} bytes available"
-            ));
-        }
-        let mut entries = Vec::with_capacity(n_entries as usize);
-        for _ in 0..n_entries {
-            entries.push(ProducerEntry {
-                producer_id: field("producer_id", reader.take::<8>().map(i64::from_be_bytes))?,
-                epoch: field("epoch", reader.take::<2>().map(i16::from_be_bytes))?,
-                last_sequence: field("last_sequence", reader.take::<4>().map(i32::from_be_bytes))?,
-                last_offset: field("last_offset", reader.take::<8>().map(i64::from_be_bytes))?,
-                offset_delta: field("offset_delta", reader.take::<4>().map(i32::from_be_bytes))?,
-                timestamp: field("timestamp", reader.take::<8>().map(i64::from_be_bytes))?,
-                coordinator_epoch: field(
-                    "coordinator_epoch",
-                    reader.take::<4>().map(i32::from_be_bytes),
-                )?,
-                current_txn_first_offset: field(
-                    "current_txn_first_offset",
-                    reader.take::<8>().map(i64::from_be_bytes),
-                )?,
-            });
-        }
-        Ok(entries)
-    }
-
-    /// CRC-32C (Castagnoli), reflected, as Kafka's `Crc32C`.
-    pub(super) fn crc32c(bytes: &[u8]) -> u32 {
-        const POLY: u32 = 0x82F6_3B78;
-        let mut crc = !0u32;
-        for &byte in bytes {
-            crc ^= u32::from(byte);
-            for _ in 0..8 {
-                crc = if crc & 1 == 1 { (crc >> 1) ^ POLY } else { crc >> 1 };
+    /// The message of Kafka's `CorruptSnapshotException` for a snapshot that did not decode.
+    fn corrupt_snapshot_message(error: &DecodeError) -> String {
+        match error {
+            DecodeError::UnsupportedVersion { version, .. } => {
+                format!("Snapshot contained an unknown file version {version}")
             }
+            DecodeError::CrcMismatch { stored, computed } => format!(
+                "Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. Computed crc: {computed}"
+            ),
+            other => format!("Snapshot failed schema validation: {}", schema_message(other)),
         }
-        !crc
+    }
+
+    /// The message of Kafka's `SchemaException` (`Schema.read`, `ArrayOf.read`).
+    fn schema_message(error: &DecodeError) -> String {
+        match error {
+            DecodeError::SchemaField { field, source } => {
+                format!("Error reading field '{field}': {}", schema_message(source))
+            }
+            DecodeError::ArraySize { size, .. } if *size < 0 => {
+                format!("Array size {size} cannot be negative")
+            }
+            DecodeError::ArraySize { size, available } => {
+                format!("Error reading array of size {size}, only {available} bytes available")
+            }
+            // Java's `BufferUnderflowException` has no message: Kafka prints its class name.
+            DecodeError::Truncated { .. } => "java.nio.BufferUnderflowException".to_owned(),
+            other => other.to_string(),
+        }
     }
 
     /// Kafka's `dumpProducerIdSnapshot` line (note the trailing space when there is no batch).
-    pub(super) fn line(format: super::Format, entry: &ProducerEntry) -> String {
+    pub(super) fn line(format: super::Format, entry: &ProducerSnapshotEntry) -> String {
         let current_txn_first_offset =
             (entry.current_txn_first_offset >= 0).then_some(entry.current_txn_first_offset);
         // Java's `OptionalLong` since 3.5 (the Java `ProducerStateEntry`), Scala's `Option`
@@ -2048,14 +1982,13 @@ mod producer_snapshot {
         let mut line = format!(
             "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: \
              {current_txn_first_offset} ",
-            entry.producer_id, entry.epoch, entry.coordinator_epoch,
+            entry.producer_id, entry.producer_epoch, entry.coordinator_epoch,
         );
         if format.since(3, 3) {
             let _ = write!(line, "lastTimestamp: {} ", entry.timestamp);
         }
-        if entry.last_offset >= 0 {
-            let first_sequence =
-                seglog_format::decrement_sequence(entry.last_sequence, entry.offset_delta);
+        if entry.has_batch() {
+            let first_sequence = entry.first_sequence();
             let _ = write!(
                 line,
                 "firstSequence: {first_sequence} lastSequence: {} lastOffset: {} offsetDelta: {} \
@@ -3469,8 +3402,6 @@ mod tests {
 
     #[test]
     fn producer_snapshot_errors() {
-        let crc_of = producer_snapshot::crc32c;
-        assert_eq!(crc_of(b"123456789"), 0xE306_9283);
         assert_eq!(
             producer_snapshot::read(&[0, 1, 0]).unwrap_err(),
             "Snapshot failed schema validation: Error reading field 'crc': \
@@ -3483,9 +3414,9 @@ mod tests {
             "Snapshot failed schema validation: Error reading field 'producer_entries': Error \
              reading field 'current_txn_first_offset': java.nio.BufferUnderflowException"
         );
-        let mut wrong_version = vec![0, 2];
-        wrong_version.extend_from_slice(&crc_of(&[0, 0, 0, 0]).to_be_bytes());
-        wrong_version.extend_from_slice(&[0, 0, 0, 0]);
+        // The CRC covers the bytes after it, so an empty snapshot stays valid but for its version.
+        let mut wrong_version = seglog_format::encode_producer_snapshot(&[]).unwrap();
+        wrong_version[1] = 2;
         assert_eq!(
             producer_snapshot::read(&wrong_version).unwrap_err(),
             "Snapshot contained an unknown file version 2"

@@ -98,6 +98,20 @@ pub enum DecodeError {
     #[error("malformed checkpoint file at line {line}: {reason}")]
     Checkpoint { line: usize, reason: String },
 
+    /// A field of a schema-described structure could not be read (Kafka's `Schema.read`, which
+    /// names the field, nesting the inner error of an array element's field).
+    #[error("error reading field '{field}': {source}")]
+    SchemaField { field: &'static str, source: Box<DecodeError> },
+
+    /// An array's declared element count is negative, or larger than the bytes left (Kafka's
+    /// `ArrayOf.read`).
+    #[error("invalid array size {size}: {available} bytes left")]
+    ArraySize { size: i32, available: usize },
+
+    /// A versioned file holds a version this reader does not know.
+    #[error("unknown {file} version {version}")]
+    UnsupportedVersion { file: &'static str, version: i16 },
+
     /// A value cannot be encoded in Kafka's format (an out-of-range offset or length).
     #[error("cannot encode: {reason}")]
     Unencodable { reason: &'static str },

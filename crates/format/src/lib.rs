@@ -1,5 +1,6 @@
 //! Kafka's bytes, with no I/O: record batches of magic 0, 1 and 2, their records and compression,
-//! control records, index entries, file and directory names, and checkpoint files.
+//! control records, index entries, file and directory names, checkpoint files, and producer-state
+//! snapshots.
 //!
 //! Every decoder takes untrusted bytes and returns a [`DecodeError`] that says what is wrong and
 //! where; none panics, and every decompression is bounded by [`DecodeLimits`].
@@ -20,6 +21,7 @@ pub mod group;
 pub mod index;
 pub mod legacy;
 pub mod names;
+pub mod producer_snapshot;
 pub mod record;
 pub mod varint;
 
@@ -34,4 +36,7 @@ pub use error::{DecodeError, Result};
 pub use index::{AbortedTxn, OffsetIndexEntry, TimeIndexEntry};
 pub use legacy::LegacyEntry;
 pub use names::{DirState, FileKind, FileState, PartitionDir, SegmentFileName};
+pub use producer_snapshot::{
+    ProducerSnapshotEntry, decode_producer_snapshot, encode_producer_snapshot,
+};
 pub use record::{Header, HeaderRef, Headers, Record};

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use seglog_format::{FileKind, FileState, SegmentFileName};
 
 use super::local_log::{LocalLog, LocalLogConfig};
+use super::producer_state::CorruptSnapshot;
 use super::segments::LogSegments;
 use crate::error::{Error, Result};
 use crate::io::Fs;
@@ -27,6 +28,9 @@ pub struct LoadReport {
     pub files_cleaned: usize,
     /// `(leader epoch, start offset)` seen by recovery, for the epoch cache.
     pub leader_epochs: Vec<(i32, i64)>,
+    /// Producer snapshots that did not decode and were deleted (Kafka logs each as a warning);
+    /// filled in by `PartitionLog::open`.
+    pub corrupt_snapshots: Vec<CorruptSnapshot>,
 }
 
 /// A loaded partition: its local log and the offsets the loader settled.

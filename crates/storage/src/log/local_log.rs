@@ -9,7 +9,7 @@ use seglog_format::FileKind;
 
 use super::segments::LogSegments;
 use crate::error::{Error, Result};
-use crate::io::Fs;
+use crate::io::{Fs, OpenMode};
 use crate::segment::{
     FetchData, LogOffsetMetadata, LogSegment, SegmentConfig, SegmentSync, segment_path,
 };
@@ -43,7 +43,12 @@ impl Default for LocalLogConfig {
 #[derive(Debug)]
 pub struct FlushPlan {
     segments: Vec<SegmentSync>,
-    dir: Option<(Arc<dyn Fs>, PathBuf)>,
+    /// Other files of the directory, fsynced after the segments (producer snapshots).
+    files: Vec<PathBuf>,
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    /// Entries were created in the directory since its last fsync.
+    sync_dir: bool,
     offset: i64,
 }
 
@@ -53,13 +58,32 @@ impl FlushPlan {
         self.offset
     }
 
-    /// The slow part: fsyncs every segment (data before indexes), then the directory.
+    /// Adds files written into the partition directory without an fsync (a roll's producer
+    /// snapshot), to be fsynced after the segments, and then the directory. They are opened by
+    /// name when the plan runs (so no handle is held meanwhile); one deleted by then is skipped.
+    pub fn sync_files_too(&mut self, files: Vec<PathBuf>) {
+        if !files.is_empty() {
+            self.files.extend(files);
+            self.sync_dir = true;
+        }
+    }
+
+    /// The slow part: fsyncs every segment (data before indexes), the other files, then the
+    /// directory.
     pub fn execute(&self) -> Result<()> {
         for segment in &self.segments {
             segment.sync()?;
         }
-        if let Some((fs, dir)) = &self.dir {
-            fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))?;
+        for path in &self.files {
+            let file = match self.fs.open(path, OpenMode::ReadWrite) {
+                Ok(file) => file,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(Error::io("open", path, error)),
+            };
+            file.sync_data().map_err(|e| Error::io("fsync", path, e))?;
+        }
+        if self.sync_dir {
+            self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
         }
         Ok(())
     }
@@ -309,9 +333,15 @@ impl LocalLog {
                 segments.push(segment.prepare_sync()?);
             }
         }
-        let dir = self.dir_needs_sync.then(|| (Arc::clone(&self.fs), self.dir.clone()));
-        self.dir_needs_sync = false;
-        Ok(FlushPlan { segments, dir, offset })
+        let sync_dir = std::mem::take(&mut self.dir_needs_sync);
+        Ok(FlushPlan {
+            segments,
+            files: Vec::new(),
+            fs: Arc::clone(&self.fs),
+            dir: self.dir.clone(),
+            sync_dir,
+            offset,
+        })
     }
 
     /// The last phase of a flush: the recovery point moves (never backwards).
@@ -416,10 +446,11 @@ impl LocalLog {
             let Some(segment) = self.segments.remove(base) else { continue };
             let due_ms = if delay { now_ms + self.config.file_delete_delay_ms } else { now_ms };
             self.retire(segment, due_ms)?;
+            // Each segment's renames are durable before the next one's start: unsynced renames
+            // survive a crash in any combination, and were an older deleted segment to come back
+            // while a newer one stayed deleted, the log would have a hole in it.
+            self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
         }
-        // The renames are made durable together: were an older deleted segment to come back
-        // after a crash while a newer one stayed deleted, the log would have a hole in it.
-        self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
         if !delay {
             self.delete_expired(now_ms)?;
         }
@@ -461,16 +492,16 @@ impl LocalLog {
                 self.dir.display()
             )));
         };
-        // Remove the higher segments, newest first, so the kept one becomes active.
+        // Remove the higher segments, newest first, so the kept one becomes active. Truncation
+        // is durable on return: the renames must survive a crash, or the truncated segments
+        // would come back; and each segment's are durable before the next one's start, since
+        // unsynced renames survive in any combination and a newer segment coming back while an
+        // older one stayed deleted would leave a hole.
         for base in above.iter().rev() {
             if let Some(segment) = self.segments.remove(*base) {
                 self.retire(segment, now_ms + self.config.file_delete_delay_ms)?;
+                self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
             }
-        }
-        if !above.is_empty() {
-            // Truncation is durable on return: the renames above must survive a crash, or the
-            // truncated segments would come back.
-            self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
         }
         let segment =
             self.segments.get_mut(keep).unwrap_or_else(|| unreachable!("floor segment exists"));

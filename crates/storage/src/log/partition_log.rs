@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use seglog_format::{Compression, DecodeLimits};
+use seglog_format::{Batch, Batches, Compression, DecodeLimits, increment_sequence};
 
 use super::epoch_cache::LeaderEpochFileCache;
 use super::load::{LoadParams, LoadReport, load};
@@ -24,7 +24,9 @@ use super::validator::{
 use crate::config::{BrokerCompressionType, DurabilityMode, LogConfig};
 use crate::error::{Error, Result};
 use crate::io::Fs;
-use crate::segment::{FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig};
+use crate::segment::{
+    EntryHeader, FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig,
+};
 
 /// `ListOffsets` special timestamp: the log end (or the high watermark, for consumers).
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -138,7 +140,7 @@ struct State {
     log_start_offset: i64,
     high_watermark: LogOffsetMetadata,
     epoch_cache: LeaderEpochFileCache,
-    /// Idempotent producers' recent batches (in memory; see `producer_state`).
+    /// Idempotent producers' recent batches and the `.snapshot` files (see `producer_state`).
     producers: ProducerStateManager,
     /// Set by the first failed write or fsync; the log is offline from then on.
     poisoned: bool,
@@ -167,7 +169,7 @@ impl PartitionLog {
         params: LoadParams,
     ) -> Result<(Self, LoadReport)> {
         let loaded = load(fs.clone(), dir, local_config(&config), params)?;
-        let mut epoch_cache = LeaderEpochFileCache::load(fs, dir)?;
+        let mut epoch_cache = LeaderEpochFileCache::load(fs.clone(), dir)?;
         for (epoch, start_offset) in &loaded.report.leader_epochs {
             if epoch_cache.latest_epoch().is_none_or(|latest| *epoch > latest) {
                 epoch_cache.assign(*epoch, *start_offset)?;
@@ -178,24 +180,19 @@ impl PartitionLog {
         epoch_cache.truncate_from_start(loaded.log_start_offset)?;
         let high_watermark = offset_metadata(&loaded.local, loaded.log_start_offset)?;
         let recovery_point = loaded.local.recovery_point();
-        // Idempotent producers: rebuilt from the active segment's batch headers (Kafka reads a
-        // `.snapshot` and the tail after it; seglog writes no snapshots yet).
-        let mut producers = ProducerStateManager::default();
-        loaded.local.active_segment().for_each_batch_header(|header| {
-            if header.magic == 2 && header.producer_id >= 0 && header.base_sequence >= 0 {
-                let delta = i32::try_from(header.last_offset - header.base_offset).unwrap_or(0);
-                producers.update(
-                    header.producer_id,
-                    header.producer_epoch,
-                    BatchMetadata {
-                        first_seq: header.base_sequence,
-                        last_seq: seglog_format::increment_sequence(header.base_sequence, delta),
-                        first_offset: header.base_offset,
-                        last_offset: header.last_offset,
-                    },
-                );
-            }
-        })?;
+        // Idempotent producers: the newest valid snapshot, then the batches after it (Kafka's
+        // `LogLoader.load`: `removeStraySnapshots`, then `rebuildProducerState`).
+        let mut producers = ProducerStateManager::open(fs, dir)?;
+        producers.remove_stray_snapshots(&loaded.local.segments().base_offsets())?;
+        rebuild_producer_state(
+            &mut producers,
+            &loaded.local,
+            loaded.log_start_offset,
+            log_end_offset,
+            params.had_clean_shutdown,
+        )?;
+        let mut report = loaded.report;
+        report.corrupt_snapshots = producers.take_corrupt_snapshots();
         let log = Self {
             topic_partition,
             dir: dir.to_owned(),
@@ -211,7 +208,7 @@ impl PartitionLog {
             flush_lock: Mutex::new(()),
             durable: (Mutex::new(recovery_point), Condvar::new()),
         };
-        Ok((log, loaded.report))
+        Ok((log, report))
     }
 
     /// The topic partition.
@@ -368,20 +365,7 @@ impl PartitionLog {
                 }
             }
             let result = append_validated(&mut state, &validated, now_ms);
-            let info = poison(&mut state, result)?;
-            if let Some(batch) = producer {
-                state.producers.update(
-                    batch.producer_id,
-                    batch.epoch,
-                    BatchMetadata {
-                        first_seq: batch.first_seq,
-                        last_seq: batch.last_seq,
-                        first_offset: info.first_offset,
-                        last_offset: info.last_offset,
-                    },
-                );
-            }
-            info
+            poison(&mut state, result)?
         };
         self.after_append(info, now_ms)
     }
@@ -445,7 +429,10 @@ impl PartitionLog {
             let mut state = self.write_state()?;
             let log_end_offset = state.local.log_end_offset();
             let result = state.local.prepare_flush(log_end_offset);
-            poison(&mut state, result)?
+            let mut plan = poison(&mut state, result)?;
+            // The snapshots of rolls since the last flush become durable with it.
+            plan.sync_files_too(state.producers.take_unsynced_snapshots());
+            plan
         };
         let executed = plan.execute();
         let mut state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -545,6 +532,7 @@ impl PartitionLog {
         }
         if new_start > state.log_start_offset {
             state.log_start_offset = new_start;
+            state.producers.on_log_start_offset_incremented(new_start);
             let result = state.epoch_cache.truncate_from_start(new_start);
             poison(&mut state, result)?;
         }
@@ -647,22 +635,50 @@ impl PartitionLog {
     pub fn truncate_fully_and_start_at(&self, new_offset: i64, now_ms: i64) -> Result<()> {
         let mut state = self.write_state()?;
         let result = (|| {
+            let state: &mut State = &mut state;
             state.local.truncate_fully_and_start_at(new_offset, now_ms)?;
             state.epoch_cache.clear()?;
-            state.producers.clear();
+            state.producers.truncate_fully_and_start_at(new_offset)?;
             state.log_start_offset = new_offset;
+            rebuild_producer_state(
+                &mut state.producers,
+                &state.local,
+                new_offset,
+                new_offset,
+                false,
+            )?;
             state.high_watermark = offset_metadata(&state.local, new_offset)?;
             Ok(())
         })();
         poison(&mut state, result)
     }
 
-    /// Flushes everything and closes the segments (trimmed files, final time index entries).
+    /// Flushes everything, takes a producer snapshot at the log end offset (so that a restart
+    /// need not scan the log), and closes the segments (trimmed files, final time index entries).
     pub fn close(&self, now_ms: i64) -> Result<()> {
         self.flush(now_ms)?;
         let mut state = self.write_state()?;
-        let result = state.local.close();
+        let log_end_offset = state.local.log_end_offset();
+        let result = (|| {
+            state.producers.update_map_end_offset(log_end_offset);
+            state.producers.take_snapshot(true)?;
+            state.local.close()
+        })();
         poison(&mut state, result)
+    }
+
+    /// The epoch and last batch of an idempotent producer, when the log knows it (Kafka's
+    /// `ProducerStateManager.lastEntry`).
+    pub fn producer_last_entry(
+        &self,
+        producer_id: i64,
+    ) -> Result<Option<(i16, Option<BatchMetadata>)>> {
+        Ok(self.read_state()?.producers.last_entry(producer_id))
+    }
+
+    /// The offsets of the producer `.snapshot` files.
+    pub fn producer_snapshot_offsets(&self) -> Result<Vec<i64>> {
+        Ok(self.read_state()?.producers.snapshot_offsets())
     }
 }
 
@@ -701,7 +717,7 @@ fn append_validated(
         } else {
             validated.first_offset
         };
-        state.local.roll(Some(expected), now_ms)?;
+        roll_and_snapshot(state, Some(expected), now_ms)?;
     }
     state.local.append(
         validated.last_offset,
@@ -709,6 +725,28 @@ fn append_validated(
         validated.shallow_offset_of_max_timestamp,
         &validated.records,
     )?;
+    // Kafka updates producers for leader and follower appends alike (the follower's without
+    // checks).
+    for item in Batches::new(&validated.records) {
+        let Ok(positioned) = item else { break };
+        if let Batch::V2(batch) = positioned.batch
+            && batch.producer_id() >= 0
+            && batch.base_sequence() >= 0
+        {
+            state.producers.update(
+                batch.producer_id(),
+                batch.producer_epoch(),
+                BatchMetadata {
+                    first_seq: batch.base_sequence(),
+                    last_seq: increment_sequence(batch.base_sequence(), batch.last_offset_delta()),
+                    first_offset: batch.base_offset(),
+                    last_offset: batch.last_offset(),
+                    timestamp: batch.max_timestamp(),
+                },
+            );
+        }
+    }
+    state.producers.update_map_end_offset(state.local.log_end_offset());
     for (epoch, base_offset) in &validated.batches {
         if *epoch >= 0 {
             state.epoch_cache.assign(*epoch, *base_offset)?;
@@ -722,6 +760,110 @@ fn append_validated(
         log_start_offset: state.log_start_offset,
         n_records: validated.n_records,
         durable_offset: state.local.recovery_point(),
+    })
+}
+
+/// Rolls to a new active segment (Kafka's `UnifiedLog.roll`) and takes a producer snapshot at
+/// its base offset, so that recovering the new segment can start from it. The snapshot is not
+/// fsynced here, under the lock: the next flush does it (Kafka's KAFKA-15046).
+fn roll_and_snapshot(
+    state: &mut State,
+    expected_next_offset: Option<i64>,
+    now_ms: i64,
+) -> Result<i64> {
+    let new_base = state.local.roll(expected_next_offset, now_ms)?;
+    state.producers.update_map_end_offset(new_base);
+    state.producers.take_snapshot(false)?;
+    Ok(new_base)
+}
+
+/// Rebuilds the producer state up to `last_offset` from the snapshots and the log (Kafka's
+/// `UnifiedLog.rebuildProducerState`), at open and after a truncation: the newest snapshot at or
+/// below `last_offset` (snapshots above it, or at or below the log start, are deleted), then the
+/// batch headers after it. Snapshots are taken at the last two segments' base offsets when the
+/// replay passes them, and at `last_offset`.
+///
+/// One deliberate difference: after a clean shutdown with no snapshot at all, Kafka assumes an
+/// upgrade from a broker without idempotence and starts empty. seglog wrote no snapshots before
+/// it kept producer state, so it replays the active segment instead (what it did then), and
+/// takes Kafka's snapshots.
+fn rebuild_producer_state(
+    producers: &mut ProducerStateManager,
+    local: &LocalLog,
+    log_start_offset: i64,
+    last_offset: i64,
+    reload_from_clean_shutdown: bool,
+) -> Result<()> {
+    let segments = local.segments();
+    let mut offsets_to_snapshot = Vec::new();
+    if let Some(active) = segments.active_segment() {
+        let active_base = active.base_offset();
+        if let Some(lower) = segments.lower_segment(active_base) {
+            offsets_to_snapshot.push(lower.base_offset());
+        }
+        offsets_to_snapshot.push(active_base);
+    }
+    offsets_to_snapshot.push(last_offset);
+    if reload_from_clean_shutdown && producers.latest_snapshot_offset().is_none() {
+        for &offset in &offsets_to_snapshot {
+            if offset == last_offset
+                && let Some(active) = segments.active_segment()
+            {
+                let start_offset = active.base_offset().max(log_start_offset);
+                replay_producers(producers, active, start_offset, last_offset)?;
+            }
+            producers.update_map_end_offset(offset);
+            producers.take_snapshot(true)?;
+        }
+        return Ok(());
+    }
+    // Without producers and with nothing to cut, a truncation cannot bring any back.
+    let is_empty_before_truncation =
+        producers.is_empty() && producers.map_end_offset() >= last_offset;
+    producers.truncate_and_reload(log_start_offset, last_offset)?;
+    if last_offset > producers.map_end_offset() && !is_empty_before_truncation {
+        for segment in segments.values(producers.map_end_offset(), last_offset)? {
+            let start_offset =
+                segment.base_offset().max(producers.map_end_offset()).max(log_start_offset);
+            producers.update_map_end_offset(start_offset);
+            if offsets_to_snapshot.contains(&segment.base_offset()) {
+                producers.take_snapshot(true)?;
+            }
+            replay_producers(producers, segment, start_offset, last_offset)?;
+        }
+    }
+    producers.update_map_end_offset(last_offset);
+    producers.take_snapshot(true)?;
+    Ok(())
+}
+
+/// Replays the idempotent batches of `segment` holding offsets in `[start_offset, last_offset)`
+/// into `producers`, from their headers (Kafka's `loadProducersFromRecords`, as a follower
+/// would: no checks).
+fn replay_producers(
+    producers: &mut ProducerStateManager,
+    segment: &LogSegment,
+    start_offset: i64,
+    last_offset: i64,
+) -> Result<()> {
+    segment.for_each_batch_header(|header: &EntryHeader| {
+        if header.last_offset < start_offset || header.base_offset >= last_offset {
+            return;
+        }
+        if header.magic == 2 && header.producer_id >= 0 && header.base_sequence >= 0 {
+            let delta = i32::try_from(header.last_offset - header.base_offset).unwrap_or(0);
+            producers.update(
+                header.producer_id,
+                header.producer_epoch,
+                BatchMetadata {
+                    first_seq: header.base_sequence,
+                    last_seq: increment_sequence(header.base_sequence, delta),
+                    first_offset: header.base_offset,
+                    last_offset: header.last_offset,
+                    timestamp: header.max_timestamp,
+                },
+            );
+        }
     })
 }
 
@@ -757,10 +899,7 @@ fn idempotent_batch(validated: &ValidatedAppend) -> Option<IdempotentBatch> {
         producer_id: batch.producer_id(),
         epoch: batch.producer_epoch(),
         first_seq: batch.base_sequence(),
-        last_seq: seglog_format::increment_sequence(
-            batch.base_sequence(),
-            batch.last_offset_delta(),
-        ),
+        last_seq: increment_sequence(batch.base_sequence(), batch.last_offset_delta()),
     })
 }
 
@@ -770,17 +909,27 @@ fn truncate_to(state: &mut State, target: i64, now_ms: i64) -> Result<bool> {
         state.epoch_cache.truncate_from_end(log_end_offset)?;
         return Ok(false);
     }
-    state.producers.truncate_from(target);
     let first_base = state.local.segments().first_segment().map_or(0, LogSegment::base_offset);
     if target < first_base {
         state.local.truncate_fully_and_start_at(target, now_ms)?;
         state.epoch_cache.clear()?;
+        state.producers.truncate_fully_and_start_at(target)?;
         state.log_start_offset = target;
     } else {
         state.local.truncate_to(target, now_ms)?;
         state.epoch_cache.truncate_from_end(target)?;
         state.log_start_offset = state.log_start_offset.min(target);
     }
+    // Snapshots above the new end go; the state is reloaded from the newest one left and the
+    // batches after it (Kafka's `rebuildProducerState(targetOffset)`).
+    let log_end_offset = state.local.log_end_offset();
+    rebuild_producer_state(
+        &mut state.producers,
+        &state.local,
+        state.log_start_offset,
+        log_end_offset,
+        false,
+    )?;
     let high_watermark = state.high_watermark.message_offset.min(state.local.log_end_offset());
     state.high_watermark = offset_metadata(&state.local, high_watermark)?;
     Ok(true)
@@ -825,7 +974,7 @@ fn delete_old_segments(state: &mut State, now_ms: i64) -> Result<usize> {
     }
     if deletable.len() == state.local.segments().len() {
         // Every segment goes: roll an empty active segment first so the log keeps its end.
-        state.local.roll(None, now_ms)?;
+        roll_and_snapshot(state, None, now_ms)?;
         let active_base = state.local.active_segment().base_offset();
         deletable.retain(|base| *base != active_base);
     }
@@ -838,6 +987,10 @@ fn delete_old_segments(state: &mut State, now_ms: i64) -> Result<usize> {
     if next_start > state.log_start_offset {
         state.log_start_offset = next_start;
         state.epoch_cache.truncate_from_start(next_start)?;
+        state.producers.on_log_start_offset_incremented(next_start);
     }
+    // The deleted segments' snapshots go with them (Kafka's `deleteProducerSnapshots`, here
+    // at once rather than after `file.delete.delay.ms`: nothing reads a snapshot but a load).
+    state.producers.delete_snapshots_before(next_start)?;
     Ok(deletable.len())
 }

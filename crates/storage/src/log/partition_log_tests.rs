@@ -1,13 +1,16 @@
 //! `UnifiedLogTest`'s storage behaviours (spec §11.8), durability modes, poisoning, and readers
 //! racing a writer, on the simulated file system.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+use seglog_format::{
+    Batches, Compression, DecodeLimits, FileKind, FileState, ProducerSnapshotEntry,
+    RecordBatchBuilder, SegmentFileName, decode_producer_snapshot, encode_producer_snapshot,
+};
 
-use super::load::LoadParams;
+use super::load::{LoadParams, LoadReport};
 use super::partition_log::{
     AppendInfo, EARLIEST_TIMESTAMP, Isolation, LATEST_TIMESTAMP, MAX_TIMESTAMP, PartitionLog,
     TopicPartition,
@@ -15,7 +18,7 @@ use super::partition_log::{
 use super::validator::AppendOrigin;
 use crate::config::{DurabilityMode, LogConfig};
 use crate::error::Error;
-use crate::io::{FaultKind, FaultPlan, Fs, SimFs};
+use crate::io::{FaultKind, FaultPlan, Fs, OpenMode, SimFs, StdFs, read_all};
 
 fn dir() -> PathBuf {
     PathBuf::from("/logs/orders-0")
@@ -316,7 +319,7 @@ fn idempotent_producer_retries_get_their_offsets_and_gaps_are_refused() {
 }
 
 #[test]
-fn idempotent_producer_state_is_rebuilt_from_the_active_segment_on_open() {
+fn idempotent_producer_state_survives_a_clean_restart() {
     let fs = SimFs::new();
     let log = open(&fs, LogConfig::default());
     let leader = |log: &PartitionLog, bytes: &[u8]| {
@@ -560,4 +563,295 @@ fn time_based_roll_jitter() {
     assert_eq!(log.segment_base_offsets().unwrap().len(), 1, "600 ms < 1000 - 400");
     append(&log, 1, 11_001);
     assert_eq!(log.segment_base_offsets().unwrap().len(), 2, "past segment.ms, jitter or not");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Producer-state snapshots (Kafka's `ProducerStateManagerTest` and the snapshot cases of
+// `UnifiedLogTest` / `LogLoaderTest`)
+// ---------------------------------------------------------------------------------------------
+
+/// The offsets of the live `.snapshot` files in the partition directory.
+fn snapshot_files(fs: &dyn Fs, dir: &Path) -> Vec<i64> {
+    fs.list(dir)
+        .unwrap()
+        .iter()
+        .filter_map(|path| SegmentFileName::parse(&path.file_name()?.to_string_lossy()).ok())
+        .filter(|name| name.kind == FileKind::Snapshot && name.state == FileState::Live)
+        .map(|name| name.offset)
+        .collect()
+}
+
+fn read_snapshot(fs: &dyn Fs, dir: &Path, offset: i64) -> Vec<ProducerSnapshotEntry> {
+    let path = dir.join(format!("{offset:020}.snapshot"));
+    decode_producer_snapshot(&read_all(fs.open(&path, OpenMode::Read).unwrap().as_ref()).unwrap())
+        .unwrap()
+}
+
+fn leader(log: &PartitionLog, bytes: &[u8]) -> AppendInfo {
+    log.append_as_leader(bytes, 0, AppendOrigin::Client, 0).unwrap()
+}
+
+/// Segments of `n` one-record idempotent batches.
+fn idempotent_segments(n: usize) -> LogConfig {
+    LogConfig {
+        segment_bytes: (idempotent_batch(1, 0, 0, 1).len() * n) as u32,
+        segment_index_bytes: 4096,
+        ..LogConfig::default()
+    }
+}
+
+fn open_reporting(fs: &SimFs, config: LogConfig, params: LoadParams) -> (PartitionLog, LoadReport) {
+    let tp = TopicPartition { topic: "orders".into(), partition: 0 };
+    PartitionLog::open(Arc::new(fs.clone()), &dir(), tp, config, params).unwrap()
+}
+
+/// `testTakeSnapshotOnRoll` and the snapshot of `close`: `<new base offset>.snapshot` at each
+/// roll, `<log end offset>.snapshot` at a clean close, each with the producer's last batch; a
+/// clean reopen keeps the close's snapshot (the newest stray above every segment) and writes
+/// none.
+#[test]
+fn producer_snapshots_are_taken_at_each_roll_and_at_clean_close() {
+    let fs = SimFs::new();
+    let config = idempotent_segments(3);
+    let log = open(&fs, config.clone());
+    for seq in 0..7 {
+        leader(&log, &idempotent_batch(5, 0, seq, 1));
+    }
+    assert_eq!(log.segment_base_offsets().unwrap(), [0, 3, 6]);
+    assert_eq!(snapshot_files(&fs, &dir()), [3, 6]);
+    assert_eq!(log.producer_snapshot_offsets().unwrap(), [3, 6]);
+    let at_3 = read_snapshot(&fs, &dir(), 3);
+    assert_eq!(at_3.len(), 1);
+    let entry = at_3[0];
+    assert_eq!(
+        (entry.producer_id, entry.producer_epoch, entry.last_sequence, entry.last_offset),
+        (5, 0, 2, 2)
+    );
+    assert_eq!((entry.offset_delta, entry.timestamp), (0, 1_000));
+    assert_eq!((entry.coordinator_epoch, entry.current_txn_first_offset), (-1, -1));
+    log.close(0).unwrap();
+    drop(log);
+    assert_eq!(snapshot_files(&fs, &dir()), [3, 6, 7]);
+    assert_eq!(read_snapshot(&fs, &dir(), 7)[0].last_sequence, 6);
+    let log = open(&fs, config);
+    assert_eq!(snapshot_files(&fs, &dir()), [3, 6, 7]);
+    assert_eq!(log.producer_snapshot_offsets().unwrap(), [3, 6, 7]);
+    let retry = leader(&log, &idempotent_batch(5, 0, 6, 1));
+    assert_eq!((retry.first_offset, retry.n_records), (6, 0));
+}
+
+/// A roll's snapshot is written without an fsync (off the append path) and made durable by the
+/// next flush: after a power loss it is there, and whole.
+#[test]
+fn a_rolls_snapshot_becomes_durable_with_the_next_flush() {
+    for seed in 0..8 {
+        let fs = SimFs::new();
+        let log = open(&fs, idempotent_segments(2));
+        for seq in 0..3 {
+            leader(&log, &idempotent_batch(9, 1, seq, 1));
+        }
+        assert_eq!(log.segment_base_offsets().unwrap(), [0, 2]);
+        log.flush(0).unwrap();
+        drop(log);
+        fs.crash(seed);
+        assert_eq!(snapshot_files(&fs, &dir()), [2], "seed {seed}");
+        assert_eq!(read_snapshot(&fs, &dir(), 2)[0].last_offset, 1, "seed {seed}");
+    }
+}
+
+/// The case the snapshots exist for: a producer whose last batch lies in an older segment (not
+/// the active one) still has its retry recognised after a clean restart. Without the snapshots
+/// only the active segment is replayed, the producer is unknown, and the retry is written twice.
+#[test]
+fn a_retry_is_recognised_after_a_restart_though_its_producer_last_wrote_in_an_older_segment() {
+    let fs = SimFs::new();
+    let config = small_segments(3);
+    let log = open(&fs, config.clone());
+    let original = leader(&log, &idempotent_batch(42, 0, 0, 2));
+    assert_eq!((original.first_offset, original.last_offset), (0, 1));
+    // Other, non-idempotent producers fill the later segments.
+    for _ in 0..7 {
+        append(&log, 1, 0);
+    }
+    let bases = log.segment_base_offsets().unwrap();
+    assert!(
+        bases.len() >= 3 && bases[1] >= 2,
+        "producer 42 is in the first segment only: {bases:?}"
+    );
+    log.close(0).unwrap();
+    drop(log);
+
+    let log = open(&fs, config.clone());
+    let retry = leader(&log, &idempotent_batch(42, 0, 0, 2));
+    assert_eq!((retry.first_offset, retry.last_offset, retry.n_records), (0, 1, 0));
+    log.close(0).unwrap();
+    drop(log);
+
+    // The same restart without snapshots.
+    for offset in snapshot_files(&fs, &dir()) {
+        fs.remove(&dir().join(format!("{offset:020}.snapshot"))).unwrap();
+    }
+    let log = open(&fs, config);
+    let again = leader(&log, &idempotent_batch(42, 0, 0, 2));
+    assert_eq!(again.n_records, 2, "without snapshots the retry is appended again");
+}
+
+/// After a power loss (no clean close), the state is the newest snapshot at or below the
+/// recovered log end plus a replay of the batches after it; a corrupt newest snapshot is
+/// reported, deleted, and an older one used (Kafka's `testLoadFromCorruptSnapshotFile`).
+#[test]
+fn an_unclean_restart_rebuilds_producers_from_the_newest_snapshot_and_the_tail() {
+    for corrupt_newest in [false, true] {
+        let fs = SimFs::new();
+        let config = idempotent_segments(3);
+        let log = open(&fs, config.clone());
+        leader(&log, &idempotent_batch(1, 0, 0, 1)); // offset 0: producer 1's last batch
+        for seq in 0..4 {
+            leader(&log, &idempotent_batch(2, 3, seq, 1)); // offsets 1..=4
+        }
+        for seq in 0..3 {
+            leader(&log, &idempotent_batch(3, 0, seq, 1)); // offsets 5..=7
+        }
+        assert_eq!(log.segment_base_offsets().unwrap(), [0, 3, 6]);
+        log.flush(0).unwrap();
+        drop(log);
+        fs.crash(11);
+        if corrupt_newest {
+            let newest = dir().join("00000000000000000006.snapshot");
+            let file = fs.open(&newest, OpenMode::ReadWrite).unwrap();
+            let len = file.len().unwrap();
+            file.write_all_at(&[0xAA], len - 1).unwrap();
+        }
+        let params = LoadParams { recovery_point_checkpoint: 0, ..fresh(false) };
+        let (log, report) = open_reporting(&fs, config, params);
+        assert_eq!(log.log_end_offset().unwrap(), 8);
+        if corrupt_newest {
+            assert_eq!(report.corrupt_snapshots.len(), 1, "{report:?}");
+            assert_eq!(
+                report.corrupt_snapshots[0].path,
+                dir().join("00000000000000000006.snapshot")
+            );
+        } else {
+            assert!(report.corrupt_snapshots.is_empty(), "{report:?}");
+        }
+        // Rebuilt snapshots at the segment bases passed, and one at the log end.
+        assert_eq!(snapshot_files(&fs, &dir()), [3, 6, 8]);
+        for (producer_id, epoch, seq, offset) in [(1, 0, 0, 0), (2, 3, 3, 4), (3, 0, 2, 7)] {
+            let retry = leader(&log, &idempotent_batch(producer_id, epoch, seq, 1));
+            assert_eq!(
+                (retry.first_offset, retry.n_records),
+                (offset, 0),
+                "producer {producer_id}, corrupt newest {corrupt_newest}"
+            );
+        }
+    }
+}
+
+/// `testTruncateAndReloadRemovesOutOfRangeSnapshots` through the log: a truncation deletes the
+/// snapshots above the new end (durably: a crash does not bring them back), reloads the state
+/// from the newest one left plus the batches after it, and takes one at the new end.
+#[test]
+fn truncation_deletes_later_snapshots_and_reloads_producers() {
+    let fs = SimFs::new();
+    let log = open(&fs, idempotent_segments(3));
+    for seq in 0..8 {
+        leader(&log, &idempotent_batch(7, 0, seq, 1));
+    }
+    assert_eq!(snapshot_files(&fs, &dir()), [3, 6]);
+    assert!(log.truncate_to(5, 0).unwrap());
+    assert_eq!(snapshot_files(&fs, &dir()), [3, 5]);
+    assert_eq!(read_snapshot(&fs, &dir(), 5)[0].last_offset, 4);
+    let retry = leader(&log, &idempotent_batch(7, 0, 4, 1));
+    assert_eq!((retry.first_offset, retry.n_records), (4, 0));
+    assert!(log.truncate_to(2, 0).unwrap());
+    assert_eq!(snapshot_files(&fs, &dir()), [2]);
+    assert_eq!(log.producer_last_entry(7).unwrap().unwrap().1.unwrap().last_seq, 1);
+    // The truncated sequences are written again at the new offsets.
+    let rewritten = leader(&log, &idempotent_batch(7, 0, 2, 1));
+    assert_eq!((rewritten.first_offset, rewritten.n_records), (2, 1));
+    drop(log);
+    fs.crash(5);
+    assert!(snapshot_files(&fs, &dir()).iter().all(|offset| *offset <= 2));
+    // Truncating below the first segment deletes every snapshot.
+    let log = open_with(&fs, idempotent_segments(3), fresh(false));
+    log.truncate_fully_and_start_at(100, 0).unwrap();
+    assert!(snapshot_files(&fs, &dir()).is_empty());
+    assert_eq!(log.producer_last_entry(7).unwrap(), None);
+}
+
+/// `testDeleteSnapshotsWithRetention`-like: retention deletes the snapshots of the segments it
+/// deletes (those below the new log start); the producers stay known in memory, as in Kafka.
+#[test]
+fn retention_deletes_the_snapshots_below_the_log_start() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig { retention_ms: 1, ..idempotent_segments(3) });
+    for seq in 0..8 {
+        leader(&log, &idempotent_batch(7, 0, seq, 1));
+    }
+    assert_eq!(snapshot_files(&fs, &dir()), [3, 6]);
+    log.update_high_watermark(7).unwrap();
+    assert_eq!(log.delete_old_segments(1_000_000).unwrap(), 2);
+    assert_eq!(log.log_start_offset().unwrap(), 6);
+    assert_eq!(snapshot_files(&fs, &dir()), [6]);
+    let retry = leader(&log, &idempotent_batch(7, 0, 7, 1));
+    assert_eq!((retry.first_offset, retry.n_records), (7, 0));
+    // Retention that deletes every segment rolls first, and keeps the new segment's snapshot.
+    log.update_high_watermark(8).unwrap();
+    log.delete_old_segments(2_000_000).unwrap();
+    assert_eq!(log.segment_base_offsets().unwrap(), [8]);
+    assert_eq!(snapshot_files(&fs, &dir()), [8]);
+}
+
+/// Every producer snapshot a real Kafka broker wrote decodes, and re-encodes byte for byte.
+#[test]
+fn real_kafka_snapshots_decode_and_re_encode_byte_for_byte() {
+    let Some(root) = crate::testing::kafka_real_fixtures() else { return };
+    let mut snapshots = Vec::new();
+    let mut pending = vec![root];
+    while let Some(next) = pending.pop() {
+        for path in StdFs.list(&next).unwrap() {
+            if StdFs.list(&path).is_ok() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "snapshot") {
+                snapshots.push(path);
+            }
+        }
+    }
+    assert!(snapshots.len() >= 90, "only {} snapshots", snapshots.len());
+    let mut n_entries = 0;
+    for path in &snapshots {
+        let bytes = read_all(StdFs.open(path, OpenMode::Read).unwrap().as_ref()).unwrap();
+        let entries = decode_producer_snapshot(&bytes)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        assert_eq!(encode_producer_snapshot(&entries).unwrap(), bytes, "{}", path.display());
+        n_entries += entries.len();
+    }
+    assert!(n_entries >= 20, "{n_entries} producer entries");
+}
+
+/// A real Kafka partition (two segments, an idempotent producer whose last batch is at offset
+/// 3526, in the first segment, and Kafka's clean-shutdown snapshot at the log end 5579) opens
+/// with that producer known: its retry gets the original offset.
+#[test]
+fn a_real_kafka_partition_loads_its_producers_from_the_snapshot() {
+    let Some(root) = crate::testing::kafka_real_fixtures() else { return };
+    let source = root.join("erickimm-multisegment/stock-trades-0");
+    let fs = SimFs::new();
+    fs.create_dir_all(&dir()).unwrap();
+    for path in StdFs.list(&source).unwrap() {
+        let bytes = read_all(StdFs.open(&path, OpenMode::Read).unwrap().as_ref()).unwrap();
+        let copy = fs.open(&dir().join(path.file_name().unwrap()), OpenMode::CreateNew).unwrap();
+        copy.write_all_at(&bytes, 0).unwrap();
+    }
+    let log = open(&fs, LogConfig::default());
+    assert_eq!(log.segment_base_offsets().unwrap(), [0, 3586]);
+    assert_eq!(log.log_end_offset().unwrap(), 5579);
+    assert_eq!(log.producer_snapshot_offsets().unwrap(), [3586, 5579]);
+    let (epoch, last) = log.producer_last_entry(6000).unwrap().unwrap();
+    let last = last.unwrap();
+    assert_eq!((epoch, last.last_seq, last.first_offset, last.last_offset), (0, 2859, 3526, 3526));
+    // Producer 6000's batch at 3526 (sequence 2859) sent again: Kafka's clients build the same
+    // header; the retry is answered with its original offset.
+    let retry = leader(&log, &idempotent_batch(6000, 0, 2859, 1));
+    assert_eq!((retry.first_offset, retry.last_offset, retry.n_records), (3526, 3526, 0));
 }

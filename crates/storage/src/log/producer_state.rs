@@ -1,22 +1,45 @@
-//! Idempotent producers (Kafka's `ProducerStateManager` and `ProducerAppendInfo`, the
-//! in-memory part): per producer id, the epoch and the last five appended batches, so that a
-//! retried batch is answered with its original offsets instead of being written twice, a
+//! Idempotent producers (Kafka's `ProducerStateManager`, `ProducerStateEntry` and
+//! `ProducerAppendInfo`): per producer id, the epoch and the last five appended batches, so that
+//! a retried batch is answered with its original offsets instead of being written twice, a
 //! sequence gap is refused with OUT_OF_ORDER_SEQUENCE_NUMBER and an older epoch with
 //! INVALID_PRODUCER_EPOCH.
 //!
-//! No `.snapshot` files yet: at open the state is rebuilt from the batch headers of the active
-//! segment only, so a producer whose last batches lie in older segments starts afresh (its next
-//! batch is accepted whatever its sequence).
+//! The state is kept in memory and saved in Kafka's `.snapshot` files
+//! (`seglog_format::producer_snapshot`): `<offset>.snapshot` holds every producer's epoch and
+//! last batch among the batches below `<offset>`. The partition log takes one at each roll (at
+//! the new segment's base offset, written without an fsync, which the next flush does) and one at
+//! clean close (at the log end offset, durable). At open the newest valid snapshot at or below
+//! the log end offset is loaded and the batch headers after it are replayed
+//! (`partition_log::rebuild_producer_state`); a corrupt snapshot is deleted and an older one (or
+//! the log itself, from the log start) is used instead. Snapshots go with their segments:
+//! retention deletes those below the new log start offset, truncation those above the new log
+//! end offset.
+//!
+//! Not done: `producer.id.expiration.ms` (no such key in the topic or broker configuration yet:
+//! producers are never expired), and transactions (the coordinator epoch and open transaction of
+//! an entry are kept as a snapshot had them and written back unchanged).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use seglog_format::increment_sequence;
+use seglog_format::{
+    FileKind, FileState, ProducerSnapshotEntry, SegmentFileName, decode_producer_snapshot,
+    encode_producer_snapshot, increment_sequence,
+};
 
 use super::validator::ValidationError;
+use crate::dirs::checkpoint::{CHECKPOINT_BYTES_MAX, read_if_exists, tmp_path, write_atomically};
+use crate::error::{Error, Result};
+use crate::io::{Fs, OpenMode};
+use crate::segment::segment_path;
 
 /// Batches remembered per producer, as Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`
 /// (a producer has at most five requests in flight).
 pub const BATCHES_PER_PRODUCER_MAX: usize = 5;
+
+/// The largest snapshot file read (bounds the allocation: 23 million producers).
+pub const SNAPSHOT_BYTES_MAX: u64 = CHECKPOINT_BYTES_MAX;
 
 /// One appended batch of a producer (Kafka's `BatchMetadata`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +52,8 @@ pub struct BatchMetadata {
     pub first_offset: i64,
     /// The offset its last record was given.
     pub last_offset: i64,
+    /// The batch's max timestamp.
+    pub timestamp: i64,
 }
 
 /// What a producer's batch is to the log.
@@ -40,19 +65,135 @@ pub enum ProducerCheck {
     Duplicate(BatchMetadata),
 }
 
-#[derive(Debug, Clone, Default)]
-struct ProducerEntry {
-    epoch: i16,
-    batches: VecDeque<BatchMetadata>,
+/// A snapshot that did not decode (Kafka's `CorruptSnapshotException`, which it logs as a
+/// warning): it was deleted and an older snapshot, or the log, was used instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptSnapshot {
+    /// The file, now deleted.
+    pub path: PathBuf,
+    /// Why it was refused.
+    pub reason: String,
 }
 
-/// The producers of one partition.
-#[derive(Debug, Clone, Default)]
+/// One producer's state (Kafka's `ProducerStateEntry`).
+#[derive(Debug, Clone)]
+struct ProducerStateEntry {
+    epoch: i16,
+    /// The last batches, oldest first; empty when only the epoch is known.
+    batches: VecDeque<BatchMetadata>,
+    /// The max timestamp of the last batch (Kafka's `lastTimestamp`).
+    last_timestamp: i64,
+    /// As read from a snapshot (seglog writes no transaction markers), or -1.
+    coordinator_epoch: i32,
+    /// As read from a snapshot (seglog has no transactions), or -1.
+    current_txn_first_offset: i64,
+}
+
+impl ProducerStateEntry {
+    fn new(epoch: i16) -> Self {
+        Self {
+            epoch,
+            batches: VecDeque::new(),
+            last_timestamp: -1,
+            coordinator_epoch: -1,
+            current_txn_first_offset: -1,
+        }
+    }
+
+    /// The entry a snapshot describes: its last batch only.
+    fn from_snapshot(entry: &ProducerSnapshotEntry) -> Self {
+        let mut state = Self::new(entry.producer_epoch);
+        if entry.has_batch() {
+            state.batches.push_back(BatchMetadata {
+                first_seq: entry.first_sequence(),
+                last_seq: entry.last_sequence,
+                first_offset: entry.first_offset(),
+                last_offset: entry.last_offset,
+                timestamp: entry.timestamp,
+            });
+        }
+        state.last_timestamp = entry.timestamp;
+        state.coordinator_epoch = entry.coordinator_epoch;
+        state.current_txn_first_offset = entry.current_txn_first_offset;
+        state
+    }
+
+    /// What a snapshot keeps of it (Kafka's `writeSnapshot`): the last batch only.
+    fn to_snapshot(&self, producer_id: i64) -> ProducerSnapshotEntry {
+        let last = self.batches.back();
+        ProducerSnapshotEntry {
+            producer_id,
+            producer_epoch: self.epoch,
+            last_sequence: last.map_or(-1, |batch| batch.last_seq),
+            last_offset: last.map_or(-1, |batch| batch.last_offset),
+            offset_delta: last.map_or(0, |batch| {
+                i32::try_from(batch.last_offset - batch.first_offset).unwrap_or(0)
+            }),
+            timestamp: self.last_timestamp,
+            coordinator_epoch: self.coordinator_epoch,
+            current_txn_first_offset: self.current_txn_first_offset,
+        }
+    }
+}
+
+/// The path of the snapshot at `offset` in `dir` (`<20-digit offset>.snapshot`).
+pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    segment_path(dir, offset, FileKind::Snapshot)
+}
+
+/// The producers of one partition and its snapshot files (Kafka's `ProducerStateManager`).
+#[derive(Debug)]
 pub struct ProducerStateManager {
-    producers: BTreeMap<i64, ProducerEntry>,
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    producers: BTreeMap<i64, ProducerStateEntry>,
+    /// The offsets of the snapshot files in `dir` (Kafka's `snapshots`).
+    snapshots: BTreeSet<i64>,
+    /// The state covers every batch below this offset (Kafka's `lastMapOffset`).
+    map_end_offset: i64,
+    /// The offset of the last snapshot taken or loaded (Kafka's `lastSnapOffset`).
+    last_snap_offset: i64,
+    /// Snapshots written without an fsync, for the next flush to make durable.
+    unsynced: Vec<PathBuf>,
+    /// Corrupt snapshots deleted since the last [`ProducerStateManager::take_corrupt_snapshots`].
+    corrupt: Vec<CorruptSnapshot>,
 }
 
 impl ProducerStateManager {
+    /// An empty state over the snapshot files of the partition directory `dir` (Kafka's
+    /// constructor, `loadSnapshots`). Leftover temporary files of an interrupted snapshot write
+    /// are removed.
+    pub fn open(fs: Arc<dyn Fs>, dir: &Path) -> Result<Self> {
+        let mut snapshots = BTreeSet::new();
+        for path in fs.list(dir).map_err(|e| Error::io("list partition", dir, e))? {
+            let Some(name) = path.file_name().map(|name| name.to_string_lossy().into_owned())
+            else {
+                continue;
+            };
+            if let Some(stem) = name.strip_suffix(crate::dirs::checkpoint::TMP_SUFFIX)
+                && is_live_snapshot(stem).is_some()
+            {
+                match fs.remove(&path) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(error) => return Err(Error::io("remove leftover snapshot", &path, error)),
+                }
+            } else if let Some(offset) = is_live_snapshot(&name) {
+                snapshots.insert(offset);
+            }
+        }
+        Ok(Self {
+            fs,
+            dir: dir.to_owned(),
+            producers: BTreeMap::new(),
+            snapshots,
+            map_end_offset: 0,
+            last_snap_offset: 0,
+            unsynced: Vec::new(),
+            corrupt: Vec::new(),
+        })
+    }
+
     /// Checks a batch of `producer_id` at `epoch` with sequences `first_seq..=last_seq`.
     pub fn check(
         &self,
@@ -100,9 +241,11 @@ impl ProducerStateManager {
         }
     }
 
-    /// Records an appended batch.
+    /// Records an appended batch (Kafka's `ProducerStateEntry.addBatch`): a new epoch forgets
+    /// the batches of the old one.
     pub fn update(&mut self, producer_id: i64, epoch: i16, batch: BatchMetadata) {
-        let entry = self.producers.entry(producer_id).or_default();
+        let entry =
+            self.producers.entry(producer_id).or_insert_with(|| ProducerStateEntry::new(epoch));
         if entry.epoch != epoch {
             entry.epoch = epoch;
             entry.batches.clear();
@@ -111,19 +254,12 @@ impl ProducerStateManager {
         while entry.batches.len() > BATCHES_PER_PRODUCER_MAX {
             entry.batches.pop_front();
         }
+        entry.last_timestamp = batch.timestamp;
     }
 
-    /// Forgets batches at or after `offset` (the log was truncated there).
-    pub fn truncate_from(&mut self, offset: i64) {
-        for entry in self.producers.values_mut() {
-            entry.batches.retain(|batch| batch.last_offset < offset);
-        }
-        self.producers.retain(|_, entry| !entry.batches.is_empty());
-    }
-
-    /// Forgets every producer.
-    pub fn clear(&mut self) {
-        self.producers.clear();
+    /// The epoch and last batch of `producer_id`, when it is known (Kafka's `lastEntry`).
+    pub fn last_entry(&self, producer_id: i64) -> Option<(i16, Option<BatchMetadata>)> {
+        self.producers.get(&producer_id).map(|entry| (entry.epoch, entry.batches.back().copied()))
     }
 
     /// Producers tracked.
@@ -135,11 +271,222 @@ impl ProducerStateManager {
     pub fn is_empty(&self) -> bool {
         self.producers.is_empty()
     }
+
+    /// The offset the state covers: every batch below it (Kafka's `mapEndOffset`).
+    pub fn map_end_offset(&self) -> i64 {
+        self.map_end_offset
+    }
+
+    /// Sets the offset the state covers (Kafka's `updateMapEndOffset`): after an append, the log
+    /// end offset; at a roll, the new segment's base offset.
+    pub fn update_map_end_offset(&mut self, offset: i64) {
+        self.map_end_offset = offset;
+    }
+
+    /// The offsets of the snapshot files, oldest first.
+    pub fn snapshot_offsets(&self) -> Vec<i64> {
+        self.snapshots.iter().copied().collect()
+    }
+
+    /// The offset of the newest snapshot (Kafka's `latestSnapshotOffset`).
+    pub fn latest_snapshot_offset(&self) -> Option<i64> {
+        self.snapshots.last().copied()
+    }
+
+    /// Writes a snapshot at the map end offset, unless one was already taken there or later
+    /// (Kafka's `takeSnapshot`). With `sync` the file is durable on return (temporary file,
+    /// fsync, rename, fsync of the directory); without, it is renamed into place unsynced and
+    /// [`ProducerStateManager::take_unsynced_snapshots`] hands it to the next flush, as Kafka
+    /// keeps the fsync of a roll's snapshot off the append path. Returns whether it wrote one.
+    pub fn take_snapshot(&mut self, sync: bool) -> Result<bool> {
+        if self.map_end_offset <= self.last_snap_offset {
+            return Ok(false);
+        }
+        let offset = self.map_end_offset;
+        let entries: Vec<ProducerSnapshotEntry> =
+            self.producers.iter().map(|(id, entry)| entry.to_snapshot(*id)).collect();
+        let bytes = encode_producer_snapshot(&entries).map_err(|error| {
+            Error::InvalidArgument(format!("cannot encode a producer snapshot: {error}"))
+        })?;
+        let path = snapshot_path(&self.dir, offset);
+        if sync {
+            write_atomically(self.fs.as_ref(), &path, &bytes)?;
+        } else {
+            write_unsynced(self.fs.as_ref(), &path, &bytes)?;
+            if !self.unsynced.contains(&path) {
+                self.unsynced.push(path);
+            }
+        }
+        self.snapshots.insert(offset);
+        self.last_snap_offset = offset;
+        Ok(true)
+    }
+
+    /// The snapshots written without an fsync since the last call: the caller fsyncs them, then
+    /// the directory.
+    pub fn take_unsynced_snapshots(&mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.unsynced)
+    }
+
+    /// The corrupt snapshots found (and deleted) since the last call.
+    pub fn take_corrupt_snapshots(&mut self) -> Vec<CorruptSnapshot> {
+        std::mem::take(&mut self.corrupt)
+    }
+
+    /// Deletes snapshots that belong to no segment (Kafka's `removeStraySnapshots`): every
+    /// snapshot whose offset is not a segment base offset, except the newest such one when it
+    /// lies above every segment base (the snapshot of a clean close, at the log end offset).
+    pub fn remove_stray_snapshots(&mut self, segment_base_offsets: &[i64]) -> Result<()> {
+        let bases: BTreeSet<i64> = segment_base_offsets.iter().copied().collect();
+        let mut strays: Vec<i64> =
+            self.snapshots.iter().copied().filter(|offset| !bases.contains(offset)).collect();
+        if let Some(&largest) = strays.last()
+            && bases.last().is_none_or(|max_base| largest > *max_base)
+        {
+            strays.pop();
+        }
+        self.delete_snapshots(&strays)
+    }
+
+    /// Deletes the snapshots below `offset` (Kafka's `deleteSnapshotsBefore`): their segments
+    /// were deleted.
+    pub fn delete_snapshots_before(&mut self, offset: i64) -> Result<()> {
+        let below: Vec<i64> = self.snapshots.range(..offset).copied().collect();
+        self.delete_snapshots(&below)
+    }
+
+    /// Makes the state that of the log `[log_start_offset, log_end_offset)` as far as snapshots
+    /// know it (Kafka's `truncateAndReload`): snapshots above the log end or at or below the log
+    /// start are deleted; unless the state already ends at the log end, it is replaced by the
+    /// newest remaining snapshot (or emptied, ending at the log start). The caller then replays
+    /// the batches from [`ProducerStateManager::map_end_offset`] to the log end.
+    pub fn truncate_and_reload(
+        &mut self,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    ) -> Result<()> {
+        let out_of_range: Vec<i64> = self
+            .snapshots
+            .iter()
+            .copied()
+            .filter(|offset| *offset > log_end_offset || *offset <= log_start_offset)
+            .collect();
+        self.delete_snapshots(&out_of_range)?;
+        if log_end_offset == self.map_end_offset {
+            self.on_log_start_offset_incremented(log_start_offset);
+            return Ok(());
+        }
+        self.producers.clear();
+        self.load_from_snapshot(log_start_offset)
+    }
+
+    /// Loads the newest valid snapshot (Kafka's `loadFromSnapshot`): a corrupt one is recorded,
+    /// deleted, and the next older one tried; with none left the state is empty and ends at
+    /// `log_start_offset`.
+    fn load_from_snapshot(&mut self, log_start_offset: i64) -> Result<()> {
+        while let Some(offset) = self.latest_snapshot_offset() {
+            let path = snapshot_path(&self.dir, offset);
+            let entries = match read_if_exists(self.fs.as_ref(), &path, SNAPSHOT_BYTES_MAX) {
+                Ok(Some(bytes)) => decode_producer_snapshot(&bytes).map_err(|e| e.to_string()),
+                Ok(None) => {
+                    // Gone from under us: nothing to load or delete.
+                    self.snapshots.remove(&offset);
+                    continue;
+                }
+                Err(Error::Malformed { reason, .. }) => Err(reason),
+                Err(error) => return Err(error),
+            };
+            match entries {
+                Ok(entries) => {
+                    for entry in &entries {
+                        self.producers
+                            .insert(entry.producer_id, ProducerStateEntry::from_snapshot(entry));
+                    }
+                    self.last_snap_offset = offset;
+                    self.map_end_offset = offset;
+                    return Ok(());
+                }
+                Err(reason) => {
+                    self.corrupt.push(CorruptSnapshot { path, reason });
+                    self.delete_snapshots(&[offset])?;
+                }
+            }
+        }
+        self.last_snap_offset = log_start_offset;
+        self.map_end_offset = log_start_offset;
+        Ok(())
+    }
+
+    /// The log start offset moved up (Kafka's `onLogStartOffsetIncremented`).
+    pub fn on_log_start_offset_incremented(&mut self, log_start_offset: i64) {
+        self.map_end_offset = self.map_end_offset.max(log_start_offset);
+        self.last_snap_offset = self.latest_snapshot_offset().unwrap_or(log_start_offset);
+    }
+
+    /// Forgets every producer and deletes every snapshot; the state ends at `offset` (Kafka's
+    /// `truncateFullyAndStartAt`).
+    pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
+        self.producers.clear();
+        let all: Vec<i64> = self.snapshots.iter().copied().collect();
+        self.delete_snapshots(&all)?;
+        self.last_snap_offset = 0;
+        self.map_end_offset = offset;
+        Ok(())
+    }
+
+    /// Removes the snapshot files at `offsets`, then fsyncs the directory: a snapshot that
+    /// reappeared after a crash could describe batches a truncation removed.
+    fn delete_snapshots(&mut self, offsets: &[i64]) -> Result<()> {
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        for offset in offsets {
+            self.snapshots.remove(offset);
+            let path = snapshot_path(&self.dir, *offset);
+            self.unsynced.retain(|unsynced| *unsynced != path);
+            match self.fs.remove(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(Error::io("delete producer snapshot", &path, error)),
+            }
+        }
+        self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))
+    }
+}
+
+/// The offset of a live `.snapshot` file name.
+fn is_live_snapshot(name: &str) -> Option<i64> {
+    SegmentFileName::parse(name)
+        .ok()
+        .filter(|parsed| parsed.kind == FileKind::Snapshot && parsed.state == FileState::Live)
+        .map(|parsed| parsed.offset)
+}
+
+/// Writes `bytes` to `<path>.tmp` and renames it to `path`, without an fsync: a crashed process
+/// leaves the old file or the new one; a power loss may leave a torn file, which its CRC
+/// rejects.
+fn write_unsynced(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = tmp_path(path);
+    let file = fs.open(&tmp, OpenMode::CreateOrOpen).map_err(|e| Error::io("open", &tmp, e))?;
+    file.set_len(0).map_err(|e| Error::io("set_len", &tmp, e))?;
+    file.write_all_at(bytes, 0).map_err(|e| Error::io("write", &tmp, e))?;
+    drop(file);
+    fs.rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::SimFs;
+
+    fn dir() -> PathBuf {
+        PathBuf::from("/logs/p-0")
+    }
+
+    fn manager(fs: &SimFs) -> ProducerStateManager {
+        fs.create_dir_all(&dir()).unwrap();
+        ProducerStateManager::open(Arc::new(fs.clone()), &dir()).unwrap()
+    }
 
     fn batch(first_seq: i32, last_seq: i32, first_offset: i64) -> BatchMetadata {
         BatchMetadata {
@@ -147,12 +494,13 @@ mod tests {
             last_seq,
             first_offset,
             last_offset: first_offset + i64::from(last_seq - first_seq),
+            timestamp: 1_000 + first_offset,
         }
     }
 
     #[test]
     fn sequences_duplicates_and_epochs() {
-        let mut state = ProducerStateManager::default();
+        let mut state = manager(&SimFs::new());
         assert_eq!(state.check(7, 0, 0, 2), Ok(ProducerCheck::Append));
         state.update(7, 0, batch(0, 2, 100));
         // The retry of the same batch gets its offsets back.
@@ -186,7 +534,7 @@ mod tests {
 
     #[test]
     fn five_batches_are_remembered_and_sequences_wrap() {
-        let mut state = ProducerStateManager::default();
+        let mut state = manager(&SimFs::new());
         for i in 0..7 {
             state.update(1, 0, batch(i, i, i64::from(i)));
         }
@@ -196,19 +544,169 @@ mod tests {
             state.check(1, 0, 1, 1),
             Err(ValidationError::OutOfOrderSequence { producer_id: 1, expected: 7, found: 1 })
         );
-        let mut wrapping = ProducerStateManager::default();
+        let mut wrapping = manager(&SimFs::new());
         wrapping.update(2, 0, batch(i32::MAX - 1, i32::MAX, 0));
         assert_eq!(wrapping.check(2, 0, 0, 4), Ok(ProducerCheck::Append));
     }
 
+    /// A snapshot keeps each producer's epoch and last batch (Kafka's `testTakeSnapshot`,
+    /// `testRecoverFromSnapshot`), under the name of its offset.
     #[test]
-    fn truncation_forgets_what_it_removed() {
-        let mut state = ProducerStateManager::default();
+    fn snapshots_keep_the_last_batch_of_each_producer() {
+        let fs = SimFs::new();
+        let mut state = manager(&fs);
         state.update(1, 0, batch(0, 1, 0));
-        state.update(1, 0, batch(2, 3, 2));
-        state.truncate_from(2);
-        assert_eq!(state.check(1, 0, 2, 3), Ok(ProducerCheck::Append));
-        state.truncate_from(0);
+        state.update(1, 0, batch(2, 4, 2));
+        let wrapped = BatchMetadata {
+            first_seq: i32::MAX,
+            last_seq: 1,
+            first_offset: 5,
+            last_offset: 7,
+            timestamp: 1_005,
+        };
+        state.update(2, 3, wrapped);
+        state.update_map_end_offset(8);
+        assert!(state.take_snapshot(true).unwrap());
+        assert!(!state.take_snapshot(true).unwrap(), "not again at the same offset");
+        let path = dir().join("00000000000000000008.snapshot");
+        let bytes = crate::io::read_all(fs.open(&path, OpenMode::Read).unwrap().as_ref()).unwrap();
+        let entries = decode_producer_snapshot(&bytes).unwrap();
+        assert_eq!(
+            entries,
+            [
+                ProducerSnapshotEntry {
+                    producer_id: 1,
+                    producer_epoch: 0,
+                    last_sequence: 4,
+                    last_offset: 4,
+                    offset_delta: 2,
+                    timestamp: 1_002,
+                    coordinator_epoch: -1,
+                    current_txn_first_offset: -1,
+                },
+                ProducerSnapshotEntry {
+                    producer_id: 2,
+                    producer_epoch: 3,
+                    last_sequence: 1,
+                    last_offset: 7,
+                    offset_delta: 2,
+                    timestamp: 1_005,
+                    coordinator_epoch: -1,
+                    current_txn_first_offset: -1,
+                },
+            ]
+        );
+        // A new manager over the directory loads it: the last batch is a duplicate, the one
+        // before is out of sequence (Kafka keeps one batch per producer in a snapshot).
+        let mut reloaded = manager(&fs);
+        assert_eq!(reloaded.snapshot_offsets(), [8]);
+        reloaded.truncate_and_reload(0, 8).unwrap();
+        assert_eq!(reloaded.map_end_offset(), 8);
+        assert_eq!(reloaded.check(1, 0, 2, 4), Ok(ProducerCheck::Duplicate(batch(2, 4, 2))));
+        assert_eq!(
+            reloaded.check(1, 0, 0, 1),
+            Err(ValidationError::OutOfOrderSequence { producer_id: 1, expected: 5, found: 0 })
+        );
+        assert_eq!(reloaded.check(2, 3, i32::MAX, 1), Ok(ProducerCheck::Duplicate(wrapped)));
+        assert_eq!(reloaded.check(2, 3, 2, 2), Ok(ProducerCheck::Append));
+    }
+
+    /// `testLoadFromCorruptSnapshotFile` / `testSkipSnapshotIfOffsetUnchanged`: a corrupt newest
+    /// snapshot is deleted and the next older one loaded; without any, the state is empty and
+    /// ends at the log start.
+    #[test]
+    fn a_corrupt_snapshot_falls_back_to_an_older_one() {
+        let fs = SimFs::new();
+        let mut state = manager(&fs);
+        state.update(1, 0, batch(0, 0, 0));
+        state.update_map_end_offset(1);
+        state.take_snapshot(true).unwrap();
+        state.update(1, 0, batch(1, 1, 1));
+        state.update_map_end_offset(2);
+        state.take_snapshot(true).unwrap();
+        let newest = dir().join("00000000000000000002.snapshot");
+        let file = fs.open(&newest, OpenMode::ReadWrite).unwrap();
+        file.write_all_at(&[0xFF], 20).unwrap();
+        let mut reloaded = manager(&fs);
+        reloaded.truncate_and_reload(0, 2).unwrap();
+        let corrupt = reloaded.take_corrupt_snapshots();
+        assert_eq!(corrupt.len(), 1);
+        assert_eq!(corrupt[0].path, newest);
+        assert!(corrupt[0].reason.contains("crc"), "{}", corrupt[0].reason);
+        assert!(!fs.exists(&newest).unwrap());
+        assert_eq!((reloaded.map_end_offset(), reloaded.snapshot_offsets()), (1, vec![1]));
+        assert_eq!(reloaded.last_entry(1), Some((0, Some(batch(0, 0, 0)))));
+        // An empty file (a torn write) is corrupt too; with nothing left, the state is empty.
+        let oldest = dir().join("00000000000000000001.snapshot");
+        fs.open(&oldest, OpenMode::ReadWrite).unwrap().set_len(0).unwrap();
+        let mut reloaded = manager(&fs);
+        reloaded.truncate_and_reload(0, 2).unwrap();
+        assert_eq!(reloaded.take_corrupt_snapshots().len(), 1);
+        assert!(reloaded.is_empty());
+        assert_eq!((reloaded.map_end_offset(), reloaded.latest_snapshot_offset()), (0, None));
+    }
+
+    /// `testRemoveStraySnapshotsKeepCleanShutdownSnapshot`, `testTruncateAndReloadRemovesOutOfRangeSnapshots`,
+    /// `testDeleteSnapshotsBefore`, leftovers of an interrupted write.
+    #[test]
+    fn stray_out_of_range_and_old_snapshots_are_deleted() {
+        let fs = SimFs::new();
+        let mut state = manager(&fs);
+        for offset in [0, 5, 7, 10, 12, 15] {
+            state.update_map_end_offset(offset);
+            state.take_snapshot(true).unwrap();
+        }
+        let tmp = dir().join("00000000000000000020.snapshot.tmp");
+        fs.open(&tmp, OpenMode::CreateNew).unwrap();
+        let mut state = manager(&fs);
+        assert!(!fs.exists(&tmp).unwrap());
+        assert_eq!(state.snapshot_offsets(), [5, 7, 10, 12, 15]);
+        // Segments at 0, 5 and 10: 7 and 12 are strays; 15 is above every base (a clean close).
+        state.remove_stray_snapshots(&[0, 5, 10]).unwrap();
+        assert_eq!(state.snapshot_offsets(), [5, 10, 15]);
+        state.truncate_and_reload(5, 12).unwrap();
+        assert_eq!(state.snapshot_offsets(), [10]);
+        assert_eq!(state.map_end_offset(), 10);
+        state.delete_snapshots_before(11).unwrap();
+        assert_eq!(state.snapshot_offsets(), Vec::<i64>::new());
+        let files: Vec<PathBuf> = fs.list(&dir()).unwrap();
+        assert!(files.is_empty(), "{files:?}");
+    }
+
+    /// A snapshot taken unsynced is handed to the next flush; without it, a power loss may lose
+    /// it, and what survives is either the whole file or nothing valid.
+    #[test]
+    fn unsynced_snapshots_are_handed_to_the_flush() {
+        let fs = SimFs::new();
+        let mut state = manager(&fs);
+        for ancestor in dir().ancestors() {
+            fs.sync_dir(ancestor).unwrap();
+        }
+        state.update(1, 0, batch(0, 0, 0));
+        state.update_map_end_offset(1);
+        state.take_snapshot(false).unwrap();
+        let unsynced = state.take_unsynced_snapshots();
+        assert_eq!(unsynced, [dir().join("00000000000000000001.snapshot")]);
+        assert!(state.take_unsynced_snapshots().is_empty());
+        fs.open(&unsynced[0], OpenMode::ReadWrite).unwrap().sync_data().unwrap();
+        fs.sync_dir(&dir()).unwrap();
+        drop(state);
+        fs.crash(3);
+        let mut reloaded = manager(&fs);
+        reloaded.truncate_and_reload(0, 1).unwrap();
+        assert_eq!(reloaded.last_entry(1), Some((0, Some(batch(0, 0, 0)))));
+    }
+
+    #[test]
+    fn truncate_fully_deletes_every_snapshot() {
+        let fs = SimFs::new();
+        let mut state = manager(&fs);
+        state.update(1, 0, batch(0, 0, 0));
+        state.update_map_end_offset(1);
+        state.take_snapshot(true).unwrap();
+        state.truncate_fully_and_start_at(30).unwrap();
         assert!(state.is_empty());
+        assert_eq!((state.map_end_offset(), state.latest_snapshot_offset()), (30, None));
+        assert!(fs.list(&dir()).unwrap().is_empty());
     }
 }

@@ -1,10 +1,13 @@
 //! A seeded simulation of one partition log against a model, with power-loss crashes, on the
 //! simulated file system. Every step checks: the log holds exactly the model's records from its
 //! log start to its log end, offsets are contiguous, nothing flushed is ever lost, no record
-//! appears that was never appended, checkpoints never point past durable data, and reopening is
-//! idempotent. Long runs: `SEED=<n> ITERATIONS=<n> cargo test --release -p seglog-storage
+//! appears that was never appended, checkpoints never point past durable data, reopening is
+//! idempotent, and every idempotent producer whose last batch is in the log is known with that
+//! batch (through snapshots, replays, truncations and crashes), so its retry is recognised. Long
+//! runs: `SEED=<n> ITERATIONS=<n> cargo test --release -p seglog-storage
 //! partition_log_sim`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -12,6 +15,7 @@ use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
 
 use super::load::LoadParams;
 use super::partition_log::{Isolation, PartitionLog, TopicPartition};
+use super::producer_state::BatchMetadata;
 use super::validator::AppendOrigin;
 use crate::config::{DurabilityMode, LogConfig};
 use crate::io::{Fs, SimFs};
@@ -35,6 +39,36 @@ struct Model {
     /// Checkpointed recovery point and log start offset, as a log manager would have written.
     checkpoint_recovery_point: i64,
     checkpoint_log_start_offset: i64,
+    /// Per idempotent producer (epoch 0), its batches still in the log or below its start, in
+    /// order, with the bytes sent.
+    producers: BTreeMap<i64, Vec<(BatchMetadata, Vec<u8>)>>,
+    /// The highest log start offset so far. A producer whose last batch lies below it may be
+    /// forgotten (Kafka drops such producers when it reloads its state), even when a crash moves
+    /// the log start back to its checkpoint.
+    log_start_offset_max: i64,
+}
+
+impl Model {
+    /// Whether `producer_id`'s last batch must be known to the log, and if so which it is.
+    fn known_last_batch(&self, producer_id: i64) -> Option<&(BatchMetadata, Vec<u8>)> {
+        self.producers
+            .get(&producer_id)
+            .and_then(|batches| batches.last())
+            .filter(|(batch, _)| batch.last_offset >= self.log_start_offset_max)
+    }
+
+    /// The log start offset is now `log_start_offset`.
+    fn set_log_start_offset(&mut self, log_start_offset: i64) {
+        self.log_start_offset = log_start_offset;
+        self.log_start_offset_max = self.log_start_offset_max.max(log_start_offset);
+    }
+
+    /// The log now ends at `log_end_offset`: batches at or after it are gone.
+    fn cut_producers(&mut self, log_end_offset: i64) {
+        for batches in self.producers.values_mut() {
+            batches.retain(|(batch, _)| batch.last_offset < log_end_offset);
+        }
+    }
 }
 
 fn open(fs: &SimFs, config: &LogConfig, params: LoadParams) -> PartitionLog {
@@ -79,6 +113,15 @@ fn check(log: &PartitionLog, model: &Model, context: &str) {
         .collect();
     assert_eq!(records.len(), expected.len(), "{context}: record count");
     assert_eq!(records, expected, "{context}: contents");
+    for producer_id in model.producers.keys() {
+        if let Some((last, _)) = model.known_last_batch(*producer_id) {
+            assert_eq!(
+                log.producer_last_entry(*producer_id).unwrap(),
+                Some((0, Some(*last))),
+                "{context}: producer {producer_id}"
+            );
+        }
+    }
 }
 
 #[expect(clippy::too_many_lines, reason = "one match over every operation reads best in one place")]
@@ -124,7 +167,34 @@ fn run(seed: u64, steps: usize) {
             0..=44 => {
                 let codec = Compression::ALL[rng.below(5) as usize];
                 let n = 1 + rng.below(6) as usize;
+                // A third of the batches are plain; the others come from one of three idempotent
+                // producers, which sometimes retry their last batch.
+                let producer_id = rng.below(3) as i64;
+                if producer_id > 0
+                    && let Some((original, bytes)) = model.known_last_batch(producer_id)
+                    && rng.below(4) == 0
+                {
+                    let info =
+                        log.append_as_leader(bytes, 1, AppendOrigin::Client, step as i64).unwrap();
+                    assert_eq!(
+                        (info.first_offset, info.last_offset, info.n_records),
+                        (original.first_offset, original.last_offset, 0),
+                        "{context}: retry of producer {producer_id}"
+                    );
+                    check(&log, &model, &context);
+                    continue;
+                }
+                // The sequence after the producer's last batch, known to the log or not (an
+                // unknown producer may start anywhere).
+                let first_seq = model
+                    .producers
+                    .get(&producer_id)
+                    .and_then(|batches| batches.last())
+                    .map_or(0, |(batch, _)| batch.last_seq + 1);
                 let mut builder = RecordBatchBuilder::new(codec);
+                if producer_id > 0 {
+                    builder = builder.producer(producer_id, 0, first_seq);
+                }
                 let mut values = Vec::new();
                 for idx in 0..n {
                     let value = format!(
@@ -136,15 +206,20 @@ fn run(seed: u64, steps: usize) {
                     builder.push(1_000 + step as i64, Some(b"k"), Some(&value), &[]).unwrap();
                     values.push(value);
                 }
-                let info = log
-                    .append_as_leader(
-                        &builder.build().unwrap(),
-                        1,
-                        AppendOrigin::Client,
-                        step as i64,
-                    )
-                    .unwrap();
+                let bytes = builder.build().unwrap();
+                let info =
+                    log.append_as_leader(&bytes, 1, AppendOrigin::Client, step as i64).unwrap();
                 assert_eq!(info.first_offset, model.log_end_offset, "{context}");
+                if producer_id > 0 {
+                    let batch = BatchMetadata {
+                        first_seq,
+                        last_seq: first_seq + n as i32 - 1,
+                        first_offset: info.first_offset,
+                        last_offset: info.last_offset,
+                        timestamp: 1_000 + step as i64,
+                    };
+                    model.producers.entry(producer_id).or_default().push((batch, bytes));
+                }
                 model.values.truncate(model.log_end_offset as usize);
                 model.values.extend(values);
                 model.log_end_offset = info.last_offset + 1;
@@ -167,7 +242,8 @@ fn run(seed: u64, steps: usize) {
                     + rng.below((model.high_watermark - model.log_start_offset + 1).max(1) as u64)
                         as i64;
                 if target <= model.high_watermark {
-                    model.log_start_offset = log.maybe_increment_log_start_offset(target).unwrap();
+                    let start = log.maybe_increment_log_start_offset(target).unwrap();
+                    model.set_log_start_offset(start);
                 }
             }
             68..=72 => {
@@ -178,7 +254,7 @@ fn run(seed: u64, steps: usize) {
                         && start <= model.high_watermark.max(model.log_start_offset),
                     "{context}: retention"
                 );
-                model.log_start_offset = start;
+                model.set_log_start_offset(start);
             }
             73..=77 => {
                 // Truncate to a batch boundary at or above the high watermark, as a follower would.
@@ -200,6 +276,7 @@ fn run(seed: u64, steps: usize) {
                 let target = boundaries[rng.below(boundaries.len() as u64) as usize];
                 log.truncate_to(target, step as i64).unwrap();
                 model.log_end_offset = model.log_end_offset.min(target);
+                model.cut_producers(model.log_end_offset);
                 model.durable_offset = model.durable_offset.min(model.log_end_offset);
                 model.high_watermark = model.high_watermark.min(model.log_end_offset);
             }
@@ -250,10 +327,11 @@ fn run(seed: u64, steps: usize) {
                     model.log_end_offset
                 );
                 model.log_end_offset = end;
+                model.cut_producers(end);
                 model.durable_offset = model.durable_offset.min(end);
                 // The log start may move back to the checkpoint (retention renames are not yet
                 // durable); the records it exposes again are the ones appended there.
-                model.log_start_offset = log.log_start_offset().unwrap();
+                model.set_log_start_offset(log.log_start_offset().unwrap());
                 assert!(
                     model.log_start_offset >= model.checkpoint_log_start_offset.min(end),
                     "{context}: log start"
