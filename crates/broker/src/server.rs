@@ -95,6 +95,17 @@ impl Server {
             seglog_storage::Error::InvalidArgument(format!("log manager open panicked: {error}"))
         })??;
         let manager = Arc::new(manager);
+        for (tp, load) in &report.partitions {
+            for corrupt in &load.corrupt_snapshots {
+                tracing::warn!(
+                    topic = %tp.topic,
+                    partition = tp.partition,
+                    path = %corrupt.path.display(),
+                    reason = %corrupt.reason,
+                    "deleted a corrupt producer-state snapshot"
+                );
+            }
+        }
         tracing::info!(
             partitions = report.partitions.len(),
             clean_dirs = report.clean_dirs.len(),
