@@ -1,5 +1,6 @@
 //! Everything else that decodes untrusted bytes: file and directory names, topic names,
-//! checkpoint files, index entries, control record keys and values, and each codec's
+//! checkpoint files, index entries, control record keys and values, `__consumer_offsets`
+//! records and producer-state snapshots, and each codec's
 //! decompressor (bounded to 1 MiB).
 //!
 //! The first 8 bytes (big-endian) pick the index entry to read; the whole input is used for
@@ -13,6 +14,7 @@ use libfuzzer_sys::fuzz_target;
 use seglog_format::checkpoint::{parse_leader_epoch_checkpoint, parse_offset_checkpoint};
 use seglog_format::compression::{decompress, decompress_magic};
 use seglog_format::names::validate_topic;
+use seglog_format::{group, producer_snapshot};
 use seglog_format::{
     Compression, ControlRecordType, DecodeLimits, EndTransactionMarker, OffsetIndexEntry,
     PartitionDir, SegmentFileName, TimeIndexEntry,
@@ -41,6 +43,29 @@ fuzz_target!(|data: &[u8]| {
         let _ = black_box(OffsetIndexEntry::read(data, entry_idx));
         let _ = black_box(TimeIndexEntry::read(data, entry_idx));
     }
+
+    // __consumer_offsets records: one that decodes re-encodes to the bytes it was read from
+    // when it is of the version written (bytes after it are ignored, as Kafka's reader does).
+    if let Ok(key) = group::decode_key(data) {
+        if let Ok(bytes) = group::encode_key(&key) {
+            if data.starts_with(&[0, 1]) || data.starts_with(&[0, 2]) {
+                assert!(data.starts_with(&bytes), "group record key round trip");
+            }
+        }
+    }
+    if let Ok(value) = group::decode_offset_commit_value(data) {
+        if data.starts_with(&[0, 3]) {
+            let bytes = group::encode_offset_commit_value(&value).expect("re-encodes");
+            assert!(data.starts_with(&bytes), "offset commit value round trip");
+        }
+    }
+    if let Ok(value) = group::decode_group_metadata_value(data) {
+        if data.starts_with(&[0, 3]) {
+            let bytes = group::encode_group_metadata_value(&value).expect("re-encodes");
+            assert!(data.starts_with(&bytes), "group metadata value round trip");
+        }
+    }
+    let _ = black_box(producer_snapshot::decode_producer_snapshot(data));
 
     let _ = black_box(ControlRecordType::parse_key(data));
     let _ = black_box(EndTransactionMarker::parse(data));

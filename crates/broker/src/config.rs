@@ -48,6 +48,10 @@ pub const GROUP_MAX_SESSION_TIMEOUT_MS: &str = "group.max.session.timeout.ms";
 pub const OFFSET_METADATA_MAX_BYTES: &str = "offset.metadata.max.bytes";
 /// `offsets.retention.minutes`.
 pub const OFFSETS_RETENTION_MINUTES: &str = "offsets.retention.minutes";
+/// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
+pub const GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: &str = "group.consumer.heartbeat.interval.ms";
+/// `group.consumer.session.timeout.ms` (KIP-848 groups).
+pub const GROUP_CONSUMER_SESSION_TIMEOUT_MS: &str = "group.consumer.session.timeout.ms";
 
 /// The default listener.
 pub const LISTENER_DEFAULT: &str = "127.0.0.1:9092";
@@ -216,6 +220,18 @@ fn group_config(
             0,
         )?,
         offsets_retention_ms: retention_minutes.saturating_mul(60_000),
+        consumer_heartbeat_interval_ms: parse_number(
+            properties,
+            GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS,
+            defaults.consumer_heartbeat_interval_ms,
+            1,
+        )?,
+        consumer_session_timeout_ms: parse_number(
+            properties,
+            GROUP_CONSUMER_SESSION_TIMEOUT_MS,
+            defaults.consumer_session_timeout_ms,
+            1,
+        )?,
     };
     if groups.min_session_timeout_ms > groups.max_session_timeout_ms {
         return Err(ConfigError::invalid(

@@ -23,7 +23,7 @@ use crate::handlers;
 
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
 /// range is what the handlers implement, within what the `kafka-protocol` crate encodes.
-pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 26] = [
+pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::Produce, 3, 11),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
@@ -50,6 +50,8 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 26] = [
     (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// The advertised version range of `api_key`, if it is served.
@@ -143,6 +145,8 @@ fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::DescribeGroups => "DescribeGroups",
         ApiKey::DeleteGroups => "DeleteGroups",
         ApiKey::OffsetDelete => "OffsetDelete",
+        ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
+        ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
         _ => "other",
     }
 }
@@ -339,7 +343,9 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
         | ApiKey::ListGroups
         | ApiKey::DescribeGroups
         | ApiKey::DeleteGroups
-        | ApiKey::OffsetDelete => handlers::groups::route(broker, request).await,
+        | ApiKey::OffsetDelete
+        | ApiKey::ConsumerGroupHeartbeat
+        | ApiKey::ConsumerGroupDescribe => handlers::groups::route(broker, request).await,
         other => Err(format!("api {other:?} is not enabled on this broker")),
     }
 }

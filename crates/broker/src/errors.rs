@@ -37,6 +37,10 @@ pub(crate) const GROUP_ID_NOT_FOUND: i16 = 69;
 pub(crate) const MEMBER_ID_REQUIRED: i16 = 79;
 pub(crate) const FENCED_INSTANCE_ID: i16 = 82;
 pub(crate) const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+pub(crate) const FENCED_MEMBER_EPOCH: i16 = 110;
+pub(crate) const UNSUPPORTED_ASSIGNOR: i16 = 112;
+pub(crate) const STALE_MEMBER_EPOCH: i16 = 113;
+pub(crate) const INVALID_REGULAR_EXPRESSION: i16 = 128;
 
 /// The Kafka error code a storage error answers with.
 pub(crate) fn code(error: &Error) -> i16 {

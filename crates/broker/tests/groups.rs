@@ -24,15 +24,16 @@ use kafka_protocol::messages::offset_fetch_request::{
 };
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    ApiKey, DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, GroupId,
-    HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, ListGroupsRequest,
-    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetFetchResponse,
-    SyncGroupRequest, TopicName,
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, DeleteGroupsRequest, DescribeGroupsRequest,
+    FindCoordinatorRequest, GroupId, HeartbeatRequest, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest,
+    OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use seglog_broker::SUPPORTED_APIS;
 
-const GROUP_APIS: [ApiKey; 11] = [
+const GROUP_APIS: [ApiKey; 13] = [
     ApiKey::FindCoordinator,
     ApiKey::JoinGroup,
     ApiKey::SyncGroup,
@@ -44,7 +45,25 @@ const GROUP_APIS: [ApiKey; 11] = [
     ApiKey::DescribeGroups,
     ApiKey::DeleteGroups,
     ApiKey::OffsetDelete,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
+
+/// A KIP-848 join of `group` subscribed to `t`: the heartbeat answer.
+async fn consumer_join(
+    client: &mut Client,
+    group: &str,
+    member_id: &str,
+    version: i16,
+) -> ConsumerGroupHeartbeatResponse {
+    let request = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(gid(group))
+        .with_member_id(s(member_id))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![TopicName(s("t"))]));
+    client.send(&request, version).await
+}
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())
@@ -379,6 +398,51 @@ async fn every_group_api_answers_at_every_advertised_version() {
                     assert_eq!(fetch_committed(&mut client, &group, "u").await, 4);
                     let unknown = request.with_group_id(gid("no-such-group"));
                     assert_eq!(client.send(&unknown, version).await.error_code, 69);
+                }
+                ApiKey::ConsumerGroupHeartbeat => {
+                    // v1 clients name themselves; v0 ones are named by the broker.
+                    let own_id = if version >= 1 { "client-made-id" } else { "" };
+                    let joined = consumer_join(&mut client, &group, own_id, version).await;
+                    assert_eq!((joined.error_code, joined.member_epoch), (0, 1), "v{version}");
+                    let member = joined.member_id.clone().expect("a member id");
+                    if version >= 1 {
+                        assert_eq!(member.as_str(), own_id);
+                    }
+                    let assignment = joined.assignment.expect("the first assignment");
+                    assert_eq!(assignment.topic_partitions.len(), 1);
+                    assert_eq!(assignment.topic_partitions[0].partitions, [0, 1]);
+                    assert!(!assignment.topic_partitions[0].topic_id.is_nil());
+                    assert_eq!(joined.heartbeat_interval_ms, 5000);
+                    let stale = ConsumerGroupHeartbeatRequest::default()
+                        .with_group_id(gid(&group))
+                        .with_member_id(member.clone())
+                        .with_member_epoch(7)
+                        .with_rebalance_timeout_ms(-1);
+                    assert_eq!(client.send(&stale, version).await.error_code, 110, "v{version}");
+                    let leave = stale.with_member_epoch(-1);
+                    let left = client.send(&leave, version).await;
+                    assert_eq!((left.error_code, left.member_epoch), (0, -1), "v{version}");
+                }
+                ApiKey::ConsumerGroupDescribe => {
+                    let joined = consumer_join(&mut client, &group, "", 0).await;
+                    assert_eq!(joined.error_code, 0);
+                    let request = ConsumerGroupDescribeRequest::default()
+                        .with_group_ids(vec![gid(&group), gid("no-such-group")])
+                        .with_include_authorized_operations(true);
+                    let response = client.send(&request, version).await;
+                    let described = &response.groups[0];
+                    assert_eq!(
+                        (described.error_code, described.group_state.as_str()),
+                        (0, "Stable")
+                    );
+                    assert_eq!((described.group_epoch, described.assignment_epoch), (1, 1));
+                    assert_eq!(described.assignor_name.as_str(), "uniform");
+                    let member = &described.members[0];
+                    assert_eq!(member.member_epoch, 1);
+                    assert_eq!(member.client_id.as_str(), "seglog-test");
+                    assert_eq!(member.assignment.topic_partitions[0].topic_name.0.as_str(), "t");
+                    assert_eq!(member.target_assignment.topic_partitions[0].partitions, [0, 1]);
+                    assert_eq!(response.groups[1].error_code, 69);
                 }
                 other => panic!("no case for {other:?}"),
             }

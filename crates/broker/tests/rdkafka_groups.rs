@@ -342,3 +342,45 @@ fn common_topic(server: &Server, topic: &str, partitions: i32) {
         .create_topic(topic, partitions, BTreeMap::new())
         .expect("topic created");
 }
+
+/// KIP-848 (`group.protocol=consumer`): the broker assigns (uniform, then range); members
+/// joining and leaving rebalance incrementally, and everything is consumed once assigned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consumer_protocol_assigns_on_the_broker() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start_broker(dir.path()).await;
+    let addr = server.local_addr().to_string();
+    common_topic(&server, "kip848", 4);
+    produce(&addr, "kip848", 4, 400, "k").await;
+    let for_members = addr.clone();
+    let (first, second) = tokio::task::spawn_blocking(move || {
+        let consumer_protocol = [("group.protocol", "consumer")];
+        let first = Member::start(&for_members, "kip848-group", "kip848", &consumer_protocol);
+        wait_until("the first member's assignment", || first.assignment().len() == 4);
+        let second = Member::start(&for_members, "kip848-group", "kip848", &consumer_protocol);
+        let joined = wait_until("two balanced members", || balanced(&[&first, &second], 4));
+        wait_until("all 400 records", || first.records().union(&second.records()).count() == 400);
+        assert!(joined < Duration::from_secs(15), "the second member took {joined:?}");
+        (first, second)
+    })
+    .await
+    .expect("members");
+    let described = server.broker().groups().consumer_group_state("kip848-group");
+    assert_eq!(described, Some(("Stable", 2)));
+    let left = tokio::task::spawn_blocking(move || {
+        let left = second.stop();
+        wait_until("the remaining member's four partitions", || first.assignment().len() == 4);
+        (first, left)
+    })
+    .await
+    .expect("leave");
+    produce(&addr, "kip848", 4, 400, "l").await;
+    let (first, left) = left;
+    tokio::task::spawn_blocking(move || {
+        wait_until("all 800 records", || first.records().union(&left).count() == 800);
+        first.stop()
+    })
+    .await
+    .expect("member");
+    server.shutdown().await.expect("clean shutdown");
+}

@@ -16,6 +16,8 @@
 //! start offset moves to the first rewritten record, so retention deletes the older segments.
 //! A crash part-way leaves the old start in place and replays to the same state.
 
+mod consumer;
+mod heartbeat;
 mod state;
 
 use std::collections::hash_map::RandomState;
@@ -35,6 +37,8 @@ use seglog_storage::log::validator::AppendOrigin;
 use seglog_storage::manager::LogManager;
 use tokio::sync::{Notify, oneshot};
 
+pub(crate) use consumer::Partition;
+pub(crate) use heartbeat::ConsumerHeartbeat;
 pub(crate) use state::{Committed, GroupState, JoinResult, SyncResult};
 use state::{Group, JoinTimer, Member};
 
@@ -68,6 +72,10 @@ pub struct GroupConfig {
     /// `offsets.retention.minutes` (10080) in milliseconds: offsets of an empty group are
     /// deleted this long after it became empty.
     pub offsets_retention_ms: i64,
+    /// `group.consumer.heartbeat.interval.ms` (5000): KIP-848 members' heartbeat interval.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.session.timeout.ms` (45000): KIP-848 members' session timeout.
+    pub consumer_session_timeout_ms: i32,
 }
 
 impl Default for GroupConfig {
@@ -80,6 +88,8 @@ impl Default for GroupConfig {
             max_session_timeout_ms: 1_800_000,
             offset_metadata_max_bytes: 4096,
             offsets_retention_ms: 10080 * 60 * 1000,
+            consumer_heartbeat_interval_ms: 5000,
+            consumer_session_timeout_ms: 45_000,
         }
     }
 }
@@ -456,7 +466,9 @@ impl GroupCoordinator {
             reply(sender, errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
             return receiver;
         }
-        if !group.supports_protocols(&request.protocol_type, &request.protocols) {
+        let consumer_members = group.consumer.as_ref().is_some_and(|c| !c.members.is_empty());
+        if consumer_members || !group.supports_protocols(&request.protocol_type, &request.protocols)
+        {
             reply(sender, errors::INCONSISTENT_GROUP_PROTOCOL, &request.member_id);
             return receiver;
         }
@@ -896,22 +908,33 @@ impl GroupCoordinator {
 
     /// ListGroups: `(group id, protocol type, state)`, optionally only in some states
     /// (case-insensitive, as Kafka compares them).
-    pub(crate) fn list_groups(&self, states: &[String]) -> Vec<(String, String, &'static str)> {
+    /// ListGroups: `(group id, protocol type, state, type)`, optionally only in some states
+    /// (case-insensitive, as Kafka compares them) and of some types (`classic`, `consumer`).
+    pub(crate) fn list_groups(
+        &self,
+        states: &[String],
+        types: &[String],
+    ) -> Vec<(String, String, &'static str, &'static str)> {
         let inner = self.lock();
         let mut groups: Vec<_> = inner
             .groups
             .values()
             .filter(|group| !group.is(GroupState::Dead))
-            .filter(|group| {
-                states.is_empty()
-                    || states.iter().any(|state| state.eq_ignore_ascii_case(group.state.name()))
-            })
             .map(|group| {
+                let (state, kind) = match &group.consumer {
+                    Some(consumer) => (consumer.state(), "consumer"),
+                    None => (group.state.name(), "classic"),
+                };
                 (
                     group.group_id.clone(),
                     group.protocol_type.clone().unwrap_or_default(),
-                    group.state.name(),
+                    state,
+                    kind,
                 )
+            })
+            .filter(|(_, _, state, kind)| {
+                (states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(state)))
+                    && (types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case(kind)))
             })
             .collect();
         groups.sort();
@@ -963,7 +986,9 @@ impl GroupCoordinator {
         if group.is(GroupState::Dead) {
             return errors::GROUP_ID_NOT_FOUND;
         }
-        if !group.is(GroupState::Empty) {
+        if !group.is(GroupState::Empty)
+            || group.consumer.as_ref().is_some_and(|c| !c.members.is_empty())
+        {
             return errors::NON_EMPTY_GROUP;
         }
         match tombstones(group) {
@@ -1001,6 +1026,11 @@ impl GroupCoordinator {
             inner.last_retention_check_ms = Some(now_ms);
         }
         for group in inner.groups.values_mut() {
+            heartbeat::expire_consumer_members(
+                group,
+                i64::from(self.config.consumer_session_timeout_ms),
+                now_ms,
+            );
             let before = (group.state, group.generation_id);
             let expired: Vec<String> = group
                 .members
@@ -1042,11 +1072,16 @@ impl GroupCoordinator {
             if became_empty {
                 to_store.push(group.group_id.clone());
             }
+            // Kafka's cleanupGroupMetadata: offsets of a group empty for the retention time
+            // expire, and an empty group with no offsets goes.
             let retention_over = check_retention
                 && group.is(GroupState::Empty)
+                && group.consumer.as_ref().is_none_or(|c| c.members.is_empty())
                 && group.members.is_empty()
-                && now_ms.saturating_sub(group.state_timestamp_ms)
-                    > self.config.offsets_retention_ms;
+                && group.pending_members.is_empty()
+                && (group.offsets.is_empty()
+                    || now_ms.saturating_sub(group.state_timestamp_ms)
+                        > self.config.offsets_retention_ms);
             if retention_over {
                 to_expire.push(group.group_id.clone());
             }
@@ -1063,6 +1098,19 @@ impl GroupCoordinator {
                 inner.groups.remove(&group_id);
             }
         }
+        // Groups that hold nothing (no member, pending member, offset or stored generation)
+        // go at once, so a client inventing group ids cannot grow memory for long.
+        inner.groups.retain(|_, group| {
+            !(group.is(GroupState::Empty)
+                && group.generation_id == 0
+                && group.members.is_empty()
+                && group.pending_members.is_empty()
+                && group.offsets.is_empty()
+                && group
+                    .consumer
+                    .as_ref()
+                    .is_none_or(|c| c.members.is_empty() && c.group_epoch == 0))
+        });
         self.bound_offsets_topic(&mut inner, now_ms);
     }
 
@@ -1142,6 +1190,17 @@ fn check_commit(
     group_instance_id: Option<&str>,
     now_ms: i64,
 ) -> i16 {
+    if let Some(consumer) = group.consumer.as_mut().filter(|c| !c.members.is_empty()) {
+        // A KIP-848 group: the member epoch stands in for the generation.
+        return match consumer.members.get_mut(member_id) {
+            None => errors::UNKNOWN_MEMBER_ID,
+            Some(member) if member.member_epoch != generation_id => errors::STALE_MEMBER_EPOCH,
+            Some(member) => {
+                member.last_heartbeat_ms = now_ms;
+                errors::NONE
+            }
+        };
+    }
     if group.is(GroupState::Dead) {
         errors::COORDINATOR_NOT_AVAILABLE
     } else if generation_id < 0 && group.is(GroupState::Empty) {

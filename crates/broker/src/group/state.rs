@@ -156,6 +156,8 @@ pub(crate) struct Group {
     /// Members that have not sent SyncGroup for this generation, and when they must have.
     pub(crate) pending_sync: HashSet<String>,
     pub(crate) sync_deadline_ms: Option<i64>,
+    /// Set when the group uses the KIP-848 consumer protocol (then `members` stays empty).
+    pub(crate) consumer: Option<super::consumer::ConsumerGroup>,
 }
 
 impl Group {
@@ -176,6 +178,7 @@ impl Group {
             new_member_added: false,
             pending_sync: HashSet::new(),
             sync_deadline_ms: None,
+            consumer: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! in-memory file system: joins, the initial delay, rebalances, sessions, static members,
 //! offsets, persistence across restarts and crashes, and the bound on `__consumer_offsets`.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -167,8 +168,8 @@ fn two_members_join_one_after_the_other_and_share_the_group() {
     let summary = coordinator.describe_group("g").unwrap();
     assert_eq!((summary.state, summary.members.len()), ("Stable", 2));
     assert_eq!(
-        coordinator.list_groups(&[]),
-        vec![("g".to_owned(), "consumer".to_owned(), "Stable")]
+        coordinator.list_groups(&[], &[]),
+        vec![("g".to_owned(), "consumer".to_owned(), "Stable", "classic")]
     );
 
     // A member leaves: the other rejoins alone, in a new generation.
@@ -428,4 +429,196 @@ fn delete_group_and_offsets_write_tombstones() {
     let coordinator2 = coordinator(&manager2, small_config());
     assert_eq!(coordinator2.load(10).unwrap(), 0, "the tombstones hold after a restart");
     assert_eq!(committed(&coordinator2), -1);
+}
+
+fn consumer_heartbeat(member_id: &str, member_epoch: i32) -> ConsumerHeartbeat {
+    ConsumerHeartbeat {
+        group_id: "k".to_owned(),
+        member_id: member_id.to_owned(),
+        member_epoch,
+        instance_id: None,
+        rack_id: None,
+        rebalance_timeout_ms: if member_epoch == 0 { 30_000 } else { -1 },
+        subscribed_topics: (member_epoch == 0).then(|| vec!["t".to_owned()]),
+        subscribed_regex: None,
+        server_assignor: None,
+        owned: None,
+        client_id: "client".to_owned(),
+        client_host: "/127.0.0.1".to_owned(),
+    }
+}
+
+fn topics(pairs: &[(&str, i32)]) -> BTreeMap<String, i32> {
+    pairs.iter().map(|(name, count)| ((*name).to_owned(), *count)).collect()
+}
+
+#[test]
+fn consumer_protocol_members_join_reconcile_fence_and_leave() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let coordinator = coordinator(&manager, small_config());
+    let meta = topics(&[("t", 4), ("other", 2)]);
+    let a = coordinator.consumer_heartbeat(&consumer_heartbeat("", 0), &meta, 0);
+    assert_eq!((a.error_code, a.member_epoch), (errors::NONE, 1));
+    assert_eq!(a.assignment.as_ref().map(BTreeSet::len), Some(4));
+    assert_eq!(a.heartbeat_interval_ms, 5000);
+    let b = coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", 0), &meta, 10);
+    assert_eq!((b.member_id.as_str(), b.member_epoch), ("member-b", 2));
+    assert_eq!(b.assignment.as_ref().map(BTreeSet::len), Some(0), "a owns all");
+    // a's next heartbeat takes two partitions away, at its old epoch.
+    let a2 = coordinator.consumer_heartbeat(&consumer_heartbeat(&a.member_id, 1), &meta, 20);
+    assert_eq!(a2.member_epoch, 1);
+    let kept = a2.assignment.clone().expect("a changed assignment");
+    assert_eq!(kept.len(), 2);
+    // Unchanged since: no assignment in the answer.
+    let a3 = coordinator.consumer_heartbeat(&consumer_heartbeat(&a.member_id, 1), &meta, 25);
+    assert_eq!((a3.member_epoch, a3.assignment), (1, None));
+    // It confirms by sending what it owns: now at epoch 2, and b gets the two freed.
+    let confirm =
+        ConsumerHeartbeat { owned: Some(kept.clone()), ..consumer_heartbeat(&a.member_id, 1) };
+    assert_eq!(coordinator.consumer_heartbeat(&confirm, &meta, 30).member_epoch, 2);
+    let b2 = coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", 2), &meta, 40);
+    let got = b2.assignment.expect("b's partitions");
+    assert_eq!(got.len(), 2);
+    assert!(got.is_disjoint(&kept));
+    assert_eq!(coordinator.consumer_group_state("k"), Some(("Stable", 2)));
+    // Commits carry the member epoch.
+    let offsets = [OffsetToCommit {
+        topic: "t".to_owned(),
+        partition: 0,
+        offset: 1,
+        leader_epoch: -1,
+        metadata: String::new(),
+    }];
+    assert_eq!(
+        coordinator.commit_offsets("k", 2, "member-b", None, &offsets, 41),
+        vec![errors::NONE]
+    );
+    assert_eq!(
+        coordinator.commit_offsets("k", 1, "member-b", None, &offsets, 41),
+        vec![errors::STALE_MEMBER_EPOCH]
+    );
+    // An old epoch is fenced; an unknown member is unknown; a classic join is refused.
+    assert_eq!(
+        coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", 1), &meta, 50).error_code,
+        errors::FENCED_MEMBER_EPOCH
+    );
+    assert_eq!(
+        coordinator.consumer_heartbeat(&consumer_heartbeat("stranger", 3), &meta, 50).error_code,
+        errors::UNKNOWN_MEMBER_ID
+    );
+    let mut classic = coordinator
+        .join(JoinRequest { group_id: "k".to_owned(), ..join_request("", &["range"]) }, 50);
+    assert_eq!(ready(&mut classic).unwrap().error_code, errors::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(coordinator.delete_group("k", 50), errors::NON_EMPTY_GROUP);
+    // b leaves (epoch -1): a gets everything back at the next epoch.
+    let left = coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", -1), &meta, 60);
+    assert_eq!((left.error_code, left.member_epoch), (errors::NONE, -1));
+    let a4 = coordinator.consumer_heartbeat(&consumer_heartbeat(&a.member_id, 2), &meta, 70);
+    assert_eq!((a4.member_epoch, a4.assignment.map(|set| set.len())), (3, Some(4)));
+    // a stops heartbeating: after the session timeout (45 s) the group is empty.
+    coordinator.tick(45_070);
+    assert_eq!(coordinator.consumer_group_state("k"), Some(("Stable", 1)));
+    coordinator.tick(45_071);
+    assert_eq!(coordinator.consumer_group_state("k"), Some(("Empty", 0)));
+}
+
+#[test]
+fn consumer_protocol_requests_are_checked_and_patterns_follow_new_topics() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let coordinator = coordinator(&manager, small_config());
+    let meta = topics(&[("orders-eu", 2), ("orders-us", 2), ("other", 1)]);
+    let no_subscription =
+        ConsumerHeartbeat { subscribed_topics: None, ..consumer_heartbeat("", 0) };
+    assert_eq!(
+        coordinator.consumer_heartbeat(&no_subscription, &meta, 0).error_code,
+        errors::INVALID_REQUEST
+    );
+    let bad_assignor = ConsumerHeartbeat {
+        server_assignor: Some("sticky-ish".to_owned()),
+        ..consumer_heartbeat("", 0)
+    };
+    assert_eq!(
+        coordinator.consumer_heartbeat(&bad_assignor, &meta, 0).error_code,
+        errors::UNSUPPORTED_ASSIGNOR
+    );
+    let bad_regex = ConsumerHeartbeat {
+        subscribed_regex: Some("orders-(".to_owned()),
+        ..consumer_heartbeat("", 0)
+    };
+    assert_eq!(
+        coordinator.consumer_heartbeat(&bad_regex, &meta, 0).error_code,
+        errors::INVALID_REGULAR_EXPRESSION
+    );
+    // A classic group with members is not a consumer group.
+    let mut joined = coordinator.join(
+        JoinRequest {
+            group_id: "k".to_owned(),
+            require_known_member_id: false,
+            ..join_request("", &["range"])
+        },
+        0,
+    );
+    assert!(ready(&mut joined).is_none(), "initial delay");
+    assert_eq!(
+        coordinator.consumer_heartbeat(&consumer_heartbeat("", 0), &meta, 1).error_code,
+        errors::GROUP_ID_NOT_FOUND
+    );
+
+    let by_pattern = ConsumerHeartbeat {
+        group_id: "p".to_owned(),
+        subscribed_topics: None,
+        subscribed_regex: Some("orders-.*".to_owned()),
+        server_assignor: Some("range".to_owned()),
+        ..consumer_heartbeat("", 0)
+    };
+    let first = coordinator.consumer_heartbeat(&by_pattern, &meta, 2);
+    assert_eq!(first.error_code, errors::NONE);
+    let names: Vec<String> =
+        first.assignment.unwrap().into_iter().map(|(t, p)| format!("{t}-{p}")).collect();
+    assert_eq!(names, ["orders-eu-0", "orders-eu-1", "orders-us-0", "orders-us-1"]);
+    // A topic created later that matches is picked up by the next heartbeat.
+    let grown = topics(&[("orders-eu", 2), ("orders-us", 2), ("orders-jp", 1), ("other", 1)]);
+    let next = coordinator.consumer_heartbeat(
+        &ConsumerHeartbeat {
+            group_id: "p".to_owned(),
+            ..consumer_heartbeat(&first.member_id, first.member_epoch)
+        },
+        &grown,
+        3,
+    );
+    assert_eq!(next.member_epoch, first.member_epoch + 1);
+    assert_eq!(next.assignment.map(|set| set.len()), Some(5));
+}
+
+#[test]
+fn groups_holding_nothing_are_cleaned_up() {
+    let fs = SimFs::new();
+    let manager1 = manager(&fs);
+    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
+    let coordinator1 = coordinator(&manager1, config.clone());
+    // A member id handed out and never used: gone after its session timeout.
+    let mut first = coordinator1
+        .join(JoinRequest { group_id: "ghost".to_owned(), ..join_request("", &["range"]) }, 0);
+    assert_eq!(ready(&mut first).unwrap().error_code, errors::MEMBER_ID_REQUIRED);
+    coordinator1.tick(5_000);
+    assert!(coordinator1.describe_group("ghost").is_some());
+    coordinator1.tick(10_001);
+    assert!(coordinator1.describe_group("ghost").is_none());
+    // A group that had a generation and no offsets: removed (with a tombstone) by the
+    // retention check, which runs every 10 minutes.
+    let (member, mut join) = join_new(&coordinator1, 20_000);
+    assert_eq!(ready(&mut join).unwrap().generation_id, 1);
+    assert_eq!(coordinator1.leave("g", &[(member, None)], 20_001).0, errors::NONE);
+    assert_eq!(coordinator1.describe_group("g").unwrap().state, "Empty");
+    coordinator1.tick(600_000);
+    assert!(coordinator1.describe_group("g").is_some(), "not before the check");
+    coordinator1.tick(610_001);
+    assert!(coordinator1.describe_group("g").is_none());
+    manager1.shutdown().unwrap();
+    drop((coordinator1, manager1));
+    let manager2 = manager(&fs);
+    let coordinator2 = coordinator(&manager2, config);
+    assert_eq!(coordinator2.load(0).unwrap(), 0, "the tombstone holds after a restart");
 }

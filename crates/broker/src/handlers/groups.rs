@@ -4,7 +4,20 @@
 //! (`crate::group`). Fields a version does not carry stay at their defaults, as the codec
 //! requires.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+
+use kafka_protocol::messages::consumer_group_describe_response::{
+    Assignment as DescribeAssignment, DescribedGroup as ConsumerDescribedGroup,
+    Member as ConsumerDescribedMember, TopicPartitions as DescribeTopicPartitions,
+};
+use kafka_protocol::messages::consumer_group_heartbeat_response::{
+    Assignment as HeartbeatAssignment, TopicPartitions as HeartbeatTopicPartitions,
+};
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+};
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -34,7 +47,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{blocking, now_ms, operations, str_bytes, topic_name};
 use crate::dispatch::{Reply, Request, encode};
-use crate::group::{FetchedOffsets, JoinRequest, OffsetToCommit, SyncRequest, TopicPartitions};
+use crate::group::{
+    ConsumerHeartbeat, FetchedOffsets, JoinRequest, OffsetToCommit, Partition, SyncRequest,
+    TopicPartitions,
+};
 use crate::{Broker, errors};
 
 /// READ, DELETE, DESCRIBE: what a group allows with no authorizer.
@@ -63,6 +79,12 @@ pub(crate) async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Rep
         ApiKey::DescribeGroups => describe_groups(broker, &request.decode()?, version),
         ApiKey::DeleteGroups => delete_groups(broker, request.decode()?, version).await,
         ApiKey::OffsetDelete => offset_delete(broker, request.decode()?, version).await,
+        ApiKey::ConsumerGroupHeartbeat => {
+            consumer_group_heartbeat(broker, request, request.decode()?, version).await
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            consumer_group_describe(broker, &request.decode()?, version)
+        }
         other => Err(format!("api {other:?} is not a group api")),
     }
 }
@@ -451,22 +473,19 @@ fn list_groups(
     version: i16,
 ) -> Result<Reply, String> {
     let states: Vec<String> = request.states_filter.iter().map(text).collect();
-    let classic_only = request.types_filter.is_empty()
-        || request.types_filter.iter().any(|kind| kind.as_str().eq_ignore_ascii_case("classic"));
+    let types: Vec<String> = request.types_filter.iter().map(text).collect();
     let mut response = ListGroupsResponse::default();
-    if classic_only {
-        for (id, protocol_type, state) in broker.groups.list_groups(&states) {
-            let mut group = ListedGroup::default()
-                .with_group_id(group_id(&id))
-                .with_protocol_type(str_bytes(&protocol_type));
-            if version >= 4 {
-                group.group_state = str_bytes(state);
-            }
-            if version >= 5 {
-                group.group_type = str_bytes("classic");
-            }
-            response.groups.push(group);
+    for (id, protocol_type, state, kind) in broker.groups.list_groups(&states, &types) {
+        let mut group = ListedGroup::default()
+            .with_group_id(group_id(&id))
+            .with_protocol_type(str_bytes(&protocol_type));
+        if version >= 4 {
+            group.group_state = str_bytes(state);
         }
+        if version >= 5 {
+            group.group_type = str_bytes(kind);
+        }
+        response.groups.push(group);
     }
     encode(&response, version)
 }
@@ -577,6 +596,178 @@ async fn offset_delete(
             }
             response.topics.push(out);
         }
+    }
+    encode(&response, version)
+}
+
+/// Topic names and ids, both ways, for the KIP-848 APIs (which name topics by id).
+struct TopicIds {
+    counts: BTreeMap<String, i32>,
+    by_name: BTreeMap<String, uuid::Uuid>,
+    by_id: BTreeMap<uuid::Uuid, String>,
+}
+
+impl TopicIds {
+    fn new(broker: &Broker) -> Self {
+        let counts = broker.manager.topic_partition_counts();
+        let by_name: BTreeMap<String, uuid::Uuid> = counts
+            .keys()
+            .filter_map(|name| {
+                broker.manager.topic_id(name).map(|id| (name.clone(), uuid::Uuid::from_bytes(id)))
+            })
+            .collect();
+        let by_id = by_name.iter().map(|(name, id)| (*id, name.clone())).collect();
+        Self { counts, by_name, by_id }
+    }
+
+    /// Partitions by topic id, for a response.
+    fn by_topic(&self, partitions: &BTreeSet<Partition>) -> Vec<(uuid::Uuid, String, Vec<i32>)> {
+        let mut grouped: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for (topic, partition) in partitions {
+            grouped.entry(topic.as_str()).or_default().push(*partition);
+        }
+        grouped
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let id = self.by_name.get(topic).copied().unwrap_or_else(uuid::Uuid::nil);
+                (id, topic.to_owned(), partitions)
+            })
+            .collect()
+    }
+}
+
+/// ConsumerGroupHeartbeat (KIP-848): join, heartbeat, leave; the answer carries the member's
+/// epoch and, when it changed, its whole assignment.
+async fn consumer_group_heartbeat(
+    broker: &Arc<Broker>,
+    request_frame: &Request,
+    request: ConsumerGroupHeartbeatRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let client_id = request_frame.header.client_id.as_ref().map(text).unwrap_or_default();
+    let client_host = request_frame.client_host.clone();
+    let for_groups = Arc::clone(broker);
+    let (result, ids) = blocking(move || {
+        let ids = TopicIds::new(&for_groups);
+        let owned = request.topic_partitions.as_ref().map(|topics| {
+            topics
+                .iter()
+                .filter_map(|topic| ids.by_id.get(&topic.topic_id).map(|name| (name, topic)))
+                .flat_map(|(name, topic)| {
+                    topic.partitions.iter().map(move |partition| (name.clone(), *partition))
+                })
+                .collect::<BTreeSet<Partition>>()
+        });
+        let heartbeat = ConsumerHeartbeat {
+            group_id: text(&request.group_id.0),
+            member_id: text(&request.member_id),
+            member_epoch: request.member_epoch,
+            instance_id: request.instance_id.as_ref().map(text),
+            rack_id: request.rack_id.as_ref().map(text),
+            rebalance_timeout_ms: request.rebalance_timeout_ms,
+            subscribed_topics: request
+                .subscribed_topic_names
+                .as_ref()
+                .map(|names| names.iter().map(|name| text(&name.0)).collect()),
+            subscribed_regex: request.subscribed_topic_regex.as_ref().map(text),
+            server_assignor: request.server_assignor.as_ref().map(text),
+            owned,
+            client_id,
+            client_host,
+        };
+        let result = for_groups.groups.consumer_heartbeat(&heartbeat, &ids.counts, now_ms());
+        (result, ids)
+    })
+    .await?;
+    let mut response = ConsumerGroupHeartbeatResponse::default()
+        .with_error_code(result.error_code)
+        .with_error_message(result.error_message.as_deref().map(str_bytes))
+        .with_member_epoch(result.member_epoch)
+        .with_heartbeat_interval_ms(result.heartbeat_interval_ms);
+    if !result.member_id.is_empty() {
+        response.member_id = Some(str_bytes(&result.member_id));
+    }
+    response.assignment = result.assignment.map(|assigned| {
+        HeartbeatAssignment::default().with_topic_partitions(
+            ids.by_topic(&assigned)
+                .into_iter()
+                .map(|(id, _, partitions)| {
+                    HeartbeatTopicPartitions::default()
+                        .with_topic_id(id)
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        )
+    });
+    encode(&response, version)
+}
+
+/// ConsumerGroupDescribe (KIP-848): epochs, assignor, and each member's current and target
+/// assignment; a group that is not a KIP-848 group answers GROUP_ID_NOT_FOUND.
+fn consumer_group_describe(
+    broker: &Arc<Broker>,
+    request: &ConsumerGroupDescribeRequest,
+    version: i16,
+) -> Result<Reply, String> {
+    let ids = TopicIds::new(broker);
+    let assignment = |partitions: &BTreeSet<Partition>| {
+        DescribeAssignment::default().with_topic_partitions(
+            ids.by_topic(partitions)
+                .into_iter()
+                .map(|(id, name, partitions)| {
+                    DescribeTopicPartitions::default()
+                        .with_topic_id(id)
+                        .with_topic_name(topic_name(&name))
+                        .with_partitions(partitions)
+                })
+                .collect(),
+        )
+    };
+    let mut response = ConsumerGroupDescribeResponse::default();
+    for id in &request.group_ids {
+        let mut described = ConsumerDescribedGroup::default().with_group_id(id.clone());
+        described.authorized_operations =
+            if request.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
+        if id.0.is_empty() {
+            described.error_code = errors::INVALID_GROUP_ID;
+        } else if let Some(summary) = broker.groups.describe_consumer_group(id.0.as_str()) {
+            described.group_state = str_bytes(summary.state);
+            described.group_epoch = summary.group_epoch;
+            described.assignment_epoch = summary.assignment_epoch;
+            described.assignor_name = str_bytes(summary.assignor);
+            described.members = summary
+                .members
+                .iter()
+                .map(|entry| {
+                    let member = &entry.member;
+                    let mut out = ConsumerDescribedMember::default()
+                        .with_member_id(str_bytes(&member.member_id))
+                        .with_instance_id(member.instance_id.as_deref().map(str_bytes))
+                        .with_rack_id(member.rack_id.as_deref().map(str_bytes))
+                        .with_member_epoch(member.member_epoch)
+                        .with_client_id(str_bytes(&member.client_id))
+                        .with_client_host(str_bytes(&member.client_host))
+                        .with_subscribed_topic_names(
+                            member.subscribed_topics.iter().map(|name| topic_name(name)).collect(),
+                        )
+                        .with_subscribed_topic_regex(
+                            member.subscribed_regex.as_ref().map(|(text, _)| str_bytes(text)),
+                        )
+                        .with_assignment(assignment(&member.assigned))
+                        .with_target_assignment(assignment(&entry.target));
+                    if version >= 1 {
+                        // 1: the consumer protocol (0 would be a classic member).
+                        out.member_type = 1;
+                    }
+                    out
+                })
+                .collect();
+        } else {
+            described.error_code = errors::GROUP_ID_NOT_FOUND;
+            described.error_message =
+                Some(str_bytes(&format!("Group {} not found.", id.0.as_str())));
+        }
+        response.groups.push(described);
     }
     encode(&response, version)
 }
