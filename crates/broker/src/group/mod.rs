@@ -1752,3 +1752,6 @@ fn restore_group(group: &mut Group, value: GroupMetadataValue, now_ms: i64) {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod sim_tests;
