@@ -209,7 +209,8 @@ fn python_consumer_groups_form_fast_and_keep_their_offsets() {
         stdout
     };
     let stdout = run(&broker.addr, "consume");
-    assert_eq!(stdout.matches("group of two: balanced").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("group of two: balanced").count(), 4, "{stdout}");
+    assert_eq!(stdout.matches("had all 4 partitions").count(), 4, "{stdout}");
     assert!(broker.terminate().success());
     let broker = Broker::start(dir.path());
     let stdout = run(&broker.addr, "committed");

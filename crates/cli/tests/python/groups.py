@@ -13,7 +13,8 @@ and fails when that took 10 s or more. The members then close (committing their 
 both libraries do by default).
 
 Then B closes (leaving the group) and A must get all 4 partitions. The same runs again with
-confluent-kafka's cooperative-sticky assignor (incremental rebalances).
+confluent-kafka's cooperative-sticky assignor (incremental rebalances), and with its
+`group.protocol=consumer` (KIP-848: the broker assigns).
 
 `committed`: each group's committed offsets are 100 for each of the 4 partitions.
 
@@ -235,6 +236,9 @@ def main():
         group_of_two("confluent-kafka", bootstrap, prefix)
         group_of_two("confluent-kafka", bootstrap, prefix,
                      {"partition.assignment.strategy": "cooperative-sticky"}, "cooperative-sticky")
+        # KIP-848: the broker assigns (ConsumerGroupHeartbeat).
+        group_of_two("confluent-kafka", bootstrap, prefix, {"group.protocol": "consumer"},
+                     "consumer-protocol")
     elif step == "committed":
         committed(bootstrap, prefix)
     elif step == "crash-load":
