@@ -21,6 +21,9 @@
 #   SEGLOG_PORT            broker port (default: a free port)
 #   SEGLOG_RUST_LOG        the broker's RUST_LOG (default: info,seglog_broker=debug,
 #                          which logs why a connection was closed)
+#   TEST_CONSUMER_GROUP_PROTOCOL
+#                          librdkafka's own switch: "consumer" runs every group
+#                          test with group.protocol=consumer (KIP-848)
 #
 # Prints one line per failed test and ends with "N passed, M failed"
 # followed by the failing test names. Exits 0 iff no test failed.
