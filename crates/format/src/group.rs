@@ -120,16 +120,19 @@ impl<'a> Fields<'a> {
         self.nullable_string()?.ok_or_else(|| invalid(self.what, "a non-null string is null"))
     }
 
+    /// Non-nullable bytes: a negative length is an error, as in Kafka's generated readers.
     fn bytes(&mut self) -> Result<Vec<u8>> {
         let Some(length) = self.length(true)? else {
-            return Ok(Vec::new());
+            return Err(invalid(self.what, "non-nullable bytes were serialized as null"));
         };
         Ok(self.reader.bytes(length)?.to_vec())
     }
 
-    /// An array count, checked against the bytes left (each element takes at least one).
+    /// A non-nullable array's count, checked against the bytes left (each element takes at
+    /// least one).
     fn count(&mut self) -> Result<usize> {
-        Ok(self.length(true)?.unwrap_or(0))
+        self.length(true)?
+            .ok_or_else(|| invalid(self.what, "a non-nullable array was serialized as null"))
     }
 
     /// Skips a flexible struct's tagged fields.
@@ -430,5 +433,13 @@ mod tests {
         assert!(decode_key(&non_utf8).is_err());
         non_utf8.truncate(4);
         assert!(decode_key(&non_utf8).is_err());
+        // A null member array, as Kafka's reader refuses it.
+        let mut null_members = vec![0, 3, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        null_members.extend_from_slice(&0i64.to_be_bytes());
+        null_members.extend_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(
+            decode_group_metadata_value(&null_members).unwrap_err().to_string(),
+            "invalid GroupMetadataValue of a group coordinator record: a non-nullable array was serialized as null"
+        );
     }
 }
