@@ -135,23 +135,7 @@ fn kcat_lists_produces_and_consumes() {
 
     // What the coordinator wrote, as `kafka-dump-log.sh --offsets-decoder` prints it: the
     // group's generation 1 with its member, the offset commit, the empty generation 2.
-    let dumped: String = std::fs::read_dir(dir.path())
-        .expect("log dir")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| {
-            path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("__consumer_offsets-"))
-        })
-        .map(|partition| {
-            let log = partition.join("00000000000000000000.log");
-            let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
-                .args(["dump", "--offsets-decoder", "--files"])
-                .arg(&log)
-                .output()
-                .expect("seglog dump");
-            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-            String::from_utf8_lossy(&output.stdout).into_owned()
-        })
-        .collect();
+    let dumped = dump_consumer_offsets(dir.path());
     let records: Vec<&str> = dumped.lines().filter(|line| line.starts_with("| offset: ")).collect();
     assert_eq!(records.len(), 3, "{dumped}");
     assert!(records[0].contains(r#"key: {"type":"2","data":{"group":"kcat-group"}} payload: {"version":"3","data":{"protocolType":"consumer","generation":1,"protocol":"range","leader":"rdkafka-"#), "{dumped}");
@@ -179,6 +163,27 @@ fn python_clients_produce_and_consume() {
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(stdout.matches(": 500 records in order").count(), 4, "{stdout}");
     assert!(broker.terminate().success());
+}
+
+/// `seglog dump --offsets-decoder` of every `__consumer_offsets` partition in `dir`.
+fn dump_consumer_offsets(dir: &Path) -> String {
+    std::fs::read_dir(dir)
+        .expect("log dir")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| {
+            path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("__consumer_offsets-"))
+        })
+        .map(|partition| {
+            let log = partition.join("00000000000000000000.log");
+            let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+                .args(["dump", "--offsets-decoder", "--files"])
+                .arg(&log)
+                .output()
+                .expect("seglog dump");
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+        .collect()
 }
 
 fn python_script(name: &str) -> PathBuf {
@@ -212,6 +217,28 @@ fn python_consumer_groups_form_fast_and_keep_their_offsets() {
     assert_eq!(stdout.matches("group of two: balanced").count(), 4, "{stdout}");
     assert_eq!(stdout.matches("had all 4 partitions").count(), 4, "{stdout}");
     assert!(broker.terminate().success());
+    // The KIP-848 group's records, as kafka-dump-log.sh decodes Kafka's: members with their
+    // epochs and partitions, then tombstones as they left.
+    let dumped = dump_consumer_offsets(dir.path());
+    let group = r#""groupId":"groups-consumer-protocol-group""#;
+    let kip848 = |kind: &str| {
+        dumped
+            .lines()
+            .filter(|line| line.contains(&format!(r#"key: {{"type":"{kind}","data":{{{group}"#)))
+            .collect::<Vec<_>>()
+    };
+    assert!(kip848("3").iter().any(|line| line.contains(r#""epoch":"#)), "{dumped}");
+    assert!(
+        kip848("5")
+            .iter()
+            .any(|line| line.contains(r#""subscribedTopicNames":["groups-consumer-protocol"]"#))
+    );
+    assert!(
+        kip848("8")
+            .iter()
+            .any(|line| line.contains(r#""state":0,"assignedPartitions":[{"topicId":"#))
+    );
+    assert!(kip848("8").iter().any(|line| line.ends_with("payload: <DELETE>")), "members left");
     let broker = Broker::start(dir.path());
     let stdout = run(&broker.addr, "committed");
     assert_eq!(stdout.matches("committed offsets survived the restart").count(), 2, "{stdout}");

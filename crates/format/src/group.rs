@@ -4,8 +4,8 @@
 //! Kafka has written.
 //!
 //! A key starts with its schema version: 0 and 1 are an offset commit, 2 the metadata of a
-//! classic group; 3 and above belong to KIP-848 and share groups, which this module reports as
-//! [`GroupRecordKey::Other`]. A record with a null value is a tombstone (an offset deleted, a
+//! classic group, 3 and 5 to 8 a KIP-848 group's records (4, its deprecated partition
+//! metadata, and 9 and above, share groups, are reported as [`GroupRecordKey::Other`]). A record with a null value is a tombstone (an offset deleted, a
 //! group gone). Writers use the versions Kafka 3.x writes: key 1 and value 3 for offsets, key 2
 //! and value 3 for groups.
 
@@ -24,6 +24,16 @@ pub enum GroupRecordKey {
     OffsetCommit { group: String, topic: String, partition: i32 },
     /// `GroupMetadataKey` (version 2): a classic group's generation and members.
     GroupMetadata { group: String },
+    /// `ConsumerGroupMetadataKey` (version 3): a KIP-848 group's epoch.
+    ConsumerGroupMetadata { group: String },
+    /// `ConsumerGroupMemberMetadataKey` (version 5): one KIP-848 member's subscription.
+    ConsumerGroupMemberMetadata { group: String, member: String },
+    /// `ConsumerGroupTargetAssignmentMetadataKey` (version 6): the target's epoch.
+    ConsumerGroupTargetAssignmentMetadata { group: String },
+    /// `ConsumerGroupTargetAssignmentMemberKey` (version 7): one member's target partitions.
+    ConsumerGroupTargetAssignmentMember { group: String, member: String },
+    /// `ConsumerGroupCurrentMemberAssignmentKey` (version 8): one member's epoch and partitions.
+    ConsumerGroupCurrentMemberAssignment { group: String, member: String },
     /// A key of a later schema (KIP-848 consumer groups, share groups): its version.
     Other(i16),
 }
@@ -162,6 +172,20 @@ pub fn decode_key(bytes: &[u8]) -> Result<GroupRecordKey> {
             partition: fields.reader.i32()?,
         }),
         2 => Ok(GroupRecordKey::GroupMetadata { group: fields.string()? }),
+        3 => Ok(GroupRecordKey::ConsumerGroupMetadata { group: fields.string()? }),
+        5 => Ok(GroupRecordKey::ConsumerGroupMemberMetadata {
+            group: fields.string()?,
+            member: fields.string()?,
+        }),
+        6 => Ok(GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { group: fields.string()? }),
+        7 => Ok(GroupRecordKey::ConsumerGroupTargetAssignmentMember {
+            group: fields.string()?,
+            member: fields.string()?,
+        }),
+        8 => Ok(GroupRecordKey::ConsumerGroupCurrentMemberAssignment {
+            group: fields.string()?,
+            member: fields.string()?,
+        }),
         version if version > 2 => Ok(GroupRecordKey::Other(version)),
         version => Err(invalid("key", format!("unknown key version {version}"))),
     }
@@ -180,6 +204,29 @@ pub fn encode_key(key: &GroupRecordKey) -> Result<Vec<u8>> {
         GroupRecordKey::GroupMetadata { group } => {
             out.extend_from_slice(&2i16.to_be_bytes());
             put_string(&mut out, group)?;
+        }
+        GroupRecordKey::ConsumerGroupMetadata { group } => {
+            out.extend_from_slice(&3i16.to_be_bytes());
+            put_string(&mut out, group)?;
+        }
+        GroupRecordKey::ConsumerGroupMemberMetadata { group, member } => {
+            out.extend_from_slice(&5i16.to_be_bytes());
+            put_string(&mut out, group)?;
+            put_string(&mut out, member)?;
+        }
+        GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { group } => {
+            out.extend_from_slice(&6i16.to_be_bytes());
+            put_string(&mut out, group)?;
+        }
+        GroupRecordKey::ConsumerGroupTargetAssignmentMember { group, member } => {
+            out.extend_from_slice(&7i16.to_be_bytes());
+            put_string(&mut out, group)?;
+            put_string(&mut out, member)?;
+        }
+        GroupRecordKey::ConsumerGroupCurrentMemberAssignment { group, member } => {
+            out.extend_from_slice(&8i16.to_be_bytes());
+            put_string(&mut out, group)?;
+            put_string(&mut out, member)?;
         }
         GroupRecordKey::Other(_) => {
             return Err(DecodeError::Unencodable {
@@ -290,6 +337,249 @@ pub fn encode_group_metadata_value(value: &GroupMetadataValue) -> Result<Vec<u8>
     Ok(out)
 }
 
+// ------------------------------------------------------------------- KIP-848 values
+//
+// Every value below is version 0 of a flexible schema: compact strings and arrays (unsigned
+// varint of length + 1), UUIDs as 16 bytes, and tagged fields closing each struct.
+
+/// Partitions of one topic, by topic id (`TopicPartitions`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TopicPartitions {
+    pub topic_id: [u8; 16],
+    pub partitions: Vec<i32>,
+}
+
+/// `ConsumerGroupMetadataValue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConsumerGroupMetadataValue {
+    pub epoch: i32,
+}
+
+/// `ConsumerGroupMemberMetadataValue` (its tagged `classicMemberMetadata` is skipped when read
+/// and never written).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupMemberMetadataValue {
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub subscribed_topic_names: Vec<String>,
+    pub subscribed_topic_regex: Option<String>,
+    pub rebalance_timeout_ms: i32,
+    pub server_assignor: Option<String>,
+}
+
+/// `ConsumerGroupTargetAssignmentMetadataValue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConsumerGroupTargetAssignmentMetadataValue {
+    pub assignment_epoch: i32,
+}
+
+/// `ConsumerGroupTargetAssignmentMemberValue`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupTargetAssignmentMemberValue {
+    pub topic_partitions: Vec<TopicPartitions>,
+}
+
+/// `ConsumerGroupCurrentMemberAssignmentValue`; `state` is Kafka's `MemberState` (0 stable, 1
+/// unrevoked partitions, 2 unreleased partitions).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerGroupCurrentMemberAssignmentValue {
+    pub member_epoch: i32,
+    pub previous_member_epoch: i32,
+    pub state: i8,
+    pub assigned_partitions: Vec<TopicPartitions>,
+    pub partitions_pending_revocation: Vec<TopicPartitions>,
+}
+
+/// A flexible value's fields, after its version (which must be 0).
+fn flexible_value<'a>(bytes: &'a [u8], what: &'static str) -> Result<Fields<'a>> {
+    let mut fields = Fields::new(bytes, true, what);
+    let version = fields.reader.i16()?;
+    if version != 0 {
+        return Err(invalid(what, format!("unknown version {version}")));
+    }
+    Ok(fields)
+}
+
+impl Fields<'_> {
+    fn string_array(&mut self) -> Result<Vec<String>> {
+        let count = self.count()?;
+        (0..count).map(|_| self.string()).collect()
+    }
+
+    fn topic_partitions(&mut self) -> Result<Vec<TopicPartitions>> {
+        let count = self.count()?;
+        let mut out = Vec::new();
+        for _ in 0..count {
+            let topic_id = self.reader.array::<16>()?;
+            let n_partitions = self.count()?;
+            let partitions = (0..n_partitions).map(|_| self.reader.i32()).collect::<Result<_>>()?;
+            self.tagged_fields()?;
+            out.push(TopicPartitions { topic_id, partitions });
+        }
+        Ok(out)
+    }
+}
+
+/// Decodes a `ConsumerGroupMetadataValue`.
+pub fn decode_consumer_group_metadata_value(bytes: &[u8]) -> Result<ConsumerGroupMetadataValue> {
+    let mut fields = flexible_value(bytes, "ConsumerGroupMetadataValue")?;
+    let epoch = fields.reader.i32()?;
+    fields.tagged_fields()?;
+    Ok(ConsumerGroupMetadataValue { epoch })
+}
+
+/// Decodes a `ConsumerGroupMemberMetadataValue`.
+pub fn decode_consumer_group_member_metadata_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupMemberMetadataValue> {
+    let mut fields = flexible_value(bytes, "ConsumerGroupMemberMetadataValue")?;
+    let value = ConsumerGroupMemberMetadataValue {
+        instance_id: fields.nullable_string()?,
+        rack_id: fields.nullable_string()?,
+        client_id: fields.string()?,
+        client_host: fields.string()?,
+        subscribed_topic_names: fields.string_array()?,
+        subscribed_topic_regex: fields.nullable_string()?,
+        rebalance_timeout_ms: fields.reader.i32()?,
+        server_assignor: fields.nullable_string()?,
+    };
+    fields.tagged_fields()?;
+    Ok(value)
+}
+
+/// Decodes a `ConsumerGroupTargetAssignmentMetadataValue`.
+pub fn decode_consumer_group_target_assignment_metadata_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupTargetAssignmentMetadataValue> {
+    let mut fields = flexible_value(bytes, "ConsumerGroupTargetAssignmentMetadataValue")?;
+    let assignment_epoch = fields.reader.i32()?;
+    fields.tagged_fields()?;
+    Ok(ConsumerGroupTargetAssignmentMetadataValue { assignment_epoch })
+}
+
+/// Decodes a `ConsumerGroupTargetAssignmentMemberValue`.
+pub fn decode_consumer_group_target_assignment_member_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupTargetAssignmentMemberValue> {
+    let mut fields = flexible_value(bytes, "ConsumerGroupTargetAssignmentMemberValue")?;
+    let topic_partitions = fields.topic_partitions()?;
+    fields.tagged_fields()?;
+    Ok(ConsumerGroupTargetAssignmentMemberValue { topic_partitions })
+}
+
+/// Decodes a `ConsumerGroupCurrentMemberAssignmentValue`.
+pub fn decode_consumer_group_current_member_assignment_value(
+    bytes: &[u8],
+) -> Result<ConsumerGroupCurrentMemberAssignmentValue> {
+    let mut fields = flexible_value(bytes, "ConsumerGroupCurrentMemberAssignmentValue")?;
+    let value = ConsumerGroupCurrentMemberAssignmentValue {
+        member_epoch: fields.reader.i32()?,
+        previous_member_epoch: fields.reader.i32()?,
+        state: fields.reader.i8()?,
+        assigned_partitions: fields.topic_partitions()?,
+        partitions_pending_revocation: fields.topic_partitions()?,
+    };
+    fields.tagged_fields()?;
+    Ok(value)
+}
+
+fn put_compact_nullable(out: &mut Vec<u8>, text: Option<&str>) -> Result<()> {
+    match text {
+        None => out.push(0),
+        Some(text) => {
+            let length = u32::try_from(text.len() + 1)
+                .map_err(|_| DecodeError::Unencodable { reason: "string too long" })?;
+            write_unsigned_varint(out, length);
+            out.extend_from_slice(text.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+fn put_compact_count(out: &mut Vec<u8>, count: usize) -> Result<()> {
+    let count = u32::try_from(count + 1)
+        .map_err(|_| DecodeError::Unencodable { reason: "array too long" })?;
+    write_unsigned_varint(out, count);
+    Ok(())
+}
+
+fn put_topic_partitions(out: &mut Vec<u8>, topics: &[TopicPartitions]) -> Result<()> {
+    put_compact_count(out, topics.len())?;
+    for topic in topics {
+        out.extend_from_slice(&topic.topic_id);
+        put_compact_count(out, topic.partitions.len())?;
+        for partition in &topic.partitions {
+            out.extend_from_slice(&partition.to_be_bytes());
+        }
+        out.push(0);
+    }
+    Ok(())
+}
+
+/// Encodes a `ConsumerGroupMetadataValue`.
+pub fn encode_consumer_group_metadata_value(value: &ConsumerGroupMetadataValue) -> Vec<u8> {
+    let mut out = vec![0, 0];
+    out.extend_from_slice(&value.epoch.to_be_bytes());
+    out.push(0);
+    out
+}
+
+/// Encodes a `ConsumerGroupMemberMetadataValue`.
+pub fn encode_consumer_group_member_metadata_value(
+    value: &ConsumerGroupMemberMetadataValue,
+) -> Result<Vec<u8>> {
+    let mut out = vec![0, 0];
+    put_compact_nullable(&mut out, value.instance_id.as_deref())?;
+    put_compact_nullable(&mut out, value.rack_id.as_deref())?;
+    put_compact_nullable(&mut out, Some(&value.client_id))?;
+    put_compact_nullable(&mut out, Some(&value.client_host))?;
+    put_compact_count(&mut out, value.subscribed_topic_names.len())?;
+    for topic in &value.subscribed_topic_names {
+        put_compact_nullable(&mut out, Some(topic))?;
+    }
+    put_compact_nullable(&mut out, value.subscribed_topic_regex.as_deref())?;
+    out.extend_from_slice(&value.rebalance_timeout_ms.to_be_bytes());
+    put_compact_nullable(&mut out, value.server_assignor.as_deref())?;
+    out.push(0);
+    Ok(out)
+}
+
+/// Encodes a `ConsumerGroupTargetAssignmentMetadataValue`.
+pub fn encode_consumer_group_target_assignment_metadata_value(
+    value: &ConsumerGroupTargetAssignmentMetadataValue,
+) -> Vec<u8> {
+    let mut out = vec![0, 0];
+    out.extend_from_slice(&value.assignment_epoch.to_be_bytes());
+    out.push(0);
+    out
+}
+
+/// Encodes a `ConsumerGroupTargetAssignmentMemberValue`.
+pub fn encode_consumer_group_target_assignment_member_value(
+    value: &ConsumerGroupTargetAssignmentMemberValue,
+) -> Result<Vec<u8>> {
+    let mut out = vec![0, 0];
+    put_topic_partitions(&mut out, &value.topic_partitions)?;
+    out.push(0);
+    Ok(out)
+}
+
+/// Encodes a `ConsumerGroupCurrentMemberAssignmentValue`.
+pub fn encode_consumer_group_current_member_assignment_value(
+    value: &ConsumerGroupCurrentMemberAssignmentValue,
+) -> Result<Vec<u8>> {
+    let mut out = vec![0, 0];
+    out.extend_from_slice(&value.member_epoch.to_be_bytes());
+    out.extend_from_slice(&value.previous_member_epoch.to_be_bytes());
+    out.push(value.state.to_be_bytes()[0]);
+    put_topic_partitions(&mut out, &value.assigned_partitions)?;
+    put_topic_partitions(&mut out, &value.partitions_pending_revocation)?;
+    out.push(0);
+    Ok(out)
+}
+
 fn put_string(out: &mut Vec<u8>, text: &str) -> Result<()> {
     put_nullable_string(out, Some(text))
 }
@@ -342,7 +632,13 @@ mod tests {
         let group = GroupRecordKey::GroupMetadata { group: "g".to_owned() };
         assert_eq!(encode_key(&group).unwrap(), [0, 2, 0, 1, b'g']);
         assert_eq!(decode_key(&[0, 2, 0, 1, b'g']).unwrap(), group);
-        assert_eq!(decode_key(&[0, 5, 0, 1, b'g']).unwrap(), GroupRecordKey::Other(5));
+        assert_eq!(decode_key(&[0, 4, 0, 1, b'g']).unwrap(), GroupRecordKey::Other(4));
+        let member = GroupRecordKey::ConsumerGroupMemberMetadata {
+            group: "g".to_owned(),
+            member: "m".to_owned(),
+        };
+        assert_eq!(encode_key(&member).unwrap(), [0, 5, 0, 1, b'g', 0, 1, b'm']);
+        assert_eq!(decode_key(&[0, 5, 0, 1, b'g', 0, 1, b'm']).unwrap(), member);
     }
 
     #[test]
@@ -414,6 +710,50 @@ mod tests {
         let member = decoded.members.first().unwrap();
         assert_eq!((member.rebalance_timeout, member.session_timeout), (10_000, 10_000));
         assert_eq!(member.assignment, [9]);
+    }
+
+    #[test]
+    fn consumer_group_values_golden_bytes_and_round_trips() {
+        let epoch = ConsumerGroupMetadataValue { epoch: 7 };
+        assert_eq!(encode_consumer_group_metadata_value(&epoch), [0, 0, 0, 0, 0, 7, 0]);
+        assert_eq!(decode_consumer_group_metadata_value(&[0, 0, 0, 0, 0, 7, 0]).unwrap(), epoch);
+        let member = ConsumerGroupMemberMetadataValue {
+            instance_id: None,
+            rack_id: None,
+            client_id: "c".to_owned(),
+            client_host: "/h".to_owned(),
+            subscribed_topic_names: vec!["t".to_owned()],
+            subscribed_topic_regex: None,
+            rebalance_timeout_ms: 300,
+            server_assignor: Some("uniform".to_owned()),
+        };
+        let bytes = encode_consumer_group_member_metadata_value(&member).unwrap();
+        let mut expected = vec![0, 0, 0, 0, 2, b'c', 3, b'/', b'h', 2, 2, b't', 0, 0, 0, 1, 44, 8];
+        expected.extend_from_slice(b"uniform");
+        expected.push(0);
+        assert_eq!(bytes, expected);
+        assert_eq!(decode_consumer_group_member_metadata_value(&bytes).unwrap(), member);
+        let topic = TopicPartitions { topic_id: [9; 16], partitions: vec![0, 2] };
+        let current = ConsumerGroupCurrentMemberAssignmentValue {
+            member_epoch: 3,
+            previous_member_epoch: 2,
+            state: 1,
+            assigned_partitions: vec![topic.clone()],
+            partitions_pending_revocation: vec![],
+        };
+        let bytes = encode_consumer_group_current_member_assignment_value(&current).unwrap();
+        let mut expected = vec![0, 0, 0, 0, 0, 3, 0, 0, 0, 2, 1, 2];
+        expected.extend_from_slice(&[9; 16]);
+        expected.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0]);
+        assert_eq!(bytes, expected);
+        assert_eq!(decode_consumer_group_current_member_assignment_value(&bytes).unwrap(), current);
+        let target = ConsumerGroupTargetAssignmentMemberValue { topic_partitions: vec![topic] };
+        let bytes = encode_consumer_group_target_assignment_member_value(&target).unwrap();
+        assert_eq!(decode_consumer_group_target_assignment_member_value(&bytes).unwrap(), target);
+        let meta = ConsumerGroupTargetAssignmentMetadataValue { assignment_epoch: 4 };
+        let bytes = encode_consumer_group_target_assignment_metadata_value(&meta);
+        assert_eq!(decode_consumer_group_target_assignment_metadata_value(&bytes).unwrap(), meta);
+        assert!(decode_consumer_group_metadata_value(&[0, 1, 0, 0, 0, 7, 0]).is_err());
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub(crate) struct ConsumerGroup {
     pub(crate) target: BTreeMap<String, BTreeSet<Partition>>,
     /// Partition counts of the subscribed topics when last looked at.
     pub(crate) subscribed_metadata: BTreeMap<String, i32>,
+    /// The group's live records in `__consumer_offsets` (key bytes to value bytes), as last
+    /// written: the next write is the difference.
+    pub(crate) persisted: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl ConsumerGroup {

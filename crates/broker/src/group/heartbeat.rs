@@ -2,11 +2,14 @@
 //! leaving, fencing, subscription changes, the target assignment and each member's
 //! reconciliation (see `consumer.rs`), and the timers of these members.
 //!
-//! Membership of these groups is kept in memory only: after a broker restart a member's
-//! heartbeat gets UNKNOWN_MEMBER_ID and it rejoins at epoch 0, as clients do after fencing.
-//! Committed offsets are durable like any group's.
+//! A group's state is written to `__consumer_offsets` in Kafka's `ConsumerGroup*` records
+//! (keys 3 and 5 to 8): after each change, the records that differ from the last write and
+//! tombstones for members gone, in one batch, before the heartbeat is answered; `load`
+//! replays them, so members go on at their epochs after a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use seglog_format::group::{self as records, GroupRecordKey};
 
 use super::consumer::{ASSIGNORS, ConsumerGroup, ConsumerMember, Partition};
 use super::{Group, GroupCoordinator, GroupState};
@@ -127,6 +130,12 @@ impl GroupCoordinator {
                 consumer.group_epoch += 1;
                 consumer.target.remove(&member_id);
             }
+            if let Err(code) = self.persist_and_wait(&mut inner, &request.group_id, now_ms) {
+                return ConsumerHeartbeatResult::error(
+                    code,
+                    "the group's records were not written",
+                );
+            }
             return ConsumerHeartbeatResult {
                 member_id,
                 member_epoch: request.member_epoch,
@@ -160,13 +169,32 @@ impl GroupCoordinator {
         if send {
             member.sent_assignment = Some(member.assigned.clone());
         }
-        ConsumerHeartbeatResult {
+        let result = ConsumerHeartbeatResult {
             error_code: errors::NONE,
             error_message: None,
             member_id,
             member_epoch: member.member_epoch,
             heartbeat_interval_ms: self.config.consumer_heartbeat_interval_ms,
             assignment: send.then(|| member.assigned.clone()),
+        };
+        // Answered only once what changed is written (acks=-1, as Kafka's coordinator).
+        if let Err(code) = self.persist_and_wait(&mut inner, &request.group_id, now_ms) {
+            return ConsumerHeartbeatResult::error(code, "the group's records were not written");
+        }
+        result
+    }
+
+    /// [`Self::persist_consumer_group`], then waits until the write is durable under the
+    /// topic's mode.
+    pub(super) fn persist_and_wait(
+        &self,
+        inner: &mut super::Inner,
+        group_id: &str,
+        now_ms: i64,
+    ) -> Result<(), i16> {
+        match self.persist_consumer_group(inner, group_id, now_ms)? {
+            Some((log, last_offset)) => Self::await_durable(&log, last_offset, now_ms),
+            None => Ok(()),
         }
     }
 
@@ -201,8 +229,12 @@ impl GroupCoordinator {
 /// The KIP-848 members' timers (from `tick`): a member silent for the session timeout, or
 /// holding partitions it must revoke for longer than its rebalance timeout, is removed and
 /// the group epoch moves.
-pub(crate) fn expire_consumer_members(group: &mut Group, session_timeout_ms: i64, now_ms: i64) {
-    let Some(consumer) = group.consumer.as_mut() else { return };
+pub(crate) fn expire_consumer_members(
+    group: &mut Group,
+    session_timeout_ms: i64,
+    now_ms: i64,
+) -> bool {
+    let Some(consumer) = group.consumer.as_mut() else { return false };
     let expired: Vec<String> = consumer
         .members
         .values()
@@ -214,12 +246,14 @@ pub(crate) fn expire_consumer_members(group: &mut Group, session_timeout_ms: i64
         })
         .map(|member| member.member_id.clone())
         .collect();
+    let changed = !expired.is_empty();
     for member_id in expired {
         tracing::info!(group = %group.group_id, %member_id, "consumer group member expired");
         consumer.members.remove(&member_id);
         consumer.target.remove(&member_id);
         consumer.group_epoch += 1;
     }
+    changed
 }
 
 fn unknown_member(member_id: &str, group_id: &str) -> ConsumerHeartbeatResult {
@@ -394,4 +428,249 @@ fn refresh_subscriptions(consumer: &mut ConsumerGroup, topics: &BTreeMap<String,
         changed = true;
     }
     changed
+}
+
+// -------------------------------------------------------------------- durable state
+
+/// Kafka's `MemberState` byte: 0 stable, 1 unrevoked partitions, 2 unreleased partitions.
+fn member_state(member: &ConsumerMember, target: Option<&BTreeSet<Partition>>) -> i8 {
+    if !member.pending_revocation.is_empty() {
+        1
+    } else if target.is_some_and(|target| *target != member.assigned) {
+        2
+    } else {
+        0
+    }
+}
+
+fn by_topic_id(
+    partitions: &BTreeSet<Partition>,
+    topic_id: &dyn Fn(&str) -> Option<[u8; 16]>,
+) -> Vec<records::TopicPartitions> {
+    let mut grouped: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in partitions {
+        grouped.entry(topic.as_str()).or_default().push(*partition);
+    }
+    grouped
+        .into_iter()
+        .filter_map(|(topic, partitions)| {
+            topic_id(topic).map(|topic_id| records::TopicPartitions { topic_id, partitions })
+        })
+        .collect()
+}
+
+/// The records that describe a KIP-848 group now (Kafka's `ConsumerGroup*` records, keys 3 and
+/// 5 to 8), key bytes to value bytes.
+fn consumer_records(
+    group_id: &str,
+    consumer: &ConsumerGroup,
+    topic_id: &dyn Fn(&str) -> Option<[u8; 16]>,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, seglog_format::DecodeError> {
+    let group = || group_id.to_owned();
+    let mut out = BTreeMap::new();
+    out.insert(
+        records::encode_key(&GroupRecordKey::ConsumerGroupMetadata { group: group() })?,
+        records::encode_consumer_group_metadata_value(&records::ConsumerGroupMetadataValue {
+            epoch: consumer.group_epoch,
+        }),
+    );
+    out.insert(
+        records::encode_key(&GroupRecordKey::ConsumerGroupTargetAssignmentMetadata {
+            group: group(),
+        })?,
+        records::encode_consumer_group_target_assignment_metadata_value(
+            &records::ConsumerGroupTargetAssignmentMetadataValue {
+                assignment_epoch: consumer.assignment_epoch,
+            },
+        ),
+    );
+    for member in consumer.members.values() {
+        let member_key = || member.member_id.clone();
+        out.insert(
+            records::encode_key(&GroupRecordKey::ConsumerGroupMemberMetadata {
+                group: group(),
+                member: member_key(),
+            })?,
+            records::encode_consumer_group_member_metadata_value(
+                &records::ConsumerGroupMemberMetadataValue {
+                    instance_id: member.instance_id.clone(),
+                    rack_id: member.rack_id.clone(),
+                    client_id: member.client_id.clone(),
+                    client_host: member.client_host.clone(),
+                    subscribed_topic_names: member.subscribed_topics.iter().cloned().collect(),
+                    subscribed_topic_regex: member
+                        .subscribed_regex
+                        .as_ref()
+                        .map(|(text, _)| text.clone()),
+                    rebalance_timeout_ms: member.rebalance_timeout_ms,
+                    server_assignor: member.server_assignor.clone(),
+                },
+            )?,
+        );
+        let target = consumer.target.get(&member.member_id);
+        out.insert(
+            records::encode_key(&GroupRecordKey::ConsumerGroupTargetAssignmentMember {
+                group: group(),
+                member: member_key(),
+            })?,
+            records::encode_consumer_group_target_assignment_member_value(
+                &records::ConsumerGroupTargetAssignmentMemberValue {
+                    topic_partitions: by_topic_id(&target.cloned().unwrap_or_default(), topic_id),
+                },
+            )?,
+        );
+        out.insert(
+            records::encode_key(&GroupRecordKey::ConsumerGroupCurrentMemberAssignment {
+                group: group(),
+                member: member_key(),
+            })?,
+            records::encode_consumer_group_current_member_assignment_value(
+                &records::ConsumerGroupCurrentMemberAssignmentValue {
+                    member_epoch: member.member_epoch,
+                    previous_member_epoch: member.previous_member_epoch,
+                    state: member_state(member, target),
+                    assigned_partitions: by_topic_id(&member.assigned, topic_id),
+                    partitions_pending_revocation: by_topic_id(
+                        &member.pending_revocation,
+                        topic_id,
+                    ),
+                },
+            )?,
+        );
+    }
+    Ok(out)
+}
+
+impl GroupCoordinator {
+    /// Writes what changed in a KIP-848 group since its last write (new or changed records,
+    /// tombstones for those gone) as one batch. Returns the write to wait for, if any.
+    pub(super) fn persist_consumer_group(
+        &self,
+        inner: &mut super::Inner,
+        group_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<(std::sync::Arc<seglog_storage::log::partition_log::PartitionLog>, i64)>, i16>
+    {
+        let Some(consumer) = inner.groups.get(group_id).and_then(|group| group.consumer.as_ref())
+        else {
+            return Ok(None);
+        };
+        let manager = std::sync::Arc::clone(&self.manager);
+        let topic_id = move |topic: &str| manager.topic_id(topic);
+        let desired = consumer_records(group_id, consumer, &topic_id).map_err(|error| {
+            tracing::warn!(%error, group = group_id, "cannot encode a consumer group's records");
+            errors::UNKNOWN_SERVER_ERROR
+        })?;
+        let mut writes: Vec<super::KeyValue> = desired
+            .iter()
+            .filter(|(key, value)| consumer.persisted.get(*key) != Some(*value))
+            .map(|(key, value)| (key.clone(), Some(value.clone())))
+            .collect();
+        writes.extend(
+            consumer
+                .persisted
+                .keys()
+                .filter(|key| !desired.contains_key(*key))
+                .map(|key| (key.clone(), None)),
+        );
+        if writes.is_empty() {
+            return Ok(None);
+        }
+        let written = self.append(inner, group_id, &writes, now_ms)?;
+        if let Some(consumer) =
+            inner.groups.get_mut(group_id).and_then(|group| group.consumer.as_mut())
+        {
+            consumer.persisted = desired;
+        }
+        Ok(Some(written))
+    }
+}
+
+/// A KIP-848 group from its live records after a replay: members keep their epochs and
+/// partitions and must heartbeat within their session from now.
+pub(super) fn restore_consumer_group(
+    live: &BTreeMap<Vec<u8>, Vec<u8>>,
+    topic_names: &BTreeMap<[u8; 16], String>,
+    topic_counts: &BTreeMap<String, i32>,
+    now_ms: i64,
+) -> Result<ConsumerGroup, seglog_format::DecodeError> {
+    let partitions = |topics: &[records::TopicPartitions]| -> BTreeSet<Partition> {
+        topics
+            .iter()
+            .filter_map(|topic| topic_names.get(&topic.topic_id).map(|name| (name, topic)))
+            .flat_map(|(name, topic)| topic.partitions.iter().map(move |p| (name.clone(), *p)))
+            .collect()
+    };
+    let mut consumer = ConsumerGroup { persisted: live.clone(), ..ConsumerGroup::default() };
+    let mut current = BTreeMap::new();
+    for (key, value) in live {
+        match records::decode_key(key)? {
+            GroupRecordKey::ConsumerGroupMetadata { .. } => {
+                consumer.group_epoch = records::decode_consumer_group_metadata_value(value)?.epoch;
+            }
+            GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { .. } => {
+                consumer.assignment_epoch =
+                    records::decode_consumer_group_target_assignment_metadata_value(value)?
+                        .assignment_epoch;
+            }
+            GroupRecordKey::ConsumerGroupMemberMetadata { member, .. } => {
+                let value = records::decode_consumer_group_member_metadata_value(value)?;
+                let subscribed: BTreeSet<String> =
+                    value.subscribed_topic_names.into_iter().collect();
+                let regex = value.subscribed_topic_regex.and_then(|pattern| {
+                    regex::Regex::new(&format!("^(?:{pattern})$"))
+                        .ok()
+                        .map(|compiled| (pattern, compiled))
+                });
+                consumer.members.insert(
+                    member.clone(),
+                    ConsumerMember {
+                        member_id: member,
+                        instance_id: value.instance_id,
+                        rack_id: value.rack_id,
+                        client_id: value.client_id,
+                        client_host: value.client_host,
+                        member_epoch: 0,
+                        previous_member_epoch: -1,
+                        rebalance_timeout_ms: value.rebalance_timeout_ms,
+                        resolved_topics: subscribed.clone(),
+                        subscribed_topics: subscribed,
+                        subscribed_regex: regex,
+                        server_assignor: value.server_assignor,
+                        assigned: BTreeSet::new(),
+                        pending_revocation: BTreeSet::new(),
+                        revoking_since_ms: None,
+                        last_heartbeat_ms: now_ms,
+                        sent_assignment: None,
+                    },
+                );
+            }
+            GroupRecordKey::ConsumerGroupTargetAssignmentMember { member, .. } => {
+                let value = records::decode_consumer_group_target_assignment_member_value(value)?;
+                consumer.target.insert(member, partitions(&value.topic_partitions));
+            }
+            GroupRecordKey::ConsumerGroupCurrentMemberAssignment { member, .. } => {
+                current.insert(
+                    member,
+                    records::decode_consumer_group_current_member_assignment_value(value)?,
+                );
+            }
+            _ => {}
+        }
+    }
+    for (member_id, value) in current {
+        if let Some(member) = consumer.members.get_mut(&member_id) {
+            member.member_epoch = value.member_epoch;
+            member.previous_member_epoch = value.previous_member_epoch;
+            member.assigned = partitions(&value.assigned_partitions);
+            member.pending_revocation = partitions(&value.partitions_pending_revocation);
+            if !member.pending_revocation.is_empty() {
+                member.revoking_since_ms = Some(now_ms);
+            }
+        }
+    }
+    // The subscriptions as of now, so that the first heartbeat moves the epoch only if the
+    // topics changed while the broker was down.
+    refresh_subscriptions(&mut consumer, topic_counts);
+    Ok(consumer)
 }

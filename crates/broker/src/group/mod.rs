@@ -244,13 +244,14 @@ impl GroupCoordinator {
         let mut offsets: BTreeMap<(String, String, i32), Option<OffsetCommitValue>> =
             BTreeMap::new();
         let mut metadata: BTreeMap<String, Option<GroupMetadataValue>> = BTreeMap::new();
+        let mut consumer: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
         for partition in 0..partitions {
             let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
             let log = self
                 .manager
                 .get_log(&tp)
                 .map_err(|error| format!("{OFFSETS_TOPIC}-{partition}: {error}"))?;
-            replay_partition(&log, &mut offsets, &mut metadata)
+            replay_partition(&log, &mut offsets, &mut metadata, &mut consumer)
                 .map_err(|error| format!("{OFFSETS_TOPIC}-{partition}: {error}"))?;
         }
         let mut inner = self.lock();
@@ -262,6 +263,25 @@ impl GroupCoordinator {
                 .entry(group_id.clone())
                 .or_insert_with(|| Group::new(&group_id, now_ms));
             restore_group(group, value, now_ms);
+        }
+        let topic_counts = self.manager.topic_partition_counts();
+        let topic_names: BTreeMap<[u8; 16], String> = topic_counts
+            .keys()
+            .filter_map(|name| self.manager.topic_id(name).map(|id| (id, name.clone())))
+            .collect();
+        for (group_id, live) in consumer {
+            if live.is_empty() {
+                continue;
+            }
+            let restored =
+                heartbeat::restore_consumer_group(&live, &topic_names, &topic_counts, now_ms)
+                    .map_err(|error| format!("group {group_id}: {error}"))?;
+            let group = inner
+                .groups
+                .entry(group_id.clone())
+                .or_insert_with(|| Group::new(&group_id, now_ms));
+            group.protocol_type = Some("consumer".to_owned());
+            group.consumer = Some(restored);
         }
         for ((group_id, topic, partition), value) in offsets {
             let Some(value) = value else { continue };
@@ -1025,47 +1045,17 @@ impl GroupCoordinator {
         if check_retention {
             inner.last_retention_check_ms = Some(now_ms);
         }
+        let mut consumer_changed = Vec::new();
         for group in inner.groups.values_mut() {
-            heartbeat::expire_consumer_members(
+            if heartbeat::expire_consumer_members(
                 group,
                 i64::from(self.config.consumer_session_timeout_ms),
                 now_ms,
-            );
+            ) {
+                consumer_changed.push(group.group_id.clone());
+            }
             let before = (group.state, group.generation_id);
-            let expired: Vec<String> = group
-                .members
-                .values()
-                .filter(|member| member.expired(now_ms))
-                .map(|member| member.member_id.clone())
-                .collect();
-            for member_id in expired {
-                tracing::info!(group = %group.group_id, %member_id, "member session expired");
-                remove_member_and_update_group(group, &member_id, &self.config, now_ms);
-            }
-            let lapsed: Vec<String> = group
-                .pending_members
-                .iter()
-                .filter(|(_, deadline)| **deadline < now_ms)
-                .map(|(member_id, _)| member_id.clone())
-                .collect();
-            for member_id in lapsed {
-                group.pending_members.remove(&member_id);
-                try_complete_join(group, now_ms);
-            }
-            if group.sync_deadline_ms.is_some_and(|deadline| now_ms >= deadline) {
-                group.sync_deadline_ms = None;
-                if !group.pending_sync.is_empty()
-                    && matches!(group.state, GroupState::CompletingRebalance | GroupState::Stable)
-                {
-                    let late: Vec<String> = group.pending_sync.drain().collect();
-                    for member_id in late {
-                        tracing::info!(group = %group.group_id, %member_id, "member did not sync in time");
-                        group.remove_member(&member_id);
-                    }
-                    prepare_rebalance(group, &self.config, now_ms);
-                }
-            }
-            run_join_timer(group, &self.config, now_ms);
+            run_classic_timers(group, &self.config, now_ms);
             let became_empty = group.is(GroupState::Empty)
                 && group.members.is_empty()
                 && (before.0 != GroupState::Empty || before.1 != group.generation_id);
@@ -1088,6 +1078,9 @@ impl GroupCoordinator {
         }
         for group_id in to_store {
             let _ = self.store_group(&mut inner, &group_id, now_ms);
+        }
+        for group_id in consumer_changed {
+            let _ = self.persist_and_wait(&mut inner, &group_id, now_ms);
         }
         for group_id in to_expire {
             let Some(group) = inner.groups.get(&group_id) else { continue };
@@ -1166,6 +1159,45 @@ impl GroupCoordinator {
 }
 
 // -------------------------------------------------------------------- rules (Kafka's names)
+
+/// A classic group's timers (from `tick`): sessions, lapsed member ids, pending syncs, and the
+/// join phase's delay or timeout.
+fn run_classic_timers(group: &mut Group, config: &GroupConfig, now_ms: i64) {
+    let expired: Vec<String> = group
+        .members
+        .values()
+        .filter(|member| member.expired(now_ms))
+        .map(|member| member.member_id.clone())
+        .collect();
+    for member_id in expired {
+        tracing::info!(group = %group.group_id, %member_id, "member session expired");
+        remove_member_and_update_group(group, &member_id, config, now_ms);
+    }
+    let lapsed: Vec<String> = group
+        .pending_members
+        .iter()
+        .filter(|(_, deadline)| **deadline < now_ms)
+        .map(|(member_id, _)| member_id.clone())
+        .collect();
+    for member_id in lapsed {
+        group.pending_members.remove(&member_id);
+        try_complete_join(group, now_ms);
+    }
+    if group.sync_deadline_ms.is_some_and(|deadline| now_ms >= deadline) {
+        group.sync_deadline_ms = None;
+        if !group.pending_sync.is_empty()
+            && matches!(group.state, GroupState::CompletingRebalance | GroupState::Stable)
+        {
+            let late: Vec<String> = group.pending_sync.drain().collect();
+            for member_id in late {
+                tracing::info!(group = %group.group_id, %member_id, "member did not sync in time");
+                group.remove_member(&member_id);
+            }
+            prepare_rebalance(group, config, now_ms);
+        }
+    }
+    run_join_timer(group, config, now_ms);
+}
 
 /// Kafka's checks shared by SyncGroup, Heartbeat and OffsetCommit: a static member whose
 /// instance now belongs to another member id is fenced; an unknown member id is unknown.
@@ -1599,9 +1631,16 @@ fn group_metadata_record(group: &Group) -> Result<KeyValue, seglog_format::Decod
     Ok((key, Some(records::encode_group_metadata_value(&value)?)))
 }
 
-/// Every live record of a group: its metadata and its offsets.
+/// Every live record of a group: its metadata (classic, or KIP-848's records) and its offsets.
 fn live_records(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeError> {
-    let mut out = vec![group_metadata_record(group)?];
+    let mut out = match &group.consumer {
+        Some(consumer) => consumer
+            .persisted
+            .iter()
+            .map(|(key, value)| (key.clone(), Some(value.clone())))
+            .collect(),
+        None => vec![group_metadata_record(group)?],
+    };
     for ((topic, partition), committed) in &group.offsets {
         let key = records::encode_key(&GroupRecordKey::OffsetCommit {
             group: group.group_id.clone(),
@@ -1622,7 +1661,11 @@ fn live_records(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeErr
 
 /// Tombstones for a group's offsets and metadata.
 fn tombstones(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeError> {
-    let mut out = Vec::new();
+    let mut out: Vec<KeyValue> = group
+        .consumer
+        .iter()
+        .flat_map(|consumer| consumer.persisted.keys().map(|key| (key.clone(), None)))
+        .collect();
     for (topic, partition) in group.offsets.keys() {
         let key = records::encode_key(&GroupRecordKey::OffsetCommit {
             group: group.group_id.clone(),
@@ -1643,6 +1686,7 @@ fn replay_partition(
     log: &PartitionLog,
     offsets: &mut BTreeMap<(String, String, i32), Option<OffsetCommitValue>>,
     metadata: &mut BTreeMap<String, Option<GroupMetadataValue>>,
+    consumer: &mut BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
 ) -> Result<(), String> {
     let end = log.log_end_offset().map_err(|error| error.to_string())?;
     let mut next = log.log_start_offset().map_err(|error| error.to_string())?;
@@ -1691,6 +1735,20 @@ fn replay_partition(
                             }
                         };
                         metadata.insert(group, value);
+                    }
+                    Ok(
+                        GroupRecordKey::ConsumerGroupMetadata { group }
+                        | GroupRecordKey::ConsumerGroupMemberMetadata { group, .. }
+                        | GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { group }
+                        | GroupRecordKey::ConsumerGroupTargetAssignmentMember { group, .. }
+                        | GroupRecordKey::ConsumerGroupCurrentMemberAssignment { group, .. },
+                    ) => {
+                        // KIP-848 records: kept as bytes, decoded once the replay is done.
+                        let live = consumer.entry(group).or_default();
+                        match record.value {
+                            Some(value) => live.insert(key.to_vec(), value.to_vec()),
+                            None => live.remove(key),
+                        };
                     }
                     Ok(GroupRecordKey::Other(version)) => {
                         tracing::debug!(

@@ -622,3 +622,69 @@ fn groups_holding_nothing_are_cleaned_up() {
     let coordinator2 = coordinator(&manager2, config);
     assert_eq!(coordinator2.load(0).unwrap(), 0, "the tombstone holds after a restart");
 }
+
+#[test]
+fn consumer_protocol_groups_survive_a_restart_in_kafkas_records() {
+    let fs = SimFs::new();
+    let manager1 = manager(&fs);
+    manager1.create_topic("t", 4, BTreeMap::new()).unwrap();
+    let coordinator1 = coordinator(&manager1, small_config());
+    let meta = topics(&[("t", 4)]);
+    let a = coordinator1.consumer_heartbeat(&consumer_heartbeat("member-a", 0), &meta, 0);
+    let b = coordinator1.consumer_heartbeat(&consumer_heartbeat("member-b", 0), &meta, 1);
+    let a2 =
+        coordinator1.consumer_heartbeat(&consumer_heartbeat("member-a", a.member_epoch), &meta, 2);
+    let kept = a2.assignment.unwrap();
+    let confirm =
+        ConsumerHeartbeat { owned: Some(kept.clone()), ..consumer_heartbeat("member-a", 1) };
+    assert_eq!(coordinator1.consumer_heartbeat(&confirm, &meta, 3).member_epoch, 2);
+    let b2 =
+        coordinator1.consumer_heartbeat(&consumer_heartbeat("member-b", b.member_epoch), &meta, 4);
+    assert_eq!(b2.assignment.as_ref().map(BTreeSet::len), Some(2));
+    let offsets = [OffsetToCommit {
+        topic: "t".to_owned(),
+        partition: 1,
+        offset: 9,
+        leader_epoch: -1,
+        metadata: String::new(),
+    }];
+    assert_eq!(
+        coordinator1.commit_offsets("k", 2, "member-b", None, &offsets, 5),
+        vec![errors::NONE]
+    );
+    manager1.shutdown().unwrap();
+    drop((coordinator1, manager1));
+
+    let manager2 = manager(&fs);
+    let coordinator2 = coordinator(&manager2, small_config());
+    assert_eq!(coordinator2.load(100).unwrap(), 1);
+    assert_eq!(coordinator2.consumer_group_state("k"), Some(("Stable", 2)));
+    {
+        let inner = coordinator2.lock();
+        let consumer = inner.groups["k"].consumer.as_ref().unwrap();
+        assert_eq!((consumer.group_epoch, consumer.assignment_epoch), (2, 2));
+        assert_eq!(consumer.members["member-a"].assigned, kept);
+        assert_eq!(consumer.members["member-b"].assigned, b2.assignment.clone().unwrap());
+    }
+    // The members go on at their epochs, without rejoining; nothing moves.
+    let a3 = coordinator2.consumer_heartbeat(&consumer_heartbeat("member-a", 2), &meta, 101);
+    assert_eq!((a3.error_code, a3.member_epoch), (errors::NONE, 2));
+    assert_eq!(
+        a3.assignment,
+        Some(kept),
+        "the first answer after a restart carries the assignment"
+    );
+    let fetched = coordinator2.fetch_offsets("k", Some(vec![("t".to_owned(), vec![1])])).unwrap();
+    assert_eq!(fetched[0].1[0].1.as_ref().map(|c| c.offset), Some(9));
+    // Leaving writes tombstones: after another restart only member-a is there.
+    coordinator2.consumer_heartbeat(&consumer_heartbeat("member-b", -1), &meta, 102);
+    manager2.shutdown().unwrap();
+    drop((coordinator2, manager2));
+    let manager3 = manager(&fs);
+    let coordinator3 = coordinator(&manager3, small_config());
+    coordinator3.load(200).unwrap();
+    let inner = coordinator3.lock();
+    let consumer = inner.groups["k"].consumer.as_ref().unwrap();
+    assert_eq!(consumer.members.keys().collect::<Vec<_>>(), ["member-a"]);
+    assert_eq!(consumer.group_epoch, 3);
+}
