@@ -63,6 +63,26 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(again.generation, value.generation);
         }
     }
+    // KIP-848 values: what decodes encodes and decodes again to the same value.
+    if let Ok(value) = group::decode_consumer_group_member_metadata_value(data) {
+        if let Ok(bytes) = group::encode_consumer_group_member_metadata_value(&value) {
+            assert_eq!(group::decode_consumer_group_member_metadata_value(&bytes).ok(), Some(value));
+        }
+    }
+    if let Ok(value) = group::decode_consumer_group_current_member_assignment_value(data) {
+        if let Ok(bytes) = group::encode_consumer_group_current_member_assignment_value(&value) {
+            let again = group::decode_consumer_group_current_member_assignment_value(&bytes);
+            assert_eq!(again.ok(), Some(value));
+        }
+    }
+    if let Ok(value) = group::decode_consumer_group_target_assignment_member_value(data) {
+        if let Ok(bytes) = group::encode_consumer_group_target_assignment_member_value(&value) {
+            let again = group::decode_consumer_group_target_assignment_member_value(&bytes);
+            assert_eq!(again.ok(), Some(value));
+        }
+    }
+    let _ = black_box(group::decode_consumer_group_metadata_value(data));
+    let _ = black_box(group::decode_consumer_group_target_assignment_metadata_value(data));
     let _ = black_box(producer_snapshot::decode_producer_snapshot(data));
 
     let _ = black_box(ControlRecordType::parse_key(data));
