@@ -77,6 +77,11 @@ fn client(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
     None
 }
 
+/// The Python venv with kafka-python and confluent-kafka (`SEGLOG_PYTHON`).
+fn python() -> Option<PathBuf> {
+    client("the Python venv (SEGLOG_PYTHON)", std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from))
+}
+
 fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths).map(|dir| dir.join(program)).find(|p| p.exists())
@@ -146,11 +151,7 @@ fn kcat_lists_produces_and_consumes() {
 
 #[test]
 fn python_clients_produce_and_consume() {
-    let python = client(
-        "the Python venv (SEGLOG_PYTHON)",
-        std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from),
-    );
-    let Some(python) = python else { return };
+    let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let broker = Broker::start(dir.path());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/interop.py");
@@ -195,11 +196,7 @@ fn python_script(name: &str) -> PathBuf {
 /// offsets they committed on closing are there after a restart.
 #[test]
 fn python_consumer_groups_form_fast_and_keep_their_offsets() {
-    let python = client(
-        "the Python venv (SEGLOG_PYTHON)",
-        std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from),
-    );
-    let Some(python) = python else { return };
+    let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let broker = Broker::start(dir.path());
     let run = |addr: &str, step: &str| {
@@ -251,11 +248,7 @@ fn python_consumer_groups_form_fast_and_keep_their_offsets() {
 /// and no record is there twice.
 #[test]
 fn sigkill_during_commits_and_idempotent_produce_loses_and_duplicates_nothing() {
-    let python = client(
-        "the Python venv (SEGLOG_PYTHON)",
-        std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from),
-    );
-    let Some(python) = python else { return };
+    let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let broker = Broker::start(dir.path());
     let addr = broker.addr.clone();

@@ -1715,25 +1715,19 @@ fn replay_partition(
                 let Some(key) = record.key else { continue };
                 match records::decode_key(key) {
                     Ok(GroupRecordKey::OffsetCommit { group, topic, partition }) => {
-                        let value = match record.value {
-                            None => None,
-                            Some(value) => {
-                                Some(records::decode_offset_commit_value(value).map_err(
-                                    |error| format!("offset {}: {error}", record.offset),
-                                )?)
-                            }
-                        };
+                        let value = record
+                            .value
+                            .map(records::decode_offset_commit_value)
+                            .transpose()
+                            .map_err(|error| format!("offset {}: {error}", record.offset))?;
                         offsets.insert((group, topic, partition), value);
                     }
                     Ok(GroupRecordKey::GroupMetadata { group }) => {
-                        let value = match record.value {
-                            None => None,
-                            Some(value) => {
-                                Some(records::decode_group_metadata_value(value).map_err(
-                                    |error| format!("offset {}: {error}", record.offset),
-                                )?)
-                            }
-                        };
+                        let value = record
+                            .value
+                            .map(records::decode_group_metadata_value)
+                            .transpose()
+                            .map_err(|error| format!("offset {}: {error}", record.offset))?;
                         metadata.insert(group, value);
                     }
                     Ok(
