@@ -213,6 +213,7 @@ fn python_consumer_groups_form_fast_and_keep_their_offsets() {
     let stdout = run(&broker.addr, "consume");
     assert_eq!(stdout.matches("group of two: balanced").count(), 4, "{stdout}");
     assert_eq!(stdout.matches("had all 4 partitions").count(), 4, "{stdout}");
+    assert_eq!(stdout.matches("a third member had partitions").count(), 4, "{stdout}");
     assert!(broker.terminate().success());
     // The KIP-848 group's records, as kafka-dump-log.sh decodes Kafka's: members with their
     // epochs and partitions, then tombstones as they left.

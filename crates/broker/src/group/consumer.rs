@@ -178,9 +178,11 @@ fn subscribed_partitions(
     topics
 }
 
-/// Kafka's `UniformAssignor`, sticky: each partition stays with its current owner while that
-/// owner is subscribed and below its fair share; the rest go to the eligible member with the
-/// fewest partitions (ties to the smaller member id).
+/// Kafka's `UniformAssignor`, sticky: members end within one partition of each other (with
+/// the same subscriptions), and each keeps as many of its current partitions as its share
+/// allows: up to the floor of the fair share first, then one more for as many members as the
+/// remainder allows; the rest go to the eligible member with the fewest partitions (ties to
+/// the smaller member id).
 pub(crate) fn uniform(
     members: &BTreeMap<String, ConsumerMember>,
     partitions_of: &dyn Fn(&str) -> i32,
@@ -189,32 +191,52 @@ pub(crate) fn uniform(
     let mut target: BTreeMap<String, BTreeSet<Partition>> =
         members.keys().map(|id| (id.clone(), BTreeSet::new())).collect();
     let total: usize = topics.values().map(|(count, _)| usize::try_from(*count).unwrap_or(0)).sum();
-    let quota = total.div_ceil(members.len().max(1));
-    let mut unassigned = Vec::new();
+    let n_members = members.len().max(1);
+    let (floor, mut extra) = (total / n_members, total % n_members);
+    // Every partition with its eligible members and its current owner, if still eligible.
+    let mut partitions: Vec<(Partition, &Vec<String>, Option<&str>)> = Vec::new();
     for (topic, (count, eligible)) in &topics {
         for partition in 0..*count {
             let key = (topic.clone(), partition);
-            let owner = members.values().find(|member| {
-                eligible.contains(&member.member_id)
-                    && (member.assigned.contains(&key) || member.pending_revocation.contains(&key))
-            });
-            match owner {
-                Some(owner)
-                    if target.get(&owner.member_id).is_some_and(|set| set.len() < quota) =>
-                {
-                    if let Some(set) = target.get_mut(&owner.member_id) {
-                        set.insert(key);
-                    }
+            let owner = members
+                .values()
+                .find(|member| {
+                    eligible.contains(&member.member_id)
+                        && (member.assigned.contains(&key)
+                            || member.pending_revocation.contains(&key))
+                })
+                .map(|member| member.member_id.as_str());
+            partitions.push((key, eligible, owner));
+        }
+    }
+    let held = |target: &BTreeMap<String, BTreeSet<Partition>>, id: &str| {
+        target.get(id).map_or(0, BTreeSet::len)
+    };
+    let mut unassigned = Vec::new();
+    let mut over_floor = Vec::new();
+    for (key, eligible, owner) in partitions {
+        match owner {
+            Some(owner) if held(&target, owner) < floor => {
+                if let Some(set) = target.get_mut(owner) {
+                    set.insert(key);
                 }
-                _ => unassigned.push((key, eligible)),
             }
+            Some(owner) => over_floor.push((key, eligible, owner)),
+            None => unassigned.push((key, eligible)),
+        }
+    }
+    for (key, eligible, owner) in over_floor {
+        if extra > 0 && held(&target, owner) == floor {
+            extra -= 1;
+            if let Some(set) = target.get_mut(owner) {
+                set.insert(key);
+            }
+        } else {
+            unassigned.push((key, eligible));
         }
     }
     for (key, eligible) in unassigned {
-        let least = eligible
-            .iter()
-            .min_by_key(|id| (target.get(*id).map_or(0, BTreeSet::len), (*id).clone()))
-            .cloned();
+        let least = eligible.iter().min_by_key(|id| (held(&target, id), (*id).clone())).cloned();
         if let Some(set) = least.and_then(|id| target.get_mut(&id)) {
             set.insert(key);
         }
@@ -312,6 +334,29 @@ mod tests {
         let target = uniform(&members, &four);
         assert!(target["b"].iter().all(|(topic, _)| topic == "u"));
         assert_eq!(target["a"].len() + target["b"].len(), 8);
+    }
+
+    #[test]
+    fn uniform_gives_a_newcomer_its_share() {
+        let mut a = member("a", &["t"]);
+        a.assigned = [("t".to_owned(), 0), ("t".to_owned(), 1)].into();
+        let mut b = member("b", &["t"]);
+        b.assigned = [("t".to_owned(), 2), ("t".to_owned(), 3)].into();
+        let members: BTreeMap<_, _> =
+            [a, b, member("c", &["t"])].into_iter().map(|m| (m.member_id.clone(), m)).collect();
+        let target = uniform(&members, &four);
+        let sizes: Vec<usize> = target.values().map(BTreeSet::len).collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 4);
+        assert!(sizes.iter().all(|n| (1..=2).contains(n)), "{sizes:?}");
+        assert!(target["a"].is_subset(&members["a"].assigned));
+        assert!(target["b"].is_subset(&members["b"].assigned));
+        // Five members, four partitions: one each for four of them, nobody twice.
+        let members: BTreeMap<_, _> = ["a", "b", "c", "d", "e"]
+            .into_iter()
+            .map(|id| (id.to_owned(), member(id, &["t"])))
+            .collect();
+        let sizes: Vec<usize> = uniform(&members, &four).values().map(BTreeSet::len).collect();
+        assert_eq!(sizes, [1, 1, 1, 1, 0]);
     }
 
     #[test]

@@ -239,6 +239,12 @@ fn run_consumer(seed: u64, steps: usize) {
             &format!("seed {seed} calm round {round}"),
         );
     }
+    check_settled(&coordinator, &topics, seed);
+}
+
+/// After the calm: Stable, every subscribed partition owned once, and (with one subscription
+/// everywhere) members within one partition of each other.
+fn check_settled(coordinator: &GroupCoordinator, topics: &BTreeMap<String, i32>, seed: u64) {
     let inner = coordinator.lock();
     let Some(consumer) = inner.groups.get("sim").and_then(|group| group.consumer.as_ref()) else {
         return;
@@ -253,6 +259,16 @@ fn run_consumer(seed: u64, steps: usize) {
         subscribed.iter().map(|topic| usize::try_from(topics[*topic]).unwrap_or(0)).sum();
     let owned: usize = consumer.members.values().map(|member| member.assigned.len()).sum();
     assert_eq!(owned, expected, "seed {seed}: every subscribed partition owned once");
+    // With the same subscription everywhere, members end within one partition of each other.
+    let first = consumer.members.values().next().map(|member| &member.resolved_topics);
+    if consumer.members.values().all(|member| Some(&member.resolved_topics) == first) {
+        let sizes: Vec<usize> = consumer.members.values().map(|m| m.assigned.len()).collect();
+        let (least, most) = (sizes.iter().min(), sizes.iter().max());
+        assert!(
+            most.zip(least).is_some_and(|(most, least)| most - least <= 1),
+            "seed {seed}: {sizes:?}"
+        );
+    }
 }
 
 #[test]

@@ -12,7 +12,8 @@ B's start the group was balanced (both members with 2 partitions) and every reco
 and fails when that took 10 s or more. The members then close (committing their offsets, as
 both libraries do by default).
 
-Then B closes (leaving the group) and A must get all 4 partitions. The same runs again with
+Then a third member joins until all three hold partitions and leaves again; then B closes
+(leaving the group) and A must get all 4 partitions. The same runs again with
 confluent-kafka's cooperative-sticky assignor (incremental rebalances), and with its
 `group.protocol=consumer` (KIP-848: the broker assigns).
 
@@ -112,7 +113,7 @@ def group_of_two(library, bootstrap, prefix, extra=None, label=None):
     second_started = time.time()
     second = Member(library, bootstrap, group, topic, seen, extra)
     second.start()
-    members = (first, second)
+    members = [first, second]
 
     def wait(what, condition):
         started = time.time()
@@ -137,6 +138,19 @@ def group_of_two(library, bootstrap, prefix, extra=None, label=None):
     ready = max(balanced_at, everything_at) - second_started
     print(f"{label} group of two: balanced {balanced_at - second_started:.2f} s and all {total} "
           f"records {everything_at - second_started:.2f} s after the second member started")
+    # A third member joins: all three get partitions, none twice; then it leaves again.
+    third_started = time.time()
+    third = Member(library, bootstrap, group, topic, seen, extra)
+    third.start()
+    members.append(third)
+    three_at = wait("balanced over three", lambda: all(m.assignment for m in members)
+                    and sum(len(m.assignment) for m in members) == PARTITIONS
+                    and len(set().union(*(m.assignment for m in members))) == PARTITIONS)
+    print(f"{label}: a third member had partitions {three_at - third_started:.2f} s after it "
+          f"started")
+    third.done.set()
+    third.join(30)
+    members.remove(third)
     # The second member leaves (its close sends LeaveGroup): the first takes every partition.
     left_at = time.time()
     second.done.set()
