@@ -54,6 +54,23 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
+/// The APIs the group coordinator serves (routed to `handlers::groups`).
+pub const GROUP_APIS: [ApiKey; 13] = [
+    ApiKey::FindCoordinator,
+    ApiKey::JoinGroup,
+    ApiKey::SyncGroup,
+    ApiKey::Heartbeat,
+    ApiKey::LeaveGroup,
+    ApiKey::OffsetCommit,
+    ApiKey::OffsetFetch,
+    ApiKey::ListGroups,
+    ApiKey::DescribeGroups,
+    ApiKey::DeleteGroups,
+    ApiKey::OffsetDelete,
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
+];
+
 /// The advertised version range of `api_key`, if it is served.
 pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
     SUPPORTED_APIS.iter().find(|(key, _, _)| *key == api_key).map(|(_, min, max)| (*min, *max))
@@ -77,8 +94,8 @@ pub(crate) struct Request {
     pub(crate) api_key: ApiKey,
     pub(crate) version: i16,
     pub(crate) body: Bytes,
-    /// The client's address as Kafka shows it (`/127.0.0.1`).
-    pub(crate) client_host: String,
+    /// The client's address, when known (not for `handle_frame`).
+    pub(crate) peer: Option<std::net::SocketAddr>,
 }
 
 /// What a handler returns: an encoded body, or no response at all.
@@ -88,6 +105,12 @@ pub(crate) enum Reply {
 }
 
 impl Request {
+    /// The client's address as Kafka shows it (`/127.0.0.1`); only the group APIs need it,
+    /// so it is formatted there, not for every request.
+    pub(crate) fn client_host(&self) -> String {
+        self.peer.map_or_else(|| "/127.0.0.1".to_owned(), |peer| format!("/{}", peer.ip()))
+    }
+
     /// Decodes the body as `T`. Bytes after the message are ignored, as Kafka's
     /// `AbstractRequest.parseRequest` ignores them (librdkafka 2.12 sends three after a Metadata
     /// v12 request for all topics).
@@ -164,7 +187,7 @@ fn parse_header(frame: &Bytes) -> Result<Request, String> {
     let mut buf = frame.clone();
     let header = RequestHeader::decode(&mut buf, header_version)
         .map_err(|error| format!("request header does not decode: {error}"))?;
-    Ok(Request { header, api_key, version, body: buf, client_host: String::new() })
+    Ok(Request { header, api_key, version, body: buf, peer: None })
 }
 
 fn frame(
@@ -240,10 +263,7 @@ pub(crate) async fn handle(
             return Outcome::Close(reason);
         }
     };
-    request.client_host = match peer {
-        Some(peer) => format!("/{}", peer.ip()),
-        None => "/127.0.0.1".to_owned(),
-    };
+    request.peer = peer;
     let api_key = request.api_key;
     let Some((min, max)) = supported_versions(api_key) else {
         return Outcome::Close(format!("api {api_key:?} is not enabled on this broker"));
@@ -333,19 +353,7 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
             let body = request.decode::<InitProducerIdRequest>()?;
             handlers::init_producer_id(broker, &body, version).await
         }
-        ApiKey::FindCoordinator
-        | ApiKey::JoinGroup
-        | ApiKey::SyncGroup
-        | ApiKey::Heartbeat
-        | ApiKey::LeaveGroup
-        | ApiKey::OffsetCommit
-        | ApiKey::OffsetFetch
-        | ApiKey::ListGroups
-        | ApiKey::DescribeGroups
-        | ApiKey::DeleteGroups
-        | ApiKey::OffsetDelete
-        | ApiKey::ConsumerGroupHeartbeat
-        | ApiKey::ConsumerGroupDescribe => handlers::groups::route(broker, request).await,
+        key if GROUP_APIS.contains(&key) => handlers::groups::route(broker, request).await,
         other => Err(format!("api {other:?} is not enabled on this broker")),
     }
 }

@@ -37,7 +37,7 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<b
 }
 
 pub use config::BrokerConfig;
-pub use dispatch::{SUPPORTED_APIS, supported_versions};
+pub use dispatch::{GROUP_APIS, SUPPORTED_APIS, supported_versions};
 pub use server::{ServeError, Server};
 
 /// The state every request handler shares (the role of Kafka's `KafkaApis` with its

@@ -31,23 +31,7 @@ use kafka_protocol::messages::{
     OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use seglog_broker::SUPPORTED_APIS;
-
-const GROUP_APIS: [ApiKey; 13] = [
-    ApiKey::FindCoordinator,
-    ApiKey::JoinGroup,
-    ApiKey::SyncGroup,
-    ApiKey::Heartbeat,
-    ApiKey::LeaveGroup,
-    ApiKey::OffsetCommit,
-    ApiKey::OffsetFetch,
-    ApiKey::ListGroups,
-    ApiKey::DescribeGroups,
-    ApiKey::DeleteGroups,
-    ApiKey::OffsetDelete,
-    ApiKey::ConsumerGroupHeartbeat,
-    ApiKey::ConsumerGroupDescribe,
-];
+use seglog_broker::{GROUP_APIS, SUPPORTED_APIS};
 
 /// A KIP-848 join of `group` subscribed to `t`: the heartbeat answer.
 async fn consumer_join(

@@ -151,6 +151,8 @@ struct Inner {
     shutting_down: bool,
     /// When offsets of empty groups were last checked for expiry.
     last_retention_check_ms: Option<i64>,
+    /// Partitions of `__consumer_offsets` written since the bound was last checked.
+    appended_partitions: std::collections::BTreeSet<i32>,
 }
 
 /// The group coordinator (Kafka's `GroupCoordinator`).
@@ -373,6 +375,7 @@ impl GroupCoordinator {
     ) -> Result<(Arc<PartitionLog>, i64), i16> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
         let partition = partition_for(group_id, partitions);
+        inner.appended_partitions.insert(partition);
         self.append_to(partition, records, now_ms)
     }
 
@@ -1110,7 +1113,8 @@ impl GroupCoordinator {
     /// Rewrites any partition of `__consumer_offsets` that outgrew its bound (see the module
     /// documentation).
     fn bound_offsets_topic(&self, inner: &mut Inner, now_ms: i64) {
-        for partition in 0..inner.partitions {
+        // Only a partition written since the last check can have outgrown its bound.
+        for partition in std::mem::take(&mut inner.appended_partitions) {
             let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
             let Ok(log) = self.manager.get_log(&tp) else { continue };
             let Ok(size) = log.size_bytes() else { continue };

@@ -416,9 +416,8 @@ fn run_classic(seed: u64, steps: usize) {
     assert_eq!(waiting, 0, "seed {seed}: requests still waiting after the calm");
     let active = clients.iter().filter(|client| client.active).count();
     let inner = coordinator.lock();
-    if let Some(group) = inner.groups.get("classic")
-        && active > 0
-    {
+    if active > 0 {
+        let group = inner.groups.get("classic").unwrap_or_else(|| panic!("seed {seed}: no group"));
         assert_eq!(group.state, GroupState::Stable, "seed {seed}");
         assert_eq!(group.members.len(), active, "seed {seed}: only live members remain");
         for client in clients.iter().filter(|client| client.active) {

@@ -160,7 +160,7 @@ async fn join_group(
         member_id: text(&request.member_id),
         group_instance_id: request.group_instance_id.as_ref().map(text),
         client_id: request_frame.header.client_id.as_ref().map(text).unwrap_or_default(),
-        client_host: request_frame.client_host.clone(),
+        client_host: request_frame.client_host(),
         session_timeout_ms: request.session_timeout_ms,
         // v0 has no rebalance timeout: the session timeout stands in (as in Kafka).
         rebalance_timeout_ms: if version == 0 {
@@ -369,6 +369,13 @@ async fn offset_commit(
     encode(&response, version)
 }
 
+/// A committed offset as OffsetFetch answers it: offset, leader epoch, metadata; nothing
+/// committed is offset -1 with empty metadata, as in Kafka.
+fn committed_fields(committed: Option<&crate::group::Committed>) -> (i64, i32, StrBytes) {
+    committed
+        .map_or((-1, -1, str_bytes("")), |c| (c.offset, c.leader_epoch, str_bytes(&c.metadata)))
+}
+
 async fn offset_fetch(
     broker: &Arc<Broker>,
     request: OffsetFetchRequest,
@@ -423,16 +430,13 @@ async fn offset_fetch(
                 let mut out = OffsetFetchResponseTopic::default();
                 out.name = topic_name(&topic);
                 for (partition, committed) in partitions {
+                    let (offset, leader_epoch, metadata) = committed_fields(committed.as_ref());
                     let mut entry = OffsetFetchResponsePartition::default()
                         .with_partition_index(partition)
-                        .with_committed_offset(committed.as_ref().map_or(-1, |c| c.offset))
-                        .with_metadata(Some(str_bytes(
-                            committed.as_ref().map(|c| c.metadata.as_str()).unwrap_or_default(),
-                        )))
-                        .with_error_code(errors::NONE);
+                        .with_committed_offset(offset)
+                        .with_metadata(Some(metadata));
                     if version >= 5 {
-                        entry.committed_leader_epoch =
-                            committed.as_ref().map_or(-1, |c| c.leader_epoch);
+                        entry.committed_leader_epoch = leader_epoch;
                     }
                     out.partitions.push(entry);
                 }
@@ -446,17 +450,13 @@ async fn offset_fetch(
                 let mut topic_out = OffsetFetchResponseTopics::default();
                 topic_out.name = topic_name(&topic);
                 for (partition, committed) in partitions {
+                    let (offset, leader_epoch, metadata) = committed_fields(committed.as_ref());
                     topic_out.partitions.push(
                         OffsetFetchResponsePartitions::default()
                             .with_partition_index(partition)
-                            .with_committed_offset(committed.as_ref().map_or(-1, |c| c.offset))
-                            .with_committed_leader_epoch(
-                                committed.as_ref().map_or(-1, |c| c.leader_epoch),
-                            )
-                            .with_metadata(Some(str_bytes(
-                                committed.as_ref().map(|c| c.metadata.as_str()).unwrap_or_default(),
-                            )))
-                            .with_error_code(errors::NONE),
+                            .with_committed_offset(offset)
+                            .with_committed_leader_epoch(leader_epoch)
+                            .with_metadata(Some(metadata)),
                     );
                 }
                 out.topics.push(topic_out);
@@ -645,7 +645,7 @@ async fn consumer_group_heartbeat(
     version: i16,
 ) -> Result<Reply, String> {
     let client_id = request_frame.header.client_id.as_ref().map(text).unwrap_or_default();
-    let client_host = request_frame.client_host.clone();
+    let client_host = request_frame.client_host();
     let for_groups = Arc::clone(broker);
     let (result, ids) = blocking(move || {
         let ids = TopicIds::new(&for_groups);
