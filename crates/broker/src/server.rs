@@ -95,6 +95,14 @@ impl Server {
             seglog_storage::Error::InvalidArgument(format!("log manager open panicked: {error}"))
         })??;
         let manager = Arc::new(manager);
+        // This node becomes leader of every partition it loaded, the only replica of each
+        // (Kafka's `Partition.makeLeader`): the high watermark moves to the log end, so that
+        // every record a restart finds is served without waiting for a new produce.
+        for tp in manager.partitions() {
+            if let Ok(log) = manager.get_log(&tp) {
+                log.maybe_increment_leader_high_watermark()?;
+            }
+        }
         for (tp, load) in &report.partitions {
             for corrupt in &load.corrupt_snapshots {
                 tracing::warn!(

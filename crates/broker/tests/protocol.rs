@@ -728,6 +728,91 @@ async fn delete_records_raises_the_log_start() {
     server.shutdown().await.expect("clean shutdown");
 }
 
+/// Issue 14, point 2: records with 1970 timestamps (as some clients' tests write them) are far
+/// past `retention.ms`, yet DeleteRecords up to 2 of 4 removes exactly offsets 0 and 1: it moves
+/// the log start and deletes only segments wholly below it, leaving time and size retention to
+/// the background check. The answered low watermark is what ListOffsets earliest says next.
+/// Before the fix the request ran the whole retention pass and deleted all four.
+#[tokio::test]
+async fn delete_records_deletes_only_below_the_requested_offset() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    // Small segments, so that each batch of one record is a segment of its own.
+    client.send(&create_topic_request("old", 1, &[("segment.bytes", "100")]), 7).await;
+    for i in 0..4 {
+        produce(&mut client, "old", batch(Compression::None, &[&format!("r{i}")], i)).await;
+    }
+    let segments = |dir: &std::path::Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir.join("old-0"))
+            .expect("partition dir")
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| std::path::Path::new(name).extension().is_some_and(|e| e == "log"))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(segments(dir.path()).len(), 4, "{:?}", segments(dir.path()));
+    let request = DeleteRecordsRequest::default().with_topics(vec![
+        DeleteRecordsTopic::default().with_name(name("old")).with_partitions(vec![
+            DeleteRecordsPartition::default().with_partition_index(0).with_offset(2),
+        ]),
+    ]);
+    let response = client.send(&request, 2).await;
+    let p = &response.topics[0].partitions[0];
+    assert_eq!((p.error_code, p.low_watermark), (0, 2));
+    let earliest = client.send(&list_offsets_request("old", -2), 7).await;
+    assert_eq!(earliest.topics[0].partitions[0].offset, p.low_watermark, "low watermark is true");
+    let latest = client.send(&list_offsets_request("old", -1), 7).await;
+    assert_eq!(latest.topics[0].partitions[0].offset, 4);
+    // A fetch reads one segment at a time, as Kafka's does.
+    let mut values: Vec<(i64, String)> = fetch_all(&mut client, "old", 2).await;
+    values.extend(fetch_all(&mut client, "old", 3).await);
+    assert_eq!(values, vec![(2, "r2".to_owned()), (3, "r3".to_owned())]);
+    assert_eq!(
+        segments(dir.path()),
+        vec!["00000000000000000002.log".to_owned(), "00000000000000000003.log".to_owned()],
+        "the two segments wholly below offset 2 went, the others stayed"
+    );
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// Issue 14, point 7: a client cannot create the internal topics through CreateTopics (Kafka
+/// refuses `__cluster_metadata` with these words; seglog refuses its coordinators' topics as
+/// well). `__consumer_offsets` asked for through Metadata is created as the coordinator creates
+/// it: `offsets.topic.num.partitions` partitions, compacted.
+#[tokio::test]
+async fn internal_topics_are_not_created_by_clients() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[("offsets.topic.num.partitions", "3")]).await;
+    let mut client = Client::connect(&server).await;
+    for topic in ["__consumer_offsets", "__transaction_state", "__cluster_metadata"] {
+        let request = create_topic_request(topic, 1, &[("cleanup.policy", "delete")]);
+        for validate_only in [true, false] {
+            let response = client.send(&request.clone().with_validate_only(validate_only), 7).await;
+            let result = &response.topics[0];
+            assert_eq!(result.error_code, 42, "{topic}: INVALID_REQUEST");
+            assert_eq!(
+                result.error_message.as_deref(),
+                Some(format!("Creation of internal topic {topic} is prohibited.").as_str())
+            );
+        }
+    }
+    assert_eq!(server.broker().manager().topic_partition_counts().len(), 0, "nothing created");
+    let metadata = MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name("__consumer_offsets"))),
+        ]))
+        .with_allow_auto_topic_creation(true);
+    let response = client.send(&metadata, 12).await;
+    assert_eq!(response.topics[0].error_code, 0);
+    assert!(response.topics[0].is_internal);
+    assert_eq!(response.topics[0].partitions.len(), 3, "offsets.topic.num.partitions");
+    let config = server.broker().manager().topic_config("__consumer_offsets").expect("config");
+    assert!(!config.is_delete(), "compacted, not deleted by retention");
+    server.shutdown().await.expect("clean shutdown");
+}
+
 #[tokio::test]
 async fn configs_are_described_altered_and_applied_live() {
     use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};

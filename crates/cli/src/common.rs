@@ -14,8 +14,9 @@ pub(crate) const DEFAULT_LOG_DIR: &str = "./seglog-data";
 /// The log directory argument every storage subcommand takes.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct LogDirArgs {
-    /// The log directory (Kafka's `log.dirs`; several separated by commas).
-    #[arg(long, default_value = DEFAULT_LOG_DIR, value_delimiter = ',')]
+    /// The log directory (Kafka's `log.dirs`; several separated by commas). Global, so that
+    /// `seglog topics create --log-dir D` and `seglog topics --log-dir D create` both work.
+    #[arg(long, global = true, default_value = DEFAULT_LOG_DIR, value_delimiter = ',')]
     pub(crate) log_dir: Vec<PathBuf>,
 }
 

@@ -147,6 +147,10 @@ pub(crate) fn run(args: &ProduceArgs) -> Result<()> {
         let info = log
             .append_as_leader(&bytes, 0, AppendOrigin::Client, now_ms())
             .with_context(|| format!("cannot append to {tp}"))?;
+        // The only replica leads: what it appended is committed, and the high-watermark
+        // checkpoint written at close says so (as the broker's would).
+        log.maybe_increment_leader_high_watermark()
+            .with_context(|| format!("cannot move the high watermark of {tp}"))?;
         let range = ranges.entry(partition).or_insert((info.first_offset, info.last_offset));
         range.1 = info.last_offset;
         appended.entry(partition).or_default().push((info.last_offset + 1, batch.first_record_idx));

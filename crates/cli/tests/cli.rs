@@ -304,3 +304,15 @@ fn bench_runs_and_prints_the_ratio_line() {
     assert!(figures["append_mb_per_s"].as_f64().unwrap() > 0.0);
     assert!(!temp.path().join("b").exists(), "the run directory is removed");
 }
+
+/// Issue 14, point 7: `--log-dir` is global, so it may follow the subcommand of `topics` as well
+/// as precede it (before, `topics create --log-dir D` was a usage error).
+#[test]
+fn log_dir_is_taken_before_or_after_a_nested_subcommand() {
+    let temp = tempfile::tempdir().unwrap();
+    ok(&seglog(temp.path(), &["topics", "create", "--log-dir", "a", "--topic", "after"], None));
+    ok(&seglog(temp.path(), &["topics", "--log-dir", "a", "create", "--topic", "before"], None));
+    let listed = ok(&seglog(temp.path(), &["topics", "list", "--log-dir", "a"], None));
+    assert_eq!(listed, "after\nbefore\n");
+    assert!(!temp.path().join("seglog-data").exists(), "nothing went to the default directory");
+}

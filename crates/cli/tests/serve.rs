@@ -24,10 +24,16 @@ impl Broker {
 
     /// Starts `seglog serve` on `listener` (a port of 0 picks one).
     fn start_on(dir: &Path, listener: &str) -> Self {
+        Self::start_with(dir, listener, &[])
+    }
+
+    /// Starts `seglog serve` on `listener` with more arguments (`--override k=v`, ...).
+    fn start_with(dir: &Path, listener: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_seglog"))
             .args(["serve", "--listener", listener, "--metrics-listener", ""])
             .arg("--log-dir")
             .arg(dir)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -374,4 +380,190 @@ fn serve_refuses_a_bad_config_naming_the_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("num.partitions"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+/// Every value of `topic` from the beginning, through kcat (a plain consumer, no group).
+fn kcat_values(kcat: &Path, addr: &str, topic: &str) -> Vec<String> {
+    let output = Command::new(kcat)
+        .args(["-b", addr, "-C", "-t", topic, "-e", "-q", "-f", "%s\n"])
+        .output()
+        .expect("kcat -C");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned).collect()
+}
+
+/// ListOffsets latest (-1) of `topic` `partition`, through kcat's `-Q`.
+fn kcat_latest(kcat: &Path, addr: &str, topic: &str, partition: i32) -> i64 {
+    let output = Command::new(kcat)
+        .args(["-b", addr, "-Q", "-t", &format!("{topic}:{partition}:-1")])
+        .output()
+        .expect("kcat -Q");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text} {}", String::from_utf8_lossy(&output.stderr));
+    text.split_whitespace()
+        .last()
+        .and_then(|offset| offset.parse().ok())
+        .unwrap_or_else(|| panic!("no offset in {text:?}"))
+}
+
+/// Issue 14, point 1: after a SIGKILL and a restart with no new produce, consumers see every
+/// acknowledged record and ListOffsets latest is the log end, in each durability mode. Before
+/// the fix the high watermark stayed at its last checkpoint (0 here), so consumers got nothing.
+/// Topic `after` is produced (acks=all, kcat) and acknowledged before the kill; topic `during`
+/// (acks=all, confluent-kafka) is being produced when the broker is killed.
+#[test]
+fn restart_after_sigkill_serves_every_acknowledged_record() {
+    let Some(kcat) = client("kcat", which("kcat")) else { return };
+    let Some(python) = python() else { return };
+    for mode in ["page-cache", "group-commit", "fsync-every-append"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let durability = format!("seglog.durability={mode}");
+        let extra = ["--override", durability.as_str()];
+        let broker = Broker::start_with(dir.path(), "127.0.0.1:0", &extra);
+        let addr = broker.addr.clone();
+        let lines: String = (0..500).map(|i| format!("after-{i}\n")).collect();
+        let mut producer = Command::new(&kcat)
+            .args(["-b", &addr, "-P", "-t", "after", "-X", "acks=all"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kcat runs");
+        producer.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
+        let output = producer.wait_with_output().expect("kcat -P");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(kcat_values(&kcat, &addr, "after").len(), 500, "{mode}: all acknowledged");
+
+        let mut load = Command::new(&python)
+            .arg(python_script("restart.py"))
+            .args([&addr, "during"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python runs");
+        let mut acked = Vec::new();
+        let mut broker = Some(broker);
+        for line in BufReader::new(load.stdout.take().expect("stdout")).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.strip_prefix("ACK ") {
+                acked.push(rest.split_whitespace().next().unwrap_or_default().to_owned());
+                if acked.len() == 300 {
+                    let mut killed = broker.take().expect("running");
+                    killed.child.kill().expect("SIGKILL the broker");
+                    killed.child.wait().expect("reaped");
+                    // No new produce after the restart: the producer goes too.
+                    let _ = load.kill();
+                }
+            }
+        }
+        let _ = load.wait();
+        assert!(acked.len() >= 300, "{mode}: only {} acknowledged", acked.len());
+
+        let broker = Broker::start_with(dir.path(), "127.0.0.1:0", &extra);
+        let after = kcat_values(&kcat, &broker.addr, "after");
+        assert_eq!(after.len(), 500, "{mode}: acknowledged records invisible after restart");
+        assert_eq!(after.first().map(String::as_str), Some("after-0"));
+        assert_eq!(kcat_latest(&kcat, &broker.addr, "after", 0), 500, "{mode}");
+        let during = kcat_values(&kcat, &broker.addr, "during");
+        let served: std::collections::BTreeSet<&str> = during.iter().map(String::as_str).collect();
+        let lost: Vec<&String> = acked.iter().filter(|v| !served.contains(v.as_str())).collect();
+        assert!(lost.is_empty(), "{mode}: acknowledged but not served: {lost:?}");
+        assert_eq!(served.len(), during.len(), "{mode}: a record served twice");
+        let latest = kcat_latest(&kcat, &broker.addr, "during", 0);
+        assert_eq!(latest, i64::try_from(during.len()).expect("count"), "{mode}: latest = log end");
+        eprintln!("{mode}: {} acknowledged, {} served after the restart", acked.len(), latest);
+        assert!(broker.terminate().success());
+    }
+}
+
+/// Issue 14, point 1: a directory written by `seglog produce` leaves checkpoints that say what
+/// it wrote (high watermark = log end), and the broker serves every record.
+#[test]
+fn a_directory_written_by_seglog_produce_is_fully_served() {
+    let Some(kcat) = client("kcat", which("kcat")) else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut produce = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["produce", "--topic", "offline", "--log-dir"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("seglog produce");
+    let lines: String = (0..1000).map(|i| format!("offline-{i}\n")).collect();
+    produce.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
+    let output = produce.wait_with_output().expect("seglog produce");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let checkpoint = std::fs::read_to_string(dir.path().join("replication-offset-checkpoint"))
+        .expect("high-watermark checkpoint written");
+    assert_eq!(checkpoint, "0\n1\noffline 0 1000\n");
+    let broker = Broker::start(dir.path());
+    let values = kcat_values(&kcat, &broker.addr, "offline");
+    assert_eq!(values.len(), 1000);
+    assert_eq!(values.last().map(String::as_str), Some("offline-999"));
+    assert_eq!(kcat_latest(&kcat, &broker.addr, "offline", 0), 1000);
+    assert!(broker.terminate().success());
+}
+
+/// Issue 14, point 1: a Kafka-written directory (3.7.1, `nikhil-kafka-setup`) whose
+/// high-watermark checkpoint lags its log end (rewritten to 0 here, as after an unclean stop) is
+/// fully served: each partition's records (as `seglog consume` reads them offline) and
+/// ListOffsets latest (what Kafka's own checkpoint said at its clean shutdown), the 869 records
+/// of `__consumer_offsets-12` included.
+#[test]
+fn a_kafka_directory_with_a_lagging_high_watermark_checkpoint_is_fully_served() {
+    let Some(kcat) = client("kcat", which("kcat")) else { return };
+    let Some(fixtures) = seglog_storage::testing::kafka_real_fixtures() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    seglog_storage::testing::copy_tree(&fixtures.join("nikhil-kafka-setup"), dir.path());
+    let checkpoint = dir.path().join("replication-offset-checkpoint");
+    let original = std::fs::read_to_string(&checkpoint).expect("checkpoint");
+    let mut expected = Vec::new();
+    let mut rewritten = Vec::new();
+    for (idx, line) in original.lines().enumerate() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let [topic, partition, offset] = fields[..] {
+            rewritten.push(format!("{topic} {partition} 0\n"));
+            let offset: i64 = offset.parse().expect("offset");
+            if offset > 0 {
+                expected.push((topic.to_owned(), partition.parse::<i32>().expect("p"), offset));
+            }
+        } else {
+            assert!(idx < 2, "header lines only: {line}");
+            rewritten.push(format!("{line}\n"));
+        }
+    }
+    std::fs::write(&checkpoint, rewritten.concat()).expect("rewrite the checkpoint");
+    assert!(expected.len() >= 10, "{expected:?}");
+    // What each partition holds, read offline (retention had emptied some of them).
+    let offline = |topic: &str, partition: i32| -> Vec<i64> {
+        let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+            .args(["consume", "--topic", topic, "--partition", &partition.to_string()])
+            .args(["--format", "%o\n", "--log-dir"])
+            .arg(dir.path())
+            .output()
+            .expect("seglog consume");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).lines().map(|o| o.parse().expect("o")).collect()
+    };
+    let held: Vec<Vec<i64>> = expected.iter().map(|(t, p, _)| offline(t, *p)).collect();
+    assert!(held.iter().map(Vec::len).sum::<usize>() >= 800, "{held:?}");
+    let broker = Broker::start_with(dir.path(), "127.0.0.1:0", &["--override", "node.id=0"]);
+    for ((topic, partition, log_end), held) in expected.iter().zip(&held) {
+        assert_eq!(kcat_latest(&kcat, &broker.addr, topic, *partition), *log_end, "{topic}");
+        let output = Command::new(&kcat)
+            .args(["-b", &broker.addr, "-C", "-t", topic, "-p", &partition.to_string()])
+            .args(["-o", "beginning", "-e", "-q", "-f", "%o\n"])
+            .output()
+            .expect("kcat -C");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let offsets: Vec<i64> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|offset| offset.parse().expect("offset"))
+            .collect();
+        assert_eq!(&offsets, held, "{topic}-{partition}: every record is served");
+        if let Some(last) = offsets.last() {
+            assert_eq!(*last, log_end - 1, "{topic}-{partition}");
+        }
+    }
+    assert!(broker.terminate().success());
 }

@@ -418,7 +418,7 @@ impl GroupCoordinator {
                     tracing::warn!(%error, partition, "cannot append to {OFFSETS_TOPIC}");
                     errors::COORDINATOR_NOT_AVAILABLE
                 })?;
-            let _ = log.update_high_watermark(info.last_offset + 1);
+            let _ = log.maybe_increment_leader_high_watermark();
             last_offset = info.last_offset;
         }
         self.appended.notify_waiters();

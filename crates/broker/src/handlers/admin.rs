@@ -31,6 +31,10 @@ use super::{blocking, now_ms, str_bytes, topic_name};
 use crate::dispatch::{Reply, encode};
 use crate::{Broker, errors};
 
+/// Topics that only the broker creates: the metadata log and the coordinators' state.
+const INTERNAL_TOPICS: [&str; 3] =
+    ["__cluster_metadata", crate::group::OFFSETS_TOPIC, "__transaction_state"];
+
 fn uuid(id: [u8; 16]) -> uuid::Uuid {
     uuid::Uuid::from_bytes(id)
 }
@@ -117,18 +121,10 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
                 response.topics.push(out);
                 continue;
             }
-            let default_partitions = i32::try_from(broker.config.log.n_partitions).unwrap_or(1);
-            match broker.manager.create_topic(&name, default_partitions, BTreeMap::new()) {
-                Ok(created) => {
-                    tracing::info!(topic = %name, partitions = created.len(), "auto-created topic");
-                    n_partitions = default_partitions;
-                }
-                Err(Error::TopicAlreadyExists { .. }) => {
-                    n_partitions =
-                        broker.manager.topic_partition_counts().get(&name).copied().unwrap_or(0);
-                }
-                Err(error) => {
-                    out.error_code = errors::code(&error);
+            match auto_create_topic(broker, &name) {
+                Ok(count) => n_partitions = count,
+                Err(code) => {
+                    out.error_code = code;
                     response.topics.push(out);
                     continue;
                 }
@@ -141,6 +137,31 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
         response.topics.push(out);
     }
     response
+}
+
+/// Creates a topic a Metadata request named, returning its partition count or the error code.
+/// `__consumer_offsets` is created as the group coordinator creates it (Kafka's
+/// AutoTopicCreationManager gives an internal topic its own settings: offsets.topic.num.partitions,
+/// compaction); `__transaction_state` (whose coordinator seglog does not have yet) and
+/// `__cluster_metadata` are never created as plain topics.
+fn auto_create_topic(broker: &Broker, name: &str) -> Result<i32, i16> {
+    if name == crate::group::OFFSETS_TOPIC {
+        return broker.groups.ensure_offsets_topic();
+    }
+    if INTERNAL_TOPICS.contains(&name) {
+        return Err(errors::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    let default_partitions = i32::try_from(broker.config.log.n_partitions).unwrap_or(1);
+    match broker.manager.create_topic(name, default_partitions, BTreeMap::new()) {
+        Ok(created) => {
+            tracing::info!(topic = %name, partitions = created.len(), "auto-created topic");
+            Ok(default_partitions)
+        }
+        Err(Error::TopicAlreadyExists { .. }) => {
+            Ok(broker.manager.topic_partition_counts().get(name).copied().unwrap_or(0))
+        }
+        Err(error) => Err(errors::code(&error)),
+    }
 }
 
 fn metadata_partitions(
@@ -237,6 +258,19 @@ fn create_topic(
     };
     if let Err(error) = validate_topic(&name) {
         return fail(result, errors::INVALID_TOPIC_EXCEPTION, error.to_string());
+    }
+    if INTERNAL_TOPICS.contains(&name.as_str()) {
+        // Kafka's ControllerApis.createTopics refuses `__cluster_metadata` with these words.
+        // It lets a client create `__consumer_offsets` and `__transaction_state` as ordinary
+        // topics; seglog refuses them too: their coordinators create them on first use with
+        // the partition count and `cleanup.policy=compact` that their records need (a
+        // one-partition, delete-policy `__consumer_offsets` would lose committed offsets to
+        // retention). docs/broker.md says so.
+        return fail(
+            result,
+            errors::INVALID_REQUEST,
+            format!("Creation of internal topic {name} is prohibited."),
+        );
     }
     let mut n_partitions = topic.num_partitions;
     if !topic.assignments.is_empty() {
@@ -469,7 +503,7 @@ pub(crate) async fn delete_records(
                         });
                     }
                     let low_watermark = log.maybe_increment_log_start_offset(target)?;
-                    log.delete_old_segments(now_ms())?;
+                    log.delete_segments_below_log_start(now_ms())?;
                     Ok(low_watermark)
                 });
                 match outcome {

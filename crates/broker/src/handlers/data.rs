@@ -174,7 +174,7 @@ fn append_partition(
             return response;
         }
     };
-    let _ = log.update_high_watermark(info.last_offset + 1);
+    let _ = log.maybe_increment_leader_high_watermark();
     broker.appended.notify_waiters();
     ::metrics::counter!("seglog_records_in_total").increment(info.n_records as u64);
     let mut response = PartitionProduceResponse::default();

@@ -519,8 +519,24 @@ impl PartitionLog {
         Ok(clamped)
     }
 
+    /// Moves the high watermark of a leader that is its partition's only replica to the log
+    /// end (Kafka's `Partition.maybeIncrementLeaderHW` with ISR = {self}: the minimum log end
+    /// of the in-sync replicas is this log's end). Called when the broker becomes leader, which
+    /// for one node is every load, and after every append. The high-watermark checkpoint is
+    /// still read at load (`update_high_watermark`) and written, for when followers exist;
+    /// with no follower it only ever lags. Returns the new high watermark.
+    pub fn maybe_increment_leader_high_watermark(&self) -> Result<i64> {
+        let mut state = self.write_state()?;
+        let log_end_offset = state.local.log_end_offset();
+        if state.high_watermark.message_offset < log_end_offset {
+            state.high_watermark = state.local.next_offset_metadata();
+        }
+        Ok(state.high_watermark.message_offset)
+    }
+
     /// Raises the log start offset (DeleteRecords); it must not pass the high watermark. Whole
-    /// segments below it are deleted by the next retention pass.
+    /// segments below it are deleted by the next retention pass, or at once by
+    /// [`delete_segments_below_log_start`](Self::delete_segments_below_log_start).
     pub fn maybe_increment_log_start_offset(&self, new_start: i64) -> Result<i64> {
         let mut state = self.write_state()?;
         if new_start > state.high_watermark.message_offset {
@@ -544,7 +560,16 @@ impl PartitionLog {
     /// `retention.bytes`. Segments at or above the high watermark stay. Returns how many went.
     pub fn delete_old_segments(&self, now_ms: i64) -> Result<usize> {
         let mut state = self.write_state()?;
-        let result = delete_old_segments(&mut state, now_ms);
+        let result = delete_segments(&mut state, now_ms, Retention::All);
+        poison(&mut state, result)
+    }
+
+    /// Deletes only the segments wholly below the log start offset (Kafka's
+    /// `deleteLogStartOffsetBreachedSegments`), for DeleteRecords: time and size retention are
+    /// left to the background pass. Returns how many went.
+    pub fn delete_segments_below_log_start(&self, now_ms: i64) -> Result<usize> {
+        let mut state = self.write_state()?;
+        let result = delete_segments(&mut state, now_ms, Retention::LogStartOnly);
         poison(&mut state, result)
     }
 
@@ -935,11 +960,20 @@ fn truncate_to(state: &mut State, target: i64, now_ms: i64) -> Result<bool> {
     Ok(true)
 }
 
+/// Which of Kafka's `deleteOldSegments` checks a deletion pass applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retention {
+    /// The log start offset, `retention.ms` and `retention.bytes` (the background pass).
+    All,
+    /// Only the log start offset (DeleteRecords).
+    LogStartOnly,
+}
+
 /// The retention pass of Kafka's `deleteOldSegments`.
-fn delete_old_segments(state: &mut State, now_ms: i64) -> Result<usize> {
+fn delete_segments(state: &mut State, now_ms: i64, retention: Retention) -> Result<usize> {
     let high_watermark = state.high_watermark.message_offset;
     let log_end_offset = state.local.log_end_offset();
-    let delete_policy = state.config.is_delete();
+    let delete_policy = retention == Retention::All && state.config.is_delete();
     let retention_ms = state.config.retention_ms;
     let retention_bytes = state.config.retention_bytes;
     let segments: Vec<&LogSegment> = state.local.segments().iter().collect();
