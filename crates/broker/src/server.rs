@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use seglog_storage::io::StdFs;
-use seglog_storage::manager::{Background, LogManager, SystemClock};
+use seglog_storage::manager::{Background, DirFailure, LogManager, SystemClock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
@@ -211,7 +211,14 @@ impl Server {
         while self.tasks.join_next().await.is_some() {}
         drop(self.background.take());
         let manager = Arc::clone(&self.broker.manager);
-        tokio::task::spawn_blocking(move || manager.shutdown()).await.map_err(|error| {
+        tokio::task::spawn_blocking(move || {
+            let result = manager.shutdown();
+            // A failure the last tick did not see, or one of the shutdown's own flushes.
+            report_dir_failures(&manager);
+            result
+        })
+        .await
+        .map_err(|error| {
             seglog_storage::Error::InvalidArgument(format!("shutdown panicked: {error}"))
         })??;
         tracing::info!("seglog broker stopped cleanly");
@@ -231,7 +238,41 @@ async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
             _ = stopped.changed() => return,
         }
         let broker = Arc::clone(&broker);
-        let _ = tokio::task::spawn_blocking(move || broker.groups.tick(now_ms())).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            broker.groups.tick(now_ms());
+            report_dir_failures(&broker.manager);
+        })
+        .await;
+    }
+}
+
+/// Logs each log directory that went offline, once, at error level: the call that failed, the
+/// file and the cause, then what it means for clients (Kafka's `LogDirFailureHandler` logs the
+/// failure and "Stopping serving replicas in dir"). docs/durability.md says what to do next.
+pub(crate) fn report_dir_failures(manager: &LogManager) {
+    for DirFailure { dir, failure } in manager.take_dir_failures() {
+        let dir = dir.display();
+        if let Some(failure) = &failure {
+            tracing::error!(
+                %dir,
+                op = failure.op,
+                path = %failure.path.display(),
+                cause = %failure.cause,
+                "i/o error in log directory {dir}: {failure}"
+            );
+        } else {
+            tracing::error!(%dir, "i/o error in log directory {dir}");
+        }
+        let next = if failure.as_ref().is_some_and(|f| f.kind == std::io::ErrorKind::StorageFull) {
+            "the disk is full: free space or grow the file system, then restart the broker"
+        } else {
+            "fix or replace the disk, then restart the broker (recovery runs at start)"
+        };
+        tracing::error!(
+            %dir,
+            "log directory {dir} is offline: its partitions are no longer served (clients get \
+             KAFKA_STORAGE_ERROR, 56, and retry); nothing more is acknowledged there; {next}"
+        );
     }
 }
 

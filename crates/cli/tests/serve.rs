@@ -15,6 +15,8 @@ use std::time::Duration;
 struct Broker {
     child: Child,
     addr: String,
+    /// The broker's stderr lines after the address line (tracing's output).
+    stderr: Option<mpsc::Receiver<String>>,
 }
 
 impl Broker {
@@ -53,7 +55,27 @@ impl Broker {
                 break rest.split_whitespace().next().expect("address").to_owned();
             }
         };
-        Self { child, addr }
+        Self { child, addr, stderr: Some(receiver) }
+    }
+
+    /// Stderr lines until one contains `wanted` (that one included); fails after `timeout`.
+    fn stderr_until(&mut self, wanted: &str, timeout: Duration) -> Vec<String> {
+        let receiver = self.stderr.as_ref().expect("stderr is read");
+        let deadline = std::time::Instant::now() + timeout;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match receiver.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.contains(wanted);
+                    lines.push(line);
+                    if done {
+                        return lines;
+                    }
+                }
+                Err(error) => panic!("no stderr line with {wanted:?} ({error}): {lines:#?}"),
+            }
+        }
     }
 
     /// SIGTERM, then the exit status.
@@ -358,7 +380,7 @@ fn server_properties_are_read_and_flags_override_single_keys() {
     let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
     let announced = lines.next().unwrap_or_default();
     assert!(announced.starts_with("seglog: serving Kafka clients on 127.0.0.1:"), "{announced}");
-    let broker = Broker { child, addr: String::new() };
+    let broker = Broker { child, addr: String::new(), stderr: None };
     assert!(broker.terminate().success());
     assert!(from_flag.join("meta.properties").exists(), "the data went to --log-dir");
     assert!(!from_file.exists(), "--log-dir overrides log.dirs");
@@ -566,4 +588,99 @@ fn a_kafka_directory_with_a_lagging_high_watermark_checkpoint_is_fully_served() 
         }
     }
     assert!(broker.terminate().success());
+}
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (mount(8)'s words, `8m`) at `path`; `None` when this machine
+    /// does not let the test mount one (not root), said loudly, and a failure under CI.
+    fn mount(path: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(path).expect("mount point");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(path)
+            .stderr(Stdio::null())
+            .status();
+        if status.is_ok_and(|s| s.success()) {
+            return Some(Self(path.to_owned()));
+        }
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root and must mount a tmpfs");
+        eprintln!("SKIPPED: cannot mount a tmpfs here (not root); CI fails without it");
+        None
+    }
+
+    fn resize(&self, size: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .status()
+            .expect("mount runs");
+        assert!(status.success(), "remount {size}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Issue 14, point 6: a full disk is not silent. On an 8 MiB tmpfs, confluent-kafka (acks=all,
+/// no retries) produces 16 MiB of 1 KiB records: the broker logs, once, at error level, the
+/// directory, the file and the cause, and that the directory is offline; the failed produces
+/// get KAFKA_STORAGE_ERROR. Once the file system is grown and the broker restarted, every
+/// acknowledged record is served.
+#[test]
+fn a_full_disk_is_logged_and_no_acknowledged_record_is_lost() {
+    let Some(kcat) = client("kcat", which("kcat")) else { return };
+    let Some(python) = python() else { return };
+    let temp = tempfile::tempdir().expect("tempdir");
+    let mount_point = temp.path().join("disk");
+    let Some(tmpfs) = Tmpfs::mount(&mount_point, "8m") else { return };
+    let log_dir = mount_point.join("data");
+    let mut broker = Broker::start(&log_dir);
+    let output = Command::new(&python)
+        .arg(python_script("restart.py"))
+        .args([&broker.addr, "fill", "fill"])
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let acked: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("ACK ")).collect();
+    let failed: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("ERROR ")).collect();
+    // 8 MiB hold at most 8,192 records of 1 KiB.
+    assert!(acked.len() > 3000 && acked.len() < 8192, "{} acknowledged", acked.len());
+    assert!(
+        failed.iter().any(|line| line.starts_with("KAFKA_STORAGE_ERROR ")),
+        "Kafka's error code reaches the client: {failed:?}"
+    );
+    let lines = broker.stderr_until("is offline", Duration::from_secs(30));
+    let first = lines
+        .iter()
+        .find(|line| line.contains("i/o error in log directory"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert!(first.contains("ERROR"), "{first}");
+    assert!(first.contains(&format!("log directory {}:", log_dir.display())), "{first}");
+    assert!(first.contains(&log_dir.join("fill-0").display().to_string()), "the file: {first}");
+    assert!(first.contains("No space left on device"), "the cause: {first}");
+    let offline = lines.last().expect("the offline line");
+    assert!(offline.contains("the disk is full"), "{offline}");
+    assert_eq!(lines.iter().filter(|l| l.contains("i/o error in log directory")).count(), 1);
+
+    broker.child.kill().expect("stop the broker");
+    broker.child.wait().expect("reaped");
+    let mut rest: Vec<String> = broker.stderr.take().expect("stderr").iter().collect();
+    rest.retain(|line| line.contains("i/o error in log directory"));
+    assert!(rest.is_empty(), "the failure is logged once: {rest:#?}");
+    tmpfs.resize("64m");
+    let broker = Broker::start(&log_dir);
+    let served = kcat_values(&kcat, &broker.addr, "fill");
+    let served: std::collections::BTreeSet<&str> =
+        served.iter().map(|value| value.get(..8).unwrap_or(value)).collect();
+    let lost: Vec<&&str> = acked.iter().filter(|v| !served.contains(**v)).collect();
+    assert!(lost.is_empty(), "acknowledged but lost after the restart: {lost:?}");
+    eprintln!("{} acknowledged, failures {failed:?}; all served after the restart", acked.len());
+    drop(broker);
 }

@@ -92,6 +92,41 @@ impl Error {
     }
 }
 
+/// The I/O error that took a log or a log directory offline: the call, the file and the
+/// cause, kept for the operator (Kafka logs it with the offline directory at ERROR).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFailure {
+    /// The call that failed (`"write"`, `"sync_data"`, ...).
+    pub op: &'static str,
+    /// The file or directory it failed on.
+    pub path: PathBuf,
+    /// The operating system's words (`No space left on device (os error 28)`).
+    pub cause: String,
+    /// The kind of the error, so that a full disk can be told apart.
+    pub kind: io::ErrorKind,
+}
+
+impl IoFailure {
+    /// The failure an [`Error::Io`] describes; `None` for every other error.
+    pub fn of(error: &Error) -> Option<Self> {
+        match error {
+            Error::Io { op, path, source } => Some(Self {
+                op,
+                path: path.clone(),
+                cause: source.to_string(),
+                kind: source.kind(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed on {}: {}", self.op, self.path.display(), self.cause)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::error::Error as _;

@@ -21,7 +21,7 @@ use crate::dirs::checkpoint::{
     write_atomically,
 };
 use crate::dirs::meta::{MetaProperties, PartitionMetadata, uuid_to_base64};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoFailure, Result};
 use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
 use crate::log::partition_log::{PartitionLog, TopicPartition};
@@ -78,6 +78,17 @@ impl Clock for ManualClock {
     }
 }
 
+/// A log directory that went offline, with the I/O error that took it there when known (the
+/// role of an entry of Kafka's `LogDirFailureChannel`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirFailure {
+    /// The log directory.
+    pub dir: PathBuf,
+    /// The first failed call in it, if a log or the manager saw one (not when a log handle
+    /// found the directory already offline).
+    pub failure: Option<IoFailure>,
+}
+
 /// One log directory.
 #[derive(Debug)]
 struct LogDir {
@@ -127,6 +138,9 @@ pub struct LogManager {
     delete_counter: AtomicU64,
     /// The next producer id and the end of the reserved block (`None` until the first use).
     producer_ids: Mutex<Option<(i64, i64)>>,
+    /// Directories that went offline and have not been reported yet (at most one entry per
+    /// directory: a directory goes offline once).
+    failures: Mutex<Vec<DirFailure>>,
 }
 
 /// A Kafka `Uuid` from `seed` and `path`: never all zero, different for different inputs.
@@ -219,6 +233,7 @@ impl LogManager {
             timers: Mutex::default(),
             delete_counter: AtomicU64::new(0),
             producer_ids: Mutex::new(None),
+            failures: Mutex::default(),
         };
         manager.load_topic_overrides()?;
         for dir_idx in 0..manager.dirs.len() {
@@ -378,23 +393,43 @@ impl LogManager {
 
     /// Takes the log directory of a failed call offline (Kafka's `LogDirFailureChannel`).
     fn observe<T>(&self, dir_idx: usize, result: Result<T>) -> Result<T> {
-        if let Err(Error::Io { .. } | Error::Offline { .. }) = &result {
-            self.take_dir_offline(dir_idx);
+        if let Err(error @ (Error::Io { .. } | Error::Offline { .. })) = &result {
+            self.take_dir_offline(dir_idx, IoFailure::of(error));
         }
         result
     }
 
     /// Takes a directory offline and every log in it: nothing more is acknowledged there, even
-    /// through a log handle taken before the failure.
-    fn take_dir_offline(&self, dir_idx: usize) {
+    /// through a log handle taken before the failure. The first time, the directory and its
+    /// first failure are queued for [`take_dir_failures`](Self::take_dir_failures).
+    fn take_dir_offline(&self, dir_idx: usize, failure: Option<IoFailure>) {
         let Some(dir) = self.dirs.get(dir_idx) else { return };
-        dir.offline.store(true, Ordering::SeqCst);
-        for (log_dir_idx, log) in self.logs.read().unwrap_or_else(PoisonError::into_inner).values()
-        {
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+        if !dir.offline.swap(true, Ordering::SeqCst) {
+            // The failure that caused it: the caller's, else the first a log of the directory
+            // recorded for itself.
+            let failure = failure.or_else(|| {
+                logs.values()
+                    .filter(|(log_dir_idx, _)| *log_dir_idx == dir_idx)
+                    .find_map(|(_, log)| log.failure())
+            });
+            self.failures
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(DirFailure { dir: dir.path.clone(), failure });
+        }
+        for (log_dir_idx, log) in logs.values() {
             if *log_dir_idx == dir_idx {
                 log.take_offline();
             }
         }
+    }
+
+    /// The directories that went offline since the last call, each once, with the I/O error
+    /// that took it offline (for the broker's error log: Kafka's `LogDirFailureHandler`).
+    pub fn take_dir_failures(&self) -> Vec<DirFailure> {
+        self.refresh_offline();
+        std::mem::take(&mut *self.failures.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// A log that failed on its own (an append or a flush hit an I/O error) takes its whole
@@ -409,7 +444,7 @@ impl LogManager {
             .map(|(dir_idx, _)| *dir_idx)
             .collect();
         for dir_idx in failed {
-            self.take_dir_offline(dir_idx);
+            self.take_dir_offline(dir_idx, None);
         }
     }
 
@@ -433,8 +468,9 @@ impl LogManager {
         if self.dir_is_offline(*dir_idx) || log.is_offline() {
             let (dir_idx, dir) =
                 (*dir_idx, self.dirs.get(*dir_idx).map(|d| d.path.clone()).unwrap_or_default());
+            let failure = log.failure();
             drop(logs);
-            self.take_dir_offline(dir_idx);
+            self.take_dir_offline(dir_idx, failure);
             return Err(Error::Offline { dir });
         }
         Ok(Arc::clone(log))

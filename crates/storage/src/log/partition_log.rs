@@ -22,7 +22,7 @@ use super::validator::{
     validate_and_assign_offsets,
 };
 use crate::config::{BrokerCompressionType, DurabilityMode, LogConfig};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoFailure, Result};
 use crate::io::Fs;
 use crate::segment::{
     EntryHeader, FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig,
@@ -144,6 +144,8 @@ struct State {
     producers: ProducerStateManager,
     /// Set by the first failed write or fsync; the log is offline from then on.
     poisoned: bool,
+    /// That first failure, when it was this log's own (not its directory's elsewhere).
+    failure: Option<IoFailure>,
 }
 
 /// A topic partition's log (Kafka's `UnifiedLog`).
@@ -204,6 +206,7 @@ impl PartitionLog {
                 epoch_cache,
                 producers,
                 poisoned: false,
+                failure: None,
             }),
             flush_lock: Mutex::new(()),
             durable: (Mutex::new(recovery_point), Condvar::new()),
@@ -249,6 +252,11 @@ impl PartitionLog {
     /// Whether an I/O error took this log offline.
     pub fn is_offline(&self) -> bool {
         self.state.read().map_or(true, |state| state.poisoned)
+    }
+
+    /// The I/O error that took this log offline, when it failed on its own.
+    pub fn failure(&self) -> Option<IoFailure> {
+        self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner).failure.clone()
     }
 
     /// The topic configuration.
@@ -438,8 +446,9 @@ impl PartitionLog {
         let mut state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(error) = executed {
             // A failed fsync is never retried: the data's fate is unknown, so the log goes offline.
+            let result = poison(&mut state, Err(error));
             state.poisoned = true;
-            return Err(error);
+            return result;
         }
         state.local.complete_flush(&plan, now_ms);
         let durable_offset = state.local.recovery_point();
@@ -709,7 +718,10 @@ impl PartitionLog {
 
 /// Marks the log offline after an I/O error, and passes the error on.
 fn poison<T>(state: &mut State, result: Result<T>) -> Result<T> {
-    if let Err(Error::Io { .. }) = &result {
+    if let Err(error @ Error::Io { .. }) = &result {
+        if !state.poisoned {
+            state.failure = IoFailure::of(error);
+        }
         state.poisoned = true;
     }
     result
