@@ -87,6 +87,9 @@ pub struct BrokerConfig {
     pub log: BrokerLogConfig,
     /// The group coordinator's settings (`offsets.topic.*`, `group.*`).
     pub groups: GroupConfig,
+    /// The keys as given (`server.properties` and overrides), so that DescribeConfigs can tell
+    /// a set key (STATIC_BROKER_CONFIG) from a default.
+    pub properties: BTreeMap<String, String>,
 }
 
 impl Default for BrokerConfig {
@@ -110,6 +113,7 @@ impl Default for BrokerConfig {
                 ..BrokerLogConfig::default()
             },
             groups: GroupConfig::default(),
+            properties: BTreeMap::new(),
         }
     }
 }
@@ -335,6 +339,7 @@ impl BrokerConfig {
             )?,
             log,
             groups,
+            properties: properties.clone(),
         })
     }
 

@@ -933,6 +933,87 @@ async fn configs_are_described_altered_and_applied_live() {
     server.shutdown().await.expect("clean shutdown");
 }
 
+/// Issue 14, point 3: DescribeConfigs for the broker lists Kafka's broker keys (before: 12),
+/// at every version, each with its value, source and, when asked, synonyms and documentation;
+/// the keys clients and tools read are there, and every `log.*` key seglog knows.
+#[tokio::test]
+async fn broker_configs_list_every_kafka_key_with_sources_and_synonyms() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server =
+        start(dir.path(), &[("log.retention.hours", "24"), ("log.flush.interval.messages", "10")])
+            .await;
+    let mut client = Client::connect(&server).await;
+    let request = |synonyms: bool, version: i16| {
+        DescribeConfigsRequest::default()
+            .with_resources(vec![
+                DescribeConfigsResource::default().with_resource_type(4).with_resource_name(s("1")),
+            ])
+            .with_include_synonyms(synonyms)
+            .with_include_documentation(version >= 3)
+    };
+    let wanted = [
+        "advertised.listeners",
+        "log.flush.interval.messages",
+        "offsets.topic.replication.factor",
+        "group.initial.rebalance.delay.ms",
+        "listeners",
+        "log.dirs",
+        "log.retention.ms",
+        "log.retention.hours",
+        "log.segment.bytes",
+        "log.cleanup.policy",
+        "message.max.bytes",
+        "min.insync.replicas",
+        "num.partitions",
+        "default.replication.factor",
+        "transaction.state.log.replication.factor",
+        "seglog.durability",
+    ];
+    for version in 1..=4 {
+        let response = client.send(&request(true, version), version).await;
+        let result = &response.results[0];
+        assert_eq!(result.error_code, 0, "v{version}");
+        let names: Vec<&str> = result.configs.iter().map(|c| c.name.as_str()).collect();
+        assert!(names.len() >= 150, "v{version}: {} keys", names.len());
+        for key in wanted {
+            assert!(names.contains(&key), "v{version}: {key} missing");
+        }
+        for (broker_key, _) in seglog_storage::config::DIRECT_SYNONYMS {
+            assert!(names.contains(&broker_key), "v{version}: {broker_key} missing");
+        }
+        let find =
+            |name: &str| result.configs.iter().find(|c| c.name.as_str() == name).expect("listed");
+        let flush = find("log.flush.interval.messages");
+        assert_eq!(flush.value.as_deref(), Some("10"));
+        assert_eq!(flush.config_source, 4, "STATIC_BROKER_CONFIG");
+        assert!(flush.read_only, "static in seglog");
+        let replication = find("offsets.topic.replication.factor");
+        assert_eq!((replication.value.as_deref(), replication.config_source), (Some("3"), 5));
+        let retention = find("log.retention.ms");
+        let synonyms: Vec<(&str, Option<&str>, i8)> = retention
+            .synonyms
+            .iter()
+            .map(|syn| (syn.name.as_str(), syn.value.as_deref(), syn.source))
+            .collect();
+        assert_eq!(
+            synonyms,
+            vec![("log.retention.hours", Some("24"), 4), ("log.retention.hours", Some("168"), 5)],
+            "v{version}"
+        );
+        if version >= 3 {
+            assert_eq!(find("log.segment.bytes").config_type, 3, "INT");
+            assert_eq!(find("log.retention.ms").config_type, 5, "LONG");
+            let ignored = find("min.insync.replicas");
+            assert!(ignored.documentation.as_deref().is_some_and(|d| d.contains("does not act")));
+        }
+        let sensitive = find("ssl.keystore.password");
+        assert!(sensitive.is_sensitive && sensitive.value.is_none());
+    }
+    let response = client.send(&request(false, 4), 4).await;
+    assert!(response.results[0].configs.iter().all(|c| c.synonyms.is_empty()));
+    server.shutdown().await.expect("clean shutdown");
+}
+
 #[tokio::test]
 async fn offset_for_leader_epoch_answers_from_the_cache() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -813,8 +813,9 @@ impl Default for BrokerLogConfig {
     }
 }
 
-/// Broker keys that map one-to-one onto a topic key.
-const DIRECT_SYNONYMS: [(&str, &str); 21] = [
+/// Broker keys that map one-to-one onto a topic key (`log.segment.bytes` -> `segment.bytes`):
+/// the broker key is the topic key's default.
+pub const DIRECT_SYNONYMS: [(&str, &str); 21] = [
     (broker::LOG_SEGMENT_BYTES, topic::SEGMENT_BYTES),
     (broker::LOG_INDEX_SIZE_MAX_BYTES, topic::SEGMENT_INDEX_BYTES),
     (broker::LOG_INDEX_INTERVAL_BYTES, topic::INDEX_INTERVAL_BYTES),
@@ -839,7 +840,8 @@ const DIRECT_SYNONYMS: [(&str, &str); 21] = [
 ];
 
 /// seglog's keys, spelled the same at broker and topic level.
-const SEGLOG_KEYS: [&str; 2] = [topic::SEGLOG_DURABILITY, topic::SEGLOG_GROUP_COMMIT_INTERVAL_MS];
+pub const SEGLOG_KEYS: [&str; 2] =
+    [topic::SEGLOG_DURABILITY, topic::SEGLOG_GROUP_COMMIT_INTERVAL_MS];
 
 impl BrokerLogConfig {
     /// Builds the broker settings from `server.properties` keys, with Kafka's defaults and

@@ -371,7 +371,7 @@ fn create_topic(
             .map(|entry| {
                 CreatableTopicConfigs::default()
                     .with_name(str_bytes(&entry.name))
-                    .with_value(Some(str_bytes(&entry.value)))
+                    .with_value(entry.value.as_deref().map(str_bytes))
                     .with_config_source(entry.source)
             })
             .collect(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncrementalResult;
 use kafka_protocol::messages::{
@@ -15,6 +15,7 @@ use kafka_protocol::messages::{
 };
 use seglog_storage::config::{LogConfig, topic};
 
+use super::broker_configs::{Type as BrokerType, broker_config_entries};
 use super::{blocking, str_bytes};
 use crate::dispatch::{Reply, encode};
 use crate::{Broker, errors};
@@ -24,7 +25,6 @@ const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 /// Kafka's `ConfigSource` values.
 pub(crate) const SOURCE_TOPIC_CONFIG: i8 = 1;
-const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
 pub(crate) const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 /// Topic keys Kafka has that seglog accepts and keeps but does not act on (replication,
@@ -41,10 +41,10 @@ const ACCEPTED_UNUSED_KEYS: [&str; 9] = [
     "follower.replication.throttled.replicas",
 ];
 
-/// One described config entry.
+/// One described config entry (`None`: Kafka's null value).
 pub(crate) struct ConfigEntry {
     pub(crate) name: String,
-    pub(crate) value: String,
+    pub(crate) value: Option<String>,
     pub(crate) source: i8,
 }
 
@@ -90,14 +90,14 @@ pub(crate) fn topic_config_entries(
             } else {
                 SOURCE_DEFAULT_CONFIG
             };
-            ConfigEntry { name, value, source }
+            ConfigEntry { name, value: Some(value), source }
         })
         .collect();
     for (name, value) in overrides {
         if ACCEPTED_UNUSED_KEYS.contains(&name.as_str()) {
             entries.push(ConfigEntry {
                 name: name.clone(),
-                value: value.clone(),
+                value: Some(value.clone()),
                 source: SOURCE_TOPIC_CONFIG,
             });
         }
@@ -147,39 +147,6 @@ fn config_type(name: &str) -> i8 {
     }
 }
 
-fn broker_config_entries(broker: &Broker) -> Vec<ConfigEntry> {
-    let config = &broker.config;
-    let dirs: Vec<String> =
-        config.log.log_dirs.iter().map(|dir| dir.display().to_string()).collect();
-    let defaults = &config.log.default_log_config;
-    let mut entries = vec![
-        ("node.id", config.node_id.to_string()),
-        ("listeners", format!("PLAINTEXT://{}", config.listener)),
-        ("log.dirs", dirs.join(",")),
-        ("num.partitions", config.log.n_partitions.to_string()),
-        ("auto.create.topics.enable", config.auto_create_topics.to_string()),
-        ("socket.request.max.bytes", config.socket_request_max_bytes.to_string()),
-        ("message.max.bytes", defaults.max_message_bytes.to_string()),
-        ("log.segment.bytes", defaults.segment_bytes.to_string()),
-        ("log.retention.ms", defaults.retention_ms.to_string()),
-        ("log.retention.bytes", defaults.retention_bytes.to_string()),
-        (
-            "log.cleanup.policy",
-            defaults.to_properties().remove(topic::CLEANUP_POLICY).unwrap_or_default(),
-        ),
-        (topic::SEGLOG_DURABILITY, defaults.durability.name().to_owned()),
-    ];
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    entries
-        .into_iter()
-        .map(|(name, value)| ConfigEntry {
-            name: name.to_owned(),
-            value,
-            source: SOURCE_STATIC_BROKER_CONFIG,
-        })
-        .collect()
-}
-
 /// DescribeConfigs for topics and for this broker.
 pub(crate) fn describe_configs(
     broker: &Arc<Broker>,
@@ -195,7 +162,14 @@ pub(crate) fn describe_configs(
         let entries = match resource.resource_type {
             RESOURCE_TOPIC => {
                 if broker.manager.topic_partition_counts().contains_key(&name) {
-                    Ok(topic_config_entries(broker, &name, &broker.manager.topic_overrides(&name)))
+                    let overrides = broker.manager.topic_overrides(&name);
+                    Ok(topic_config_entries(broker, &name, &overrides)
+                        .into_iter()
+                        .map(|entry| {
+                            let config_type = config_type(&entry.name);
+                            (entry, config_type, false, None, Vec::new())
+                        })
+                        .collect::<Vec<_>>())
                 } else {
                     Err((
                         errors::UNKNOWN_TOPIC_OR_PARTITION,
@@ -205,7 +179,10 @@ pub(crate) fn describe_configs(
             }
             RESOURCE_BROKER => {
                 if name.is_empty() || name == broker.config.node_id.to_string() {
-                    Ok(broker_config_entries(broker))
+                    Ok(broker_config_entries(&broker.config)
+                        .into_iter()
+                        .map(|e| (e.entry, e.config_type, true, e.documentation, e.synonyms))
+                        .collect())
                 } else {
                     Err((
                         errors::INVALID_REQUEST,
@@ -224,17 +201,35 @@ pub(crate) fn describe_configs(
                 let wanted = resource.configuration_keys.as_ref().filter(|keys| !keys.is_empty());
                 result.configs = entries
                     .into_iter()
-                    .filter(|entry| {
+                    .filter(|(entry, ..)| {
                         wanted.is_none_or(|keys| keys.iter().any(|key| key.as_str() == entry.name))
                     })
-                    .map(|entry| {
+                    .map(|(entry, config_type, read_only, documentation, synonyms)| {
+                        let sensitive = config_type == BrokerType::Password as i8;
+                        let hide = |value: Option<String>| if sensitive { None } else { value };
                         let mut config = DescribeConfigsResourceResult::default();
                         if version >= 3 {
-                            config.config_type = config_type(&entry.name);
+                            config.config_type = config_type;
+                            if request.include_documentation {
+                                config.documentation = documentation.map(str_bytes);
+                            }
+                        }
+                        if request.include_synonyms {
+                            config.synonyms = synonyms
+                                .into_iter()
+                                .map(|synonym| {
+                                    DescribeConfigsSynonym::default()
+                                        .with_name(str_bytes(synonym.name))
+                                        .with_value(hide(synonym.value).as_deref().map(str_bytes))
+                                        .with_source(synonym.source)
+                                })
+                                .collect();
                         }
                         config.name = str_bytes(&entry.name);
-                        config.value = Some(str_bytes(&entry.value));
+                        config.value = hide(entry.value).as_deref().map(str_bytes);
                         config.config_source = entry.source;
+                        config.read_only = read_only;
+                        config.is_sensitive = sensitive;
                         config
                     })
                     .collect();

@@ -2,6 +2,7 @@
 //! encoded response body. Storage calls run on tokio's blocking pool, never on the reactor.
 
 mod admin;
+mod broker_configs;
 mod configs;
 mod data;
 pub(crate) mod groups;

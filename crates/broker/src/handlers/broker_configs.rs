@@ -1,0 +1,439 @@
+//! The broker's config listing for DescribeConfigs (Kafka's `ConfigHelper.describeConfigs` for
+//! a BROKER resource): every key of Kafka 4.x's `KafkaConfig` that clients and tools read, each
+//! with its value, source, type and synonyms. Keys seglog honours show the value it runs with;
+//! keys it accepts but does not act on (replication, security, quotas, ...) show Kafka's default
+//! and say so in their documentation. seglog's broker configuration is static (AlterConfigs on a
+//! broker is refused), so every entry is read-only.
+
+use seglog_storage::config::{DIRECT_SYNONYMS, SEGLOG_KEYS};
+
+use super::configs::{ConfigEntry, SOURCE_DEFAULT_CONFIG};
+use crate::config::BrokerConfig;
+
+/// Kafka's `ConfigSource` for a key set in `server.properties` (or an override flag).
+const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+
+/// Kafka's `ConfigDef.Type` ids (DescribeConfigs v3+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Type {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Short = 4,
+    Long = 5,
+    Double = 6,
+    List = 7,
+    Class = 8,
+    Password = 9,
+}
+
+/// How seglog treats a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// Honoured: the value seglog runs with, from its parsed configuration.
+    Live,
+    /// Honoured through a precedence of several keys (`log.retention.ms`, `.minutes`,
+    /// `.hours`): the value as given, else Kafka's default.
+    AsGiven,
+    /// Accepted and not acted on: the value as given, else Kafka's default.
+    Ignored,
+}
+
+/// One broker key: name, type, Kafka's default (`None` where Kafka's is null), how seglog
+/// treats it.
+type Key = (&'static str, Type, Option<&'static str>, Use);
+
+const LONG_MAX: &str = "9223372036854775807";
+const INT_MAX: &str = "2147483647";
+
+/// Kafka 4.x's broker keys (`KafkaConfig`, `ServerLogConfigs`, `GroupCoordinatorConfig`,
+/// `TransactionLogConfig`, `ReplicationConfigs`, `SocketServerConfigs`, `QuotaConfig`,
+/// `KRaftConfigs`, `SslConfigs`, `SaslConfigs`), in name order, and seglog's own.
+#[rustfmt::skip]
+const KEYS: &[Key] = &[
+    ("advertised.listeners", Type::String, None, Use::Live),
+    ("auto.create.topics.enable", Type::Boolean, Some("true"), Use::Live),
+    ("auto.leader.rebalance.enable", Type::Boolean, Some("true"), Use::Ignored),
+    ("background.threads", Type::Int, Some("10"), Use::Ignored),
+    ("broker.heartbeat.interval.ms", Type::Int, Some("2000"), Use::Ignored),
+    ("broker.id", Type::Int, Some("-1"), Use::Live),
+    ("broker.rack", Type::String, None, Use::Ignored),
+    ("broker.session.timeout.ms", Type::Int, Some("9000"), Use::Ignored),
+    ("compression.gzip.level", Type::Int, Some("-1"), Use::Live),
+    ("compression.lz4.level", Type::Int, Some("9"), Use::Live),
+    ("compression.type", Type::String, Some("producer"), Use::Live),
+    ("compression.zstd.level", Type::Int, Some("3"), Use::Live),
+    ("connection.failed.authentication.delay.ms", Type::Int, Some("100"), Use::Ignored),
+    ("connections.max.idle.ms", Type::Long, Some("600000"), Use::Ignored),
+    ("connections.max.reauth.ms", Type::Long, Some("0"), Use::Ignored),
+    ("controlled.shutdown.enable", Type::Boolean, Some("true"), Use::Ignored),
+    ("controller.listener.names", Type::String, None, Use::Ignored),
+    ("controller.quorum.bootstrap.servers", Type::List, Some(""), Use::Ignored),
+    ("controller.quorum.election.backoff.max.ms", Type::Int, Some("1000"), Use::Ignored),
+    ("controller.quorum.election.timeout.ms", Type::Int, Some("1000"), Use::Ignored),
+    ("controller.quorum.fetch.timeout.ms", Type::Int, Some("2000"), Use::Ignored),
+    ("controller.quorum.voters", Type::List, Some(""), Use::Ignored),
+    ("default.replication.factor", Type::Int, Some("1"), Use::Ignored),
+    ("delete.records.purgatory.purge.interval.requests", Type::Int, Some("1"), Use::Ignored),
+    ("delete.topic.enable", Type::Boolean, Some("true"), Use::Ignored),
+    ("fetch.max.bytes", Type::Int, Some("57671680"), Use::Ignored),
+    ("fetch.purgatory.purge.interval.requests", Type::Int, Some("1000"), Use::Ignored),
+    ("group.consumer.assignors", Type::List, Some("uniform,range"), Use::Ignored),
+    ("group.consumer.heartbeat.interval.ms", Type::Int, Some("5000"), Use::Live),
+    ("group.consumer.max.heartbeat.interval.ms", Type::Int, Some("15000"), Use::Ignored),
+    ("group.consumer.max.session.timeout.ms", Type::Int, Some("60000"), Use::Ignored),
+    ("group.consumer.max.size", Type::Int, Some(INT_MAX), Use::Ignored),
+    ("group.consumer.min.heartbeat.interval.ms", Type::Int, Some("5000"), Use::Ignored),
+    ("group.consumer.min.session.timeout.ms", Type::Int, Some("45000"), Use::Ignored),
+    ("group.consumer.session.timeout.ms", Type::Int, Some("45000"), Use::Live),
+    ("group.coordinator.rebalance.protocols", Type::List, Some("classic,consumer"), Use::Ignored),
+    ("group.coordinator.threads", Type::Int, Some("4"), Use::Ignored),
+    ("group.initial.rebalance.delay.ms", Type::Int, Some("3000"), Use::Live),
+    ("group.max.session.timeout.ms", Type::Int, Some("1800000"), Use::Live),
+    ("group.max.size", Type::Int, Some(INT_MAX), Use::Ignored),
+    ("group.min.session.timeout.ms", Type::Int, Some("6000"), Use::Live),
+    ("initial.broker.registration.timeout.ms", Type::Int, Some("60000"), Use::Ignored),
+    ("inter.broker.listener.name", Type::String, None, Use::Ignored),
+    ("leader.imbalance.check.interval.seconds", Type::Long, Some("300"), Use::Ignored),
+    ("leader.imbalance.per.broker.percentage", Type::Int, Some("10"), Use::Ignored),
+    ("listener.security.protocol.map", Type::String, Some("SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"), Use::Ignored),
+    ("listeners", Type::String, Some("PLAINTEXT://:9092"), Use::Live),
+    ("log.cleaner.backoff.ms", Type::Long, Some("15000"), Use::Ignored),
+    ("log.cleaner.dedupe.buffer.size", Type::Long, Some("134217728"), Use::Ignored),
+    ("log.cleaner.delete.retention.ms", Type::Long, Some("86400000"), Use::Live),
+    ("log.cleaner.enable", Type::Boolean, Some("true"), Use::Ignored),
+    ("log.cleaner.io.buffer.load.factor", Type::Double, Some("0.9"), Use::Ignored),
+    ("log.cleaner.io.buffer.size", Type::Int, Some("524288"), Use::Ignored),
+    ("log.cleaner.io.max.bytes.per.second", Type::Double, Some("1.7976931348623157E308"), Use::Ignored),
+    ("log.cleaner.max.compaction.lag.ms", Type::Long, Some(LONG_MAX), Use::Live),
+    ("log.cleaner.min.cleanable.ratio", Type::Double, Some("0.5"), Use::Live),
+    ("log.cleaner.min.compaction.lag.ms", Type::Long, Some("0"), Use::Live),
+    ("log.cleaner.threads", Type::Int, Some("1"), Use::Ignored),
+    ("log.cleanup.policy", Type::List, Some("delete"), Use::Live),
+    ("log.dir", Type::String, Some("/tmp/kafka-logs"), Use::AsGiven),
+    ("log.dir.failure.timeout.ms", Type::Long, Some("30000"), Use::Ignored),
+    ("log.dirs", Type::String, None, Use::Live),
+    ("log.flush.interval.messages", Type::Long, Some(LONG_MAX), Use::Live),
+    ("log.flush.interval.ms", Type::Long, None, Use::AsGiven),
+    ("log.flush.offset.checkpoint.interval.ms", Type::Int, Some("60000"), Use::Live),
+    ("log.flush.scheduler.interval.ms", Type::Long, Some(LONG_MAX), Use::Live),
+    ("log.flush.start.offset.checkpoint.interval.ms", Type::Int, Some("60000"), Use::Live),
+    ("log.index.interval.bytes", Type::Int, Some("4096"), Use::Live),
+    ("log.index.size.max.bytes", Type::Int, Some("10485760"), Use::Live),
+    ("log.initial.task.delay.ms", Type::Long, Some("30000"), Use::Ignored),
+    ("log.local.retention.bytes", Type::Long, Some("-2"), Use::Ignored),
+    ("log.local.retention.ms", Type::Long, Some("-2"), Use::Ignored),
+    ("log.message.timestamp.after.max.ms", Type::Long, Some("3600000"), Use::Live),
+    ("log.message.timestamp.before.max.ms", Type::Long, Some(LONG_MAX), Use::Live),
+    ("log.message.timestamp.difference.max.ms", Type::Long, Some(LONG_MAX), Use::Live),
+    ("log.message.timestamp.type", Type::String, Some("CreateTime"), Use::Live),
+    ("log.preallocate", Type::Boolean, Some("false"), Use::Live),
+    ("log.retention.bytes", Type::Long, Some("-1"), Use::Live),
+    ("log.retention.check.interval.ms", Type::Long, Some("300000"), Use::Live),
+    ("log.retention.hours", Type::Int, Some("168"), Use::AsGiven),
+    ("log.retention.minutes", Type::Int, None, Use::AsGiven),
+    ("log.retention.ms", Type::Long, None, Use::AsGiven),
+    ("log.roll.hours", Type::Int, Some("168"), Use::AsGiven),
+    ("log.roll.jitter.hours", Type::Int, Some("0"), Use::AsGiven),
+    ("log.roll.jitter.ms", Type::Long, None, Use::AsGiven),
+    ("log.roll.ms", Type::Long, None, Use::AsGiven),
+    ("log.segment.bytes", Type::Int, Some("1073741824"), Use::Live),
+    ("log.segment.delete.delay.ms", Type::Long, Some("60000"), Use::Live),
+    ("max.connection.creation.rate", Type::Int, Some(INT_MAX), Use::Ignored),
+    ("max.connections", Type::Int, Some(INT_MAX), Use::Live),
+    ("max.connections.per.ip", Type::Int, Some(INT_MAX), Use::Ignored),
+    ("max.connections.per.ip.overrides", Type::String, Some(""), Use::Ignored),
+    ("max.incremental.fetch.session.cache.slots", Type::Int, Some("1000"), Use::Ignored),
+    ("message.max.bytes", Type::Int, Some("1048588"), Use::Live),
+    ("metadata.log.dir", Type::String, None, Use::Ignored),
+    ("metadata.log.max.record.bytes.between.snapshots", Type::Long, Some("20971520"), Use::Ignored),
+    ("metadata.log.segment.bytes", Type::Int, Some("1073741824"), Use::Ignored),
+    ("metadata.max.retention.bytes", Type::Long, Some("104857600"), Use::Ignored),
+    ("metadata.max.retention.ms", Type::Long, Some("604800000"), Use::Ignored),
+    ("metric.reporters", Type::List, Some(""), Use::Ignored),
+    ("min.insync.replicas", Type::Int, Some("1"), Use::Ignored),
+    ("node.id", Type::Int, Some("-1"), Use::Live),
+    ("num.io.threads", Type::Int, Some("8"), Use::Ignored),
+    ("num.network.threads", Type::Int, Some("3"), Use::Ignored),
+    ("num.partitions", Type::Int, Some("1"), Use::Live),
+    ("num.recovery.threads.per.data.dir", Type::Int, Some("2"), Use::Live),
+    ("num.replica.alter.log.dirs.threads", Type::Int, None, Use::Ignored),
+    ("num.replica.fetchers", Type::Int, Some("1"), Use::Ignored),
+    ("offset.metadata.max.bytes", Type::Int, Some("4096"), Use::Live),
+    ("offsets.commit.timeout.ms", Type::Int, Some("5000"), Use::Ignored),
+    ("offsets.load.buffer.size", Type::Int, Some("5242880"), Use::Ignored),
+    ("offsets.retention.check.interval.ms", Type::Long, Some("600000"), Use::Ignored),
+    ("offsets.retention.minutes", Type::Int, Some("10080"), Use::Live),
+    ("offsets.topic.compression.codec", Type::Int, Some("0"), Use::Ignored),
+    ("offsets.topic.num.partitions", Type::Int, Some("50"), Use::Live),
+    ("offsets.topic.replication.factor", Type::Short, Some("3"), Use::Ignored),
+    ("offsets.topic.segment.bytes", Type::Int, Some("104857600"), Use::Live),
+    ("principal.builder.class", Type::Class, Some("org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"), Use::Ignored),
+    ("process.roles", Type::List, Some(""), Use::Ignored),
+    ("producer.id.expiration.check.interval.ms", Type::Int, Some("600000"), Use::Ignored),
+    ("producer.id.expiration.ms", Type::Int, Some("86400000"), Use::Ignored),
+    ("producer.purgatory.purge.interval.requests", Type::Int, Some("1000"), Use::Ignored),
+    ("queued.max.request.bytes", Type::Long, Some("-1"), Use::Ignored),
+    ("queued.max.requests", Type::Int, Some("500"), Use::Live),
+    ("quota.window.num", Type::Int, Some("11"), Use::Ignored),
+    ("quota.window.size.seconds", Type::Int, Some("1"), Use::Ignored),
+    ("remote.log.storage.system.enable", Type::Boolean, Some("false"), Use::Ignored),
+    ("replica.fetch.backoff.ms", Type::Int, Some("1000"), Use::Ignored),
+    ("replica.fetch.max.bytes", Type::Int, Some("1048576"), Use::Ignored),
+    ("replica.fetch.min.bytes", Type::Int, Some("1"), Use::Ignored),
+    ("replica.fetch.response.max.bytes", Type::Int, Some("10485760"), Use::Ignored),
+    ("replica.fetch.wait.max.ms", Type::Int, Some("500"), Use::Ignored),
+    ("replica.high.watermark.checkpoint.interval.ms", Type::Long, Some("5000"), Use::Live),
+    ("replica.lag.time.max.ms", Type::Long, Some("30000"), Use::Ignored),
+    ("replica.selector.class", Type::String, None, Use::Ignored),
+    ("replica.socket.receive.buffer.bytes", Type::Int, Some("65536"), Use::Ignored),
+    ("replica.socket.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
+    ("request.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
+    ("reserved.broker.max.id", Type::Int, Some("1000"), Use::Ignored),
+    ("sasl.enabled.mechanisms", Type::List, Some("GSSAPI"), Use::Ignored),
+    ("sasl.jaas.config", Type::Password, None, Use::Ignored),
+    ("sasl.mechanism.controller.protocol", Type::String, Some("GSSAPI"), Use::Ignored),
+    ("sasl.mechanism.inter.broker.protocol", Type::String, Some("GSSAPI"), Use::Ignored),
+    ("security.inter.broker.protocol", Type::String, Some("PLAINTEXT"), Use::Ignored),
+    ("seglog.durability", Type::String, Some("page-cache"), Use::Live),
+    ("seglog.fetch.max.wait.ms", Type::Long, Some("30000"), Use::Live),
+    ("seglog.group.commit.interval.ms", Type::Long, Some("5"), Use::Live),
+    ("seglog.metrics.listener", Type::String, Some("127.0.0.1:9308"), Use::Live),
+    ("seglog.topic.partitions.max", Type::Int, Some("10000"), Use::Live),
+    ("socket.connection.setup.timeout.max.ms", Type::Long, Some("30000"), Use::Ignored),
+    ("socket.connection.setup.timeout.ms", Type::Long, Some("10000"), Use::Ignored),
+    ("socket.listen.backlog.size", Type::Int, Some("50"), Use::Ignored),
+    ("socket.receive.buffer.bytes", Type::Int, Some("102400"), Use::Ignored),
+    ("socket.request.max.bytes", Type::Int, Some("104857600"), Use::Live),
+    ("socket.send.buffer.bytes", Type::Int, Some("102400"), Use::Ignored),
+    ("ssl.client.auth", Type::String, Some("none"), Use::Ignored),
+    ("ssl.enabled.protocols", Type::List, Some("TLSv1.2,TLSv1.3"), Use::Ignored),
+    ("ssl.endpoint.identification.algorithm", Type::String, Some("https"), Use::Ignored),
+    ("ssl.key.password", Type::Password, None, Use::Ignored),
+    ("ssl.keystore.location", Type::String, None, Use::Ignored),
+    ("ssl.keystore.password", Type::Password, None, Use::Ignored),
+    ("ssl.keystore.type", Type::String, Some("JKS"), Use::Ignored),
+    ("ssl.protocol", Type::String, Some("TLSv1.3"), Use::Ignored),
+    ("ssl.truststore.location", Type::String, None, Use::Ignored),
+    ("ssl.truststore.password", Type::Password, None, Use::Ignored),
+    ("ssl.truststore.type", Type::String, Some("JKS"), Use::Ignored),
+    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", Type::Int, Some("10000"), Use::Ignored),
+    ("transaction.max.timeout.ms", Type::Int, Some("900000"), Use::Ignored),
+    ("transaction.remove.expired.transaction.cleanup.interval.ms", Type::Int, Some("3600000"), Use::Ignored),
+    ("transaction.state.log.load.buffer.size", Type::Int, Some("5242880"), Use::Ignored),
+    ("transaction.state.log.min.isr", Type::Int, Some("2"), Use::Ignored),
+    ("transaction.state.log.num.partitions", Type::Int, Some("50"), Use::Ignored),
+    ("transaction.state.log.replication.factor", Type::Short, Some("3"), Use::Ignored),
+    ("transaction.state.log.segment.bytes", Type::Int, Some("104857600"), Use::Ignored),
+    ("transactional.id.expiration.ms", Type::Int, Some("604800000"), Use::Ignored),
+    ("unclean.leader.election.enable", Type::Boolean, Some("false"), Use::Ignored),
+];
+
+/// Keys read in order of precedence for one setting (Kafka's `DynamicBrokerConfig`
+/// synonyms): the first that is set wins.
+const SYNONYM_GROUPS: [&[&str]; 6] = [
+    &["log.retention.ms", "log.retention.minutes", "log.retention.hours"],
+    &["log.roll.ms", "log.roll.hours"],
+    &["log.roll.jitter.ms", "log.roll.jitter.hours"],
+    &["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+    &["log.dirs", "log.dir"],
+    &["node.id", "broker.id"],
+];
+
+/// One synonym of a described key: its name, value and source.
+pub(crate) struct Synonym {
+    pub(crate) name: &'static str,
+    pub(crate) value: Option<String>,
+    pub(crate) source: i8,
+}
+
+/// A described broker key.
+pub(crate) struct BrokerEntry {
+    pub(crate) entry: ConfigEntry,
+    pub(crate) config_type: i8,
+    pub(crate) documentation: Option<&'static str>,
+    pub(crate) synonyms: Vec<Synonym>,
+}
+
+/// The value seglog runs with for a [`Use::Live`] key.
+fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
+    let log = &config.log;
+    let groups = &config.groups;
+    let topic_key = DIRECT_SYNONYMS
+        .iter()
+        .find(|(broker_key, _)| *broker_key == name)
+        .map(|(_, topic_key)| *topic_key)
+        .or_else(|| SEGLOG_KEYS.iter().copied().find(|key| *key == name));
+    if let Some(topic_key) = topic_key {
+        return log.default_log_config.to_properties().remove(topic_key);
+    }
+    let value = match name {
+        "advertised.listeners" => {
+            let host = config.advertised_host.as_ref()?;
+            format!("PLAINTEXT://{host}:{}", config.advertised_port.unwrap_or(0))
+        }
+        "auto.create.topics.enable" => config.auto_create_topics.to_string(),
+        "broker.id" | "node.id" => config.node_id.to_string(),
+        "listeners" => format!("PLAINTEXT://{}", config.listener),
+        "log.dirs" => {
+            let dirs: Vec<String> =
+                log.log_dirs.iter().map(|dir| dir.display().to_string()).collect();
+            dirs.join(",")
+        }
+        "log.flush.offset.checkpoint.interval.ms" => {
+            log.flush_offset_checkpoint_interval_ms.to_string()
+        }
+        "log.flush.scheduler.interval.ms" => log.flush_scheduler_interval_ms.to_string(),
+        "log.flush.start.offset.checkpoint.interval.ms" => {
+            log.flush_start_offset_checkpoint_interval_ms.to_string()
+        }
+        "log.retention.check.interval.ms" => log.retention_check_interval_ms.to_string(),
+        "max.connections" => config.max_connections.to_string(),
+        "num.partitions" => log.n_partitions.to_string(),
+        "num.recovery.threads.per.data.dir" => log.n_recovery_threads_per_data_dir.to_string(),
+        "queued.max.requests" => config.queued_max_requests.to_string(),
+        "replica.high.watermark.checkpoint.interval.ms" => {
+            log.high_watermark_checkpoint_interval_ms.to_string()
+        }
+        "seglog.fetch.max.wait.ms" => config.fetch_wait_max_ms.to_string(),
+        "seglog.metrics.listener" => {
+            config.metrics_listener.map(|addr| addr.to_string()).unwrap_or_default()
+        }
+        "seglog.topic.partitions.max" => config.topic_partitions_max.to_string(),
+        "socket.request.max.bytes" => config.socket_request_max_bytes.to_string(),
+        "group.consumer.heartbeat.interval.ms" => groups.consumer_heartbeat_interval_ms.to_string(),
+        "group.consumer.session.timeout.ms" => groups.consumer_session_timeout_ms.to_string(),
+        "group.initial.rebalance.delay.ms" => groups.initial_rebalance_delay_ms.to_string(),
+        "group.max.session.timeout.ms" => groups.max_session_timeout_ms.to_string(),
+        "group.min.session.timeout.ms" => groups.min_session_timeout_ms.to_string(),
+        "offset.metadata.max.bytes" => groups.offset_metadata_max_bytes.to_string(),
+        "offsets.retention.minutes" => (groups.offsets_retention_ms / 60_000).to_string(),
+        "offsets.topic.num.partitions" => groups.offsets_topic_partitions.to_string(),
+        "offsets.topic.segment.bytes" => groups.offsets_topic_segment_bytes.to_string(),
+        _ => return None,
+    };
+    Some(value)
+}
+
+const IGNORED_DOC: &str = "A Kafka broker config that seglog accepts and does not act on (single node, no replication, \
+     security or quotas yet); shown with its value as given, else Kafka's default.";
+
+/// Every broker key with its value, source and synonyms. The synonyms are the keys read for
+/// the same setting (the key alone for most), set ones first and then defaults, each in order
+/// of precedence, and the entry's source is the first synonym's: Kafka's `ConfigHelper`.
+pub(crate) fn broker_config_entries(config: &BrokerConfig) -> Vec<BrokerEntry> {
+    let given = |name: &str| config.properties.get(name).cloned();
+    // A default synonym carries the default seglog runs with: Kafka's, except where seglog's
+    // differs (`listeners`, `log.dirs`, `node.id`, `max.connections`, ...).
+    let seglog_defaults = BrokerConfig::default();
+    let default_of = |name: &str| {
+        let (_, _, default, usage) = *KEYS.iter().find(|key| key.0 == name)?;
+        if usage == Use::Live {
+            live_value(&seglog_defaults, name)
+        } else {
+            default.map(str::to_owned)
+        }
+    };
+    KEYS.iter()
+        .map(|key| {
+            let (name, config_type, default, usage) = *key;
+            let names: &[&'static str] = SYNONYM_GROUPS
+                .iter()
+                .copied()
+                .find(|group| group.contains(&name))
+                .unwrap_or(std::slice::from_ref(&key.0));
+            let mut synonyms: Vec<Synonym> = names
+                .iter()
+                .filter_map(|member| {
+                    Some(Synonym {
+                        name: member,
+                        value: Some(given(member)?),
+                        source: SOURCE_STATIC_BROKER_CONFIG,
+                    })
+                })
+                .collect();
+            synonyms.extend(names.iter().filter_map(|member| {
+                Some(Synonym {
+                    name: member,
+                    value: Some(default_of(member)?),
+                    source: SOURCE_DEFAULT_CONFIG,
+                })
+            }));
+            let value = match usage {
+                Use::Live => live_value(config, name),
+                Use::AsGiven | Use::Ignored => given(name).or(default.map(str::to_owned)),
+            };
+            let source = synonyms.first().map_or(SOURCE_DEFAULT_CONFIG, |synonym| synonym.source);
+            BrokerEntry {
+                entry: ConfigEntry { name: name.to_owned(), value, source },
+                config_type: config_type as i8,
+                documentation: (usage == Use::Ignored).then_some(IGNORED_DOC),
+                synonyms,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_broker_key(name: &str) -> bool {
+        KEYS.iter().any(|key| key.0 == name)
+    }
+
+    #[test]
+    fn keys_are_sorted_unique_and_every_synonym_is_a_key() {
+        let names: Vec<&str> = KEYS.iter().map(|key| key.0).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted, "KEYS is in name order, each once");
+        for group in SYNONYM_GROUPS {
+            for member in group {
+                assert!(is_broker_key(member), "{member}");
+            }
+        }
+        for (broker_key, _) in DIRECT_SYNONYMS {
+            assert!(is_broker_key(broker_key), "{broker_key} (a topic default) is listed");
+        }
+    }
+
+    #[test]
+    fn a_set_key_is_static_with_its_synonyms_and_live_values_are_what_seglog_runs_with() {
+        let properties = std::collections::BTreeMap::from([
+            ("log.retention.hours".to_owned(), "24".to_owned()),
+            ("log.segment.bytes".to_owned(), "1048576".to_owned()),
+            ("min.insync.replicas".to_owned(), "2".to_owned()),
+        ]);
+        let config = BrokerConfig::from_properties(&properties).expect("valid");
+        let entries = broker_config_entries(&config);
+        let find = |name: &str| {
+            entries.iter().find(|e| e.entry.name == name).unwrap_or_else(|| panic!("{name}"))
+        };
+        let retention = find("log.retention.ms");
+        assert_eq!(retention.entry.value, None, "Kafka's log.retention.ms has no default");
+        assert_eq!(retention.entry.source, SOURCE_STATIC_BROKER_CONFIG);
+        let synonyms: Vec<(&str, Option<&str>, i8)> =
+            retention.synonyms.iter().map(|s| (s.name, s.value.as_deref(), s.source)).collect();
+        assert_eq!(
+            synonyms,
+            vec![
+                ("log.retention.hours", Some("24"), SOURCE_STATIC_BROKER_CONFIG),
+                ("log.retention.hours", Some("168"), SOURCE_DEFAULT_CONFIG),
+            ]
+        );
+        let segment = find("log.segment.bytes");
+        assert_eq!(segment.entry.value.as_deref(), Some("1048576"));
+        assert_eq!(segment.entry.source, SOURCE_STATIC_BROKER_CONFIG);
+        let ignored = find("min.insync.replicas");
+        assert_eq!(ignored.entry.value.as_deref(), Some("2"), "as given");
+        assert!(ignored.documentation.is_some_and(|doc| doc.contains("does not act on")));
+        let listeners = find("listeners");
+        assert_eq!(listeners.synonyms[0].value.as_deref(), Some("PLAINTEXT://127.0.0.1:9092"));
+        assert_eq!(listeners.entry.value.as_deref(), Some("PLAINTEXT://127.0.0.1:9092"));
+        assert_eq!(listeners.entry.source, SOURCE_DEFAULT_CONFIG);
+        assert_eq!(find("log.dirs").entry.value.as_deref(), Some("./seglog-data"));
+        assert_eq!(find("node.id").entry.value.as_deref(), Some("1"));
+    }
+}
