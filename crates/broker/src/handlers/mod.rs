@@ -6,6 +6,7 @@ mod configs;
 mod data;
 pub(crate) mod groups;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -49,6 +50,29 @@ pub(crate) fn str_bytes(text: &str) -> StrBytes {
 /// A topic name for a response.
 pub(crate) fn topic_name(text: &str) -> TopicName {
     TopicName(str_bytes(text))
+}
+
+/// Topic names and ids, both ways, read once per request, for the APIs that name topics by id
+/// (the KIP-848 group APIs).
+pub(crate) struct TopicIds {
+    /// Every topic's partition count.
+    pub(crate) counts: BTreeMap<String, i32>,
+    pub(crate) by_name: BTreeMap<String, uuid::Uuid>,
+    pub(crate) by_id: BTreeMap<uuid::Uuid, String>,
+}
+
+impl TopicIds {
+    pub(crate) fn new(broker: &Broker) -> Self {
+        let counts = broker.manager.topic_partition_counts();
+        let by_name: BTreeMap<String, uuid::Uuid> = counts
+            .keys()
+            .filter_map(|name| {
+                broker.manager.topic_id(name).map(|id| (name.clone(), uuid::Uuid::from_bytes(id)))
+            })
+            .collect();
+        let by_id = by_name.iter().map(|(name, id)| (*id, name.clone())).collect();
+        Self { counts, by_name, by_id }
+    }
 }
 
 /// The wall clock, in milliseconds.
