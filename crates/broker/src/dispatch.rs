@@ -24,8 +24,8 @@ use crate::handlers;
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
 /// range is what the handlers implement, within what the `kafka-protocol` crate encodes.
 pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
-    (ApiKey::Produce, 3, 11),
-    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Produce, 3, 13),
+    (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),

@@ -70,6 +70,29 @@ fn fetch_request(topic: &str, partition: i32, offset: i64) -> FetchRequest {
         ])])
 }
 
+/// A Produce v13 request: the topic named by its id.
+fn produce_request_by_id(
+    topic_id: uuid::Uuid,
+    partition: i32,
+    records: Bytes,
+    acks: i16,
+) -> ProduceRequest {
+    ProduceRequest::default().with_acks(acks).with_timeout_ms(5000).with_topic_data(vec![
+        TopicProduceData::default().with_topic_id(topic_id).with_partition_data(vec![
+            PartitionProduceData::default().with_index(partition).with_records(Some(records)),
+        ]),
+    ])
+}
+
+/// A Fetch v13+ request: the topic named by its id.
+fn fetch_request_by_id(topic_id: uuid::Uuid, partition: i32, offset: i64) -> FetchRequest {
+    let mut request = fetch_request("", partition, offset);
+    for topic in &mut request.topics {
+        topic.topic_id = topic_id;
+    }
+    request
+}
+
 fn list_offsets_request(topic: &str, timestamp: i64) -> ListOffsetsRequest {
     ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
         ListOffsetsTopic::default().with_name(name(topic)).with_partitions(vec![
@@ -118,8 +141,11 @@ async fn every_api_answers_at_every_advertised_version() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = start(dir.path(), &[]).await;
     let mut client = Client::connect(&server).await;
-    client.send(&create_topic_request("all", 1, &[]), 7).await;
+    let created = client.send(&create_topic_request("all", 1, &[]), 7).await;
+    let all_id = created.topics[0].topic_id;
+    assert!(!all_id.is_nil());
     produce(&mut client, "all", batch(Compression::None, &["a", "b"], 1_700_000_000_000)).await;
+    let mut produced = 2;
     for (key, min, max) in SUPPORTED_APIS {
         for version in min..=max {
             let topic = format!("v{}-{version}", key as i16);
@@ -153,18 +179,53 @@ async fn every_api_answers_at_every_advertised_version() {
                 }
                 ApiKey::Produce => {
                     let records = batch(Compression::Lz4, &["x"], 1_700_000_000_100);
-                    let response =
-                        client.send(&produce_request("all", 0, records, 1), version).await;
+                    let request = if version >= 13 {
+                        produce_request_by_id(all_id, 0, records, 1)
+                    } else {
+                        produce_request("all", 0, records, 1)
+                    };
+                    let response = client.send(&request, version).await;
+                    let topic = &response.responses[0];
+                    if version >= 13 {
+                        assert_eq!((topic.topic_id, topic.name.0.as_str()), (all_id, ""));
+                    } else {
+                        assert_eq!(
+                            (topic.topic_id, topic.name.0.as_str()),
+                            (uuid::Uuid::nil(), "all")
+                        );
+                    }
+                    let partition = &topic.partition_responses[0];
                     assert_eq!(
-                        response.responses[0].partition_responses[0].error_code, 0,
+                        (partition.error_code, partition.base_offset),
+                        (0, produced),
                         "v{version}"
                     );
+                    // KIP-951 (v10+): no leader hint on a partition that took the append.
+                    assert_eq!(partition.current_leader.leader_id, BrokerId(-1), "v{version}");
+                    assert!(response.node_endpoints.is_empty(), "v{version}");
+                    produced += 1;
                 }
                 ApiKey::Fetch => {
-                    let response = client.send(&fetch_request("all", 0, 0), version).await;
-                    let partition = &response.responses[0].partitions[0];
+                    let request = if version >= 13 {
+                        fetch_request_by_id(all_id, 0, 0)
+                    } else {
+                        fetch_request("all", 0, 0)
+                    };
+                    let response = client.send(&request, version).await;
+                    let topic = &response.responses[0];
+                    if version >= 13 {
+                        assert_eq!((topic.topic_id, topic.topic.0.as_str()), (all_id, ""));
+                    } else {
+                        assert_eq!(
+                            (topic.topic_id, topic.topic.0.as_str()),
+                            (uuid::Uuid::nil(), "all")
+                        );
+                    }
+                    let partition = &topic.partitions[0];
                     assert_eq!(partition.error_code, 0, "v{version}");
-                    assert!(records(partition.records.as_deref().unwrap_or_default()).len() >= 2);
+                    let fetched = records(partition.records.as_deref().unwrap_or_default());
+                    assert_eq!(&fetched[..2], &[(0, "a".to_owned()), (1, "b".to_owned())]);
+                    assert!(response.node_endpoints.is_empty(), "v{version}");
                 }
                 ApiKey::ListOffsets => {
                     let response = client.send(&list_offsets_request("all", -2), version).await;
@@ -1004,5 +1065,170 @@ async fn metrics_endpoint_serves_prometheus_text() {
     let mut text = String::new();
     http.read_to_string(&mut text).await.expect("read");
     assert!(text.starts_with("HTTP/1.1 404"), "{text}");
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn fetch_and_produce_name_topics_by_id_from_v13() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let created = client.send(&create_topic_request("ids", 2, &[]), 7).await;
+    let id = created.topics[0].topic_id;
+    assert!(!id.is_nil());
+    let unknown = uuid::Uuid::from_u128(0x5e91_0000_0000_4000_8000_0000_0000_0001);
+
+    // Produce v13 by id appends; an unknown id is UNKNOWN_TOPIC_ID, a known id with a partition
+    // it lacks UNKNOWN_TOPIC_OR_PARTITION, each partition on its own.
+    let by_id = batch(Compression::Zstd, &["by-id-0", "by-id-1"], 1_700_000_000_000);
+    let response = client.send(&produce_request_by_id(id, 1, by_id.clone(), -1), 13).await;
+    let partition = &response.responses[0].partition_responses[0];
+    assert_eq!((partition.error_code, partition.base_offset), (0, 0), "{partition:?}");
+    let request = ProduceRequest::default().with_acks(1).with_timeout_ms(5000).with_topic_data(
+        [(unknown, 0), (uuid::Uuid::nil(), 0), (id, 7)]
+            .into_iter()
+            .map(|(topic_id, partition)| {
+                TopicProduceData::default().with_topic_id(topic_id).with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(by_id.clone())),
+                ])
+            })
+            .collect(),
+    );
+    let response = client.send(&request, 13).await;
+    let answers: Vec<(uuid::Uuid, i16, i64)> = response
+        .responses
+        .iter()
+        .map(|t| {
+            (t.topic_id, t.partition_responses[0].error_code, t.partition_responses[0].base_offset)
+        })
+        .collect();
+    assert_eq!(answers, vec![(unknown, 100, -1), (uuid::Uuid::nil(), 100, -1), (id, 3, -1)]);
+    assert!(response.node_endpoints.is_empty(), "no leader hints for these errors");
+
+    // Fetch v13..=18 by id returns what was produced, under the topic's id.
+    for version in 13..=18 {
+        let response = client.send(&fetch_request_by_id(id, 1, 0), version).await;
+        let topic = &response.responses[0];
+        assert_eq!(topic.topic_id, id, "v{version}");
+        let partition = &topic.partitions[0];
+        assert_eq!((partition.error_code, partition.high_watermark), (0, 2), "v{version}");
+        assert_eq!(
+            records(partition.records.as_deref().unwrap_or_default()),
+            vec![(0, "by-id-0".to_owned()), (1, "by-id-1".to_owned())],
+            "v{version}"
+        );
+    }
+    // Before v13 the same partition is fetched by name.
+    let response = client.send(&fetch_request("ids", 1, 0), 12).await;
+    assert_eq!(
+        records(response.responses[0].partitions[0].records.as_deref().unwrap_or_default()).len(),
+        2
+    );
+
+    // An unknown id (and the nil id) is UNKNOWN_TOPIC_ID for each of its partitions, at once
+    // even for a long poll, while the known topic in the same request is still read.
+    let mut request =
+        fetch_request_by_id(id, 1, 0).with_min_bytes(1 << 20).with_max_wait_ms(60_000);
+    for topic_id in [unknown, uuid::Uuid::nil()] {
+        request.topics.push(FetchTopic::default().with_topic_id(topic_id).with_partitions(vec![
+            FetchPartition::default().with_partition(0).with_partition_max_bytes(1024),
+            FetchPartition::default().with_partition(1).with_partition_max_bytes(1024),
+        ]));
+    }
+    let started = Instant::now();
+    let response = client.send(&request, 18).await;
+    assert!(started.elapsed() < Duration::from_secs(30), "an error ends the long poll");
+    let answers: Vec<_> = response
+        .responses
+        .iter()
+        .map(|t| {
+            let partitions: Vec<(i32, i16, i64)> = t
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.error_code, p.high_watermark))
+                .collect();
+            (t.topic_id, partitions)
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (id, vec![(1, 0, 2)]),
+            (unknown, vec![(0, 100, -1), (1, 100, -1)]),
+            (uuid::Uuid::nil(), vec![(0, 100, -1), (1, 100, -1)]),
+        ]
+    );
+    assert_eq!(
+        records(response.responses[0].partitions[0].records.as_deref().unwrap_or_default()).len(),
+        2
+    );
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn fetch_v16_names_the_current_leader_when_the_epoch_is_fenced() {
+    use seglog_storage::log::partition_log::TopicPartition;
+    use seglog_storage::log::validator::AppendOrigin;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let created = client.send(&create_topic_request("epochs", 1, &[]), 7).await;
+    let id = created.topics[0].topic_id;
+    // Records written under leader epoch 3, as a log from a Kafka cluster may hold.
+    let log = server
+        .broker()
+        .manager()
+        .get_log(&TopicPartition { topic: "epochs".into(), partition: 0 })
+        .expect("log");
+    let info = log
+        .append_as_leader(&batch(Compression::None, &["e3"], 1), 3, AppendOrigin::Client, 1)
+        .expect("append");
+    log.update_high_watermark(info.last_offset + 1).expect("high watermark");
+
+    let ask = |current_leader_epoch: i32| {
+        let mut request = fetch_request_by_id(id, 0, 0);
+        for partition in &mut request.topics[0].partitions {
+            partition.current_leader_epoch = current_leader_epoch;
+        }
+        request
+    };
+    let address = server.local_addr();
+    // Fenced (an older epoch): from v16 the partition names this node at epoch 3, and the
+    // response carries its endpoint (KIP-951).
+    for version in 16..=18 {
+        let response = client.send(&ask(1), version).await;
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, 74, "v{version}");
+        assert_eq!(
+            (partition.current_leader.leader_id, partition.current_leader.leader_epoch),
+            (BrokerId(1), 3),
+            "v{version}"
+        );
+        let endpoints: Vec<(i32, String, i32)> = response
+            .node_endpoints
+            .iter()
+            .map(|node| (node.node_id.0, node.host.to_string(), node.port))
+            .collect();
+        assert_eq!(
+            endpoints,
+            vec![(1, address.ip().to_string(), i32::from(address.port()))],
+            "v{version}"
+        );
+    }
+    // Before v16 the same error carries no leader; the current epoch reads; a newer epoch
+    // (UNKNOWN_LEADER_EPOCH) is not a stale leader, so it carries none either.
+    for (version, epoch, code) in [(15, 1, 74), (16, 3, 0), (18, -1, 0), (18, 4, 75)] {
+        let response = client.send(&ask(epoch), version).await;
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, code, "v{version} epoch {epoch}");
+        assert_eq!(partition.current_leader.leader_id, BrokerId(-1), "v{version} epoch {epoch}");
+        assert!(response.node_endpoints.is_empty(), "v{version} epoch {epoch}");
+        if code == 0 {
+            let fetched = records(partition.records.as_deref().unwrap_or_default());
+            assert_eq!(fetched, vec![(0, "e3".to_owned())]);
+        }
+    }
     server.shutdown().await.expect("clean shutdown");
 }

@@ -53,7 +53,8 @@ pub(crate) fn topic_name(text: &str) -> TopicName {
 }
 
 /// Topic names and ids, both ways, read once per request, for the APIs that name topics by id
-/// (the KIP-848 group APIs).
+/// (Fetch v13+, Produce v13, DeleteTopics v6, the KIP-848 group APIs). `LogManager::topic_id`
+/// may read a `partition.metadata` file: the data path builds this on the blocking pool.
 pub(crate) struct TopicIds {
     /// Every topic's partition count.
     pub(crate) counts: BTreeMap<String, i32>,
@@ -72,6 +73,11 @@ impl TopicIds {
             .collect();
         let by_id = by_name.iter().map(|(name, id)| (*id, name.clone())).collect();
         Self { counts, by_name, by_id }
+    }
+
+    /// The name of the topic with this id; never for the nil id.
+    pub(crate) fn name(&self, id: &uuid::Uuid) -> Option<&str> {
+        self.by_id.get(id).map(String::as_str).filter(|_| !id.is_nil())
     }
 }
 
