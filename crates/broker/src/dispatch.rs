@@ -26,7 +26,7 @@ use crate::handlers;
 pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
-    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::ListOffsets, 1, 10),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),

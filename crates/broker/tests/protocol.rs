@@ -231,6 +231,20 @@ async fn every_api_answers_at_every_advertised_version() {
                     let response = client.send(&list_offsets_request("all", -2), version).await;
                     let partition = &response.topics[0].partitions[0];
                     assert_eq!((partition.error_code, partition.offset), (0, 0), "v{version}");
+                    // -4 (v8+): the earliest local offset, the log start here; -5 (v9+): the
+                    // latest tiered offset, -1 with nothing tiered. Older versions: 35.
+                    let response = client.send(&list_offsets_request("all", -4), version).await;
+                    let partition = &response.topics[0].partitions[0];
+                    let expected = if version >= 8 { (0, 0) } else { (35, -1) };
+                    assert_eq!((partition.error_code, partition.offset), expected, "v{version}");
+                    let response = client.send(&list_offsets_request("all", -5), version).await;
+                    let partition = &response.topics[0].partitions[0];
+                    let expected = if version >= 9 { (0, -1, -1) } else { (35, -1, -1) };
+                    assert_eq!(
+                        (partition.error_code, partition.offset, partition.leader_epoch),
+                        expected,
+                        "v{version}"
+                    );
                 }
                 ApiKey::OffsetForLeaderEpoch => {
                     let request = OffsetForLeaderEpochRequest::default()
@@ -1230,5 +1244,56 @@ async fn fetch_v16_names_the_current_leader_when_the_epoch_is_fenced() {
             assert_eq!(fetched, vec![(0, "e3".to_owned())]);
         }
     }
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn list_offsets_special_timestamps_need_their_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    client.send(&create_topic_request("special", 1, &[]), 7).await;
+    // Recent timestamps, so that time retention leaves the segment alone after DeleteRecords.
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis(),
+    )
+    .expect("fits");
+    produce(&mut client, "special", batch(Compression::None, &["a", "b", "c"], now_ms)).await;
+    let delete = DeleteRecordsRequest::default().with_topics(vec![
+        DeleteRecordsTopic::default().with_name(name("special")).with_partitions(vec![
+            DeleteRecordsPartition::default().with_partition_index(0).with_offset(1),
+        ]),
+    ]);
+    assert_eq!(client.send(&delete, 2).await.topics[0].partitions[0].low_watermark, 1);
+    let mut answers = Vec::new();
+    for (timestamp, version) in
+        [(-3, 6), (-3, 7), (-4, 7), (-4, 8), (-5, 8), (-5, 9), (-5, 10), (-6, 10), (-7, 1)]
+    {
+        let response = client.send(&list_offsets_request("special", timestamp), version).await;
+        let p = &response.topics[0].partitions[0];
+        answers.push((timestamp, version, p.error_code, p.offset, p.leader_epoch));
+    }
+    assert_eq!(
+        answers,
+        vec![
+            (-3, 6, 35, -1, -1),
+            (-3, 7, 0, 2, 0),
+            (-4, 7, 35, -1, -1),
+            // The earliest local offset is the log start: every segment is local.
+            (-4, 8, 0, 1, 0),
+            (-5, 8, 35, -1, -1),
+            // Nothing is tiered: offset -1 at epoch -1, without error (Kafka's answer).
+            (-5, 9, 0, -1, -1),
+            (-5, 10, 0, -1, -1),
+            (-6, 10, 35, -1, -1),
+            (-7, 1, 35, -1, -1),
+        ]
+    );
+    // v10's timeout (for remote storage) changes nothing here.
+    let response = client.send(&list_offsets_request("special", -1).with_timeout_ms(1), 10).await;
+    assert_eq!(response.topics[0].partitions[0].offset, 3);
     server.shutdown().await.expect("clean shutdown");
 }

@@ -405,8 +405,13 @@ fn read_partitions(
 }
 
 /// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed, the
-/// same here), -2 the log start, -3 the record with the largest timestamp, and a real
-/// timestamp the first record at or after it below the high watermark.
+/// same here), -2 the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
+/// KIP-405's earliest local offset) the log start too, since nothing is tiered, -5 (v9+, the
+/// latest tiered offset) offset -1 with epoch -1, as Kafka answers for a topic without remote
+/// storage, and a real timestamp the first record at or after it below the high watermark. A
+/// special timestamp older than the request's version, or unknown, is UNSUPPORTED_VERSION
+/// (Kafka's `ReplicaManager.isListOffsetsTimestampUnsupported`). v10's `timeout_ms` bounds
+/// reads from remote storage, which seglog has not: it is not needed.
 pub(crate) async fn list_offsets(
     broker: &Arc<Broker>,
     request: ListOffsetsRequest,
@@ -437,6 +442,22 @@ pub(crate) async fn list_offsets(
     encode(&response, version)
 }
 
+/// ListOffsets' earliest local offset (KIP-405), from v8.
+const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// ListOffsets' latest tiered offset (KIP-1005), from v9.
+const LATEST_TIERED_TIMESTAMP: i64 = -5;
+
+/// The first ListOffsets version that knows a special (negative) timestamp.
+fn special_timestamp_version(timestamp: i64) -> Option<i16> {
+    match timestamp {
+        -1 | -2 => Some(1),
+        -3 => Some(7),
+        EARLIEST_LOCAL_TIMESTAMP => Some(8),
+        LATEST_TIERED_TIMESTAMP => Some(9),
+        _ => None,
+    }
+}
+
 fn list_offset(
     broker: &Broker,
     topic: &str,
@@ -450,6 +471,10 @@ fn list_offset(
     out.timestamp = -1;
     out.offset = -1;
     out.leader_epoch = -1;
+    if timestamp < 0 && special_timestamp_version(timestamp).is_none_or(|since| version < since) {
+        out.error_code = errors::UNSUPPORTED_VERSION;
+        return out;
+    }
     let log = match broker.manager.get_log(&tp(topic, partition)) {
         Ok(log) => log,
         Err(error) => {
@@ -461,6 +486,11 @@ fn list_offset(
     if out.error_code != errors::NONE {
         return out;
     }
+    if timestamp == LATEST_TIERED_TIMESTAMP {
+        // Nothing is tiered: Kafka's `UnifiedLog.fetchOffsetByTimestamp` without remote storage.
+        out.offset = -1;
+        return out;
+    }
     let high_watermark = match log.high_watermark() {
         Ok(high_watermark) => high_watermark,
         Err(error) => {
@@ -468,10 +498,12 @@ fn list_offset(
             return out;
         }
     };
-    match log.fetch_offset_by_timestamp(timestamp) {
+    // Every segment is local, so the earliest local offset is the log start offset.
+    let target = if timestamp == EARLIEST_LOCAL_TIMESTAMP { -2 } else { timestamp };
+    match log.fetch_offset_by_timestamp(target) {
         Ok(Some(found)) => {
-            let offset = if timestamp == -1 { high_watermark } else { found.offset };
-            if timestamp == -1 || timestamp == -2 || offset < high_watermark {
+            let offset = if target == -1 { high_watermark } else { found.offset };
+            if target == -1 || target == -2 || offset < high_watermark {
                 out.offset = offset;
                 out.timestamp = found.timestamp;
                 if version >= 4 {
