@@ -30,7 +30,7 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),

@@ -18,6 +18,7 @@ use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableT
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::incremental_alter_configs_request::{
@@ -277,12 +278,23 @@ async fn every_api_answers_at_every_advertised_version() {
                     assert_eq!(response.results[0].error_code, 0, "v{version}");
                 }
                 ApiKey::DeleteTopics => {
-                    client.send(&create_topic_request(&topic, 1, &[]), 7).await;
-                    let request = DeleteTopicsRequest::default()
-                        .with_topic_names(vec![name(&topic)])
-                        .with_timeout_ms(5000);
-                    let response = client.send(&request, version).await;
-                    assert_eq!(response.responses[0].error_code, 0, "v{version}");
+                    let created = client.send(&create_topic_request(&topic, 1, &[]), 7).await;
+                    let id = created.topics[0].topic_id;
+                    let request = if version >= 6 {
+                        // By id (v6+).
+                        DeleteTopicsRequest::default().with_topics(vec![
+                            DeleteTopicState::default().with_name(None).with_topic_id(id),
+                        ])
+                    } else {
+                        DeleteTopicsRequest::default().with_topic_names(vec![name(&topic)])
+                    };
+                    let response = client.send(&request.with_timeout_ms(5000), version).await;
+                    let result = &response.responses[0];
+                    assert_eq!(result.error_code, 0, "v{version}");
+                    assert_eq!(result.name.as_ref().map(|n| n.0.as_str()), Some(topic.as_str()));
+                    let expected_id = if version >= 6 { id } else { uuid::Uuid::nil() };
+                    assert_eq!(result.topic_id, expected_id, "v{version}");
+                    assert!(!server.broker().manager().topics().contains(&topic), "v{version}");
                 }
                 ApiKey::DeleteRecords => {
                     let request =
@@ -1295,5 +1307,68 @@ async fn list_offsets_special_timestamps_need_their_version() {
     // v10's timeout (for remote storage) changes nothing here.
     let response = client.send(&list_offsets_request("special", -1).with_timeout_ms(1), 10).await;
     assert_eq!(response.topics[0].partitions[0].offset, 3);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn delete_topics_v6_by_name_or_id_and_its_refusals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let mut ids = Vec::new();
+    for topic in ["d1", "d2", "d3"] {
+        ids.push(client.send(&create_topic_request(topic, 1, &[]), 7).await.topics[0].topic_id);
+    }
+    let unknown = uuid::Uuid::from_u128(0xdead_beef_0000_4000_8000_0000_0000_0002);
+    let by = |topic: Option<&str>, id: uuid::Uuid| {
+        DeleteTopicState::default().with_name(topic.map(name)).with_topic_id(id)
+    };
+    let request = DeleteTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+        by(Some("d1"), uuid::Uuid::nil()),
+        by(None, ids[1]),
+        by(None, unknown),
+        by(None, uuid::Uuid::nil()),
+        by(Some("d3"), ids[2]),
+        by(None, ids[2]),
+        by(None, ids[2]),
+        by(Some("missing"), uuid::Uuid::nil()),
+    ]);
+    let response = client.send(&request, 6).await;
+    let results: Vec<(Option<String>, uuid::Uuid, i16, Option<String>)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.0.to_string()),
+                r.topic_id,
+                r.error_code,
+                r.error_message.as_ref().map(ToString::to_string),
+            )
+        })
+        .collect();
+    let nil = uuid::Uuid::nil();
+    assert_eq!(results[0], (Some("d1".into()), ids[0], 0, None), "by name: its id is named");
+    assert_eq!(results[1], (Some("d2".into()), ids[1], 0, None), "by id: its name is named");
+    assert_eq!(
+        results[2..6],
+        [
+            (None, unknown, 100, Some("This server does not host this topic ID.".into())),
+            (None, nil, 42, Some("Neither topic name nor id were specified.".into())),
+            (
+                Some("d3".into()),
+                ids[2],
+                42,
+                Some("You may not specify both topic name and topic id.".into())
+            ),
+            (None, ids[2], 42, Some("Duplicate topic id.".into())),
+        ]
+    );
+    assert_eq!((results[6].2, results.len()), (3, 7), "a duplicate is answered once");
+    assert_eq!(server.broker().manager().topics(), vec!["d3".to_owned()]);
+    // Before v6, a name given twice is refused the same way, once.
+    let request = DeleteTopicsRequest::default().with_topic_names(vec![name("d3"), name("d3")]);
+    let response = client.send(&request, 5).await;
+    let codes: Vec<i16> = response.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![42]);
     server.shutdown().await.expect("clean shutdown");
 }
