@@ -27,7 +27,7 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
-    (ApiKey::Metadata, 0, 12),
+    (ApiKey::Metadata, 0, 13),
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),

@@ -168,11 +168,15 @@ async fn every_api_answers_at_every_advertised_version() {
                     let response =
                         client.send(&MetadataRequest::default().with_topics(topics), version).await;
                     assert_eq!(response.brokers.len(), 1, "v{version}");
+                    // v13's top-level error code (KIP-1102) is 0 when all is well.
+                    assert_eq!(response.error_code, 0, "v{version}");
                     let all = response
                         .topics
                         .iter()
                         .find(|t| t.name.as_ref().map(|n| n.0.as_str()) == Some("all"));
                     assert_eq!(all.map(|t| t.partitions.len()), Some(1), "v{version}");
+                    let expected_id = if version >= 10 { all_id } else { uuid::Uuid::nil() };
+                    assert_eq!(all.map(|t| t.topic_id), Some(expected_id), "v{version}");
                 }
                 ApiKey::DescribeCluster => {
                     let response = client.send(&DescribeClusterRequest::default(), version).await;

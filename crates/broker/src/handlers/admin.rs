@@ -37,6 +37,8 @@ fn uuid(id: [u8; 16]) -> uuid::Uuid {
 
 /// Metadata: this node leads every partition. A topic asked for by name that does not exist is
 /// created with `num.partitions` partitions when both the broker and the request allow it.
+/// v13's top-level error code (KIP-1102) is for REBOOTSTRAP_REQUIRED, which a broker that
+/// knows its cluster never answers: it stays 0.
 pub(crate) async fn metadata(
     broker: &Arc<Broker>,
     request: MetadataRequest,
