@@ -179,8 +179,14 @@ async fn every_api_answers_at_every_advertised_version() {
                     assert_eq!(all.map(|t| t.topic_id), Some(expected_id), "v{version}");
                 }
                 ApiKey::DescribeCluster => {
-                    let response = client.send(&DescribeClusterRequest::default(), version).await;
+                    let mut request = DescribeClusterRequest::default();
+                    if version >= 2 {
+                        request.include_fenced_brokers = true;
+                    }
+                    let response = client.send(&request, version).await;
                     assert_eq!((response.error_code, response.brokers.len()), (0, 1), "v{version}");
+                    assert!(!response.brokers[0].is_fenced, "v{version}");
+                    assert_eq!(response.controller_id, response.brokers[0].broker_id);
                 }
                 ApiKey::Produce => {
                     let records = batch(Compression::Lz4, &["x"], 1_700_000_000_100);
@@ -1374,5 +1380,22 @@ async fn delete_topics_v6_by_name_or_id_and_its_refusals() {
     let response = client.send(&request, 5).await;
     let codes: Vec<i16> = response.responses.iter().map(|r| r.error_code).collect();
     assert_eq!(codes, vec![42]);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn describe_cluster_refuses_controller_and_unknown_endpoint_types() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    for version in 1..=2 {
+        for (endpoint_type, code) in [(1, 0), (2, 114), (7, 115)] {
+            let request = DescribeClusterRequest::default().with_endpoint_type(endpoint_type);
+            let response = client.send(&request, version).await;
+            assert_eq!(response.error_code, code, "v{version} type {endpoint_type}");
+            let n_brokers = usize::from(code == 0);
+            assert_eq!(response.brokers.len(), n_brokers, "v{version} type {endpoint_type}");
+        }
+    }
     server.shutdown().await.expect("clean shutdown");
 }

@@ -150,17 +150,32 @@ pub(crate) async fn init_producer_id(
     encode(&response, version)
 }
 
-/// DescribeCluster: this one node, which is also the controller.
+/// DescribeCluster: this one node, which is also the controller. It is never fenced, so
+/// `include_fenced_brokers` (v2) lists the same broker, with `is_fenced` false. Asking this
+/// broker listener for controllers (endpoint type 2) or an unknown type is refused as Kafka's
+/// `AuthHelper.computeDescribeClusterResponse` refuses it.
 pub(crate) fn describe_cluster(
     broker: &Arc<Broker>,
     request: &DescribeClusterRequest,
     version: i16,
 ) -> Result<Reply, String> {
     let mut response = DescribeClusterResponse::default();
-    if request.endpoint_type != 1 {
-        // Only brokers are described here (endpoint type 1); controllers have no listener.
-        response.error_code = errors::UNSUPPORTED_VERSION;
-        response.error_message = Some(str_bytes("only the broker endpoint type (1) is served"));
+    let refusal = match request.endpoint_type {
+        1 => None,
+        2 => Some((
+            errors::MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of \
+             type CONTROLLER"
+                .to_owned(),
+        )),
+        other => {
+            Some((errors::UNSUPPORTED_ENDPOINT_TYPE, format!("Unsupported endpoint type {other}")))
+        }
+    };
+    if let Some((code, message)) = refusal {
+        response.error_code = code;
+        response.error_message = Some(str_bytes(&message));
+        return encode(&response, version);
     }
     response.endpoint_type = request.endpoint_type;
     if request.include_cluster_authorized_operations {
