@@ -118,7 +118,9 @@ pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result
 /// InitProducerId for idempotent producers: a producer id never handed out before (reserved
 /// durably in blocks) at epoch 0. Transactional ids need the transaction coordinator, which
 /// seglog does not have yet: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for the
-/// client rather than an endless retry.
+/// client rather than an endless retry. v4 and v5 only allow new error codes (PRODUCER_FENCED,
+/// TRANSACTION_ABORTABLE), which need transactions; v6 (KIP-939 two-phase commit) is unstable
+/// in Kafka 4.1 and not advertised.
 pub(crate) async fn init_producer_id(
     broker: &Arc<Broker>,
     request: &InitProducerIdRequest,
