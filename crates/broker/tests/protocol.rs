@@ -37,7 +37,7 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, ProduceResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use seglog_broker::{GROUP_APIS, SUPPORTED_APIS};
 use seglog_format::Compression;
 
@@ -404,6 +404,24 @@ async fn api_versions_of_an_unknown_version_answers_35_in_v0() {
     let decoded = ApiVersionsResponse::decode(&mut body, 0).expect("v0 body");
     assert_eq!(decoded.error_code, 35);
     assert_eq!(decoded.api_keys.len(), SUPPORTED_APIS.len());
+    // One past the newest (v5) is refused the same way; the newest (v4) is answered.
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("seglog-test"))
+        .with_client_software_version(s("1.0"));
+    let mut frame = BytesMut::new();
+    kafka_protocol::messages::RequestHeader::default()
+        .with_request_api_key(18)
+        .with_request_api_version(5)
+        .with_correlation_id(8)
+        .encode(&mut frame, 2)
+        .expect("header");
+    request.encode(&mut frame, 4).expect("body");
+    client.write_frame(&frame).await;
+    let mut response = client.read_frame().await.expect("an answer, not a close");
+    let mut body = response.split_off(4);
+    assert_eq!(response.as_ref(), 8i32.to_be_bytes());
+    assert_eq!(ApiVersionsResponse::decode(&mut body, 0).expect("v0 body").error_code, 35);
+    assert_eq!(client.send(&request, 4).await.error_code, 0);
     server.shutdown().await.expect("clean shutdown");
 }
 
@@ -415,17 +433,133 @@ async fn api_versions_v3_emits_no_tagged_field_holding_its_default() {
     let request = ApiVersionsRequest::default()
         .with_client_software_name(s("kcat"))
         .with_client_software_version(s("1.7.1"));
-    let body = client.send_raw_body(&request, 3).await;
-    // error_code, compact array of (key, min, max, no tags), throttle_time_ms, then the
-    // top-level tagged-field count, which must be 0 (no supported/finalized features).
-    let n_keys = SUPPORTED_APIS.len();
-    assert_eq!(body.len(), 2 + 1 + n_keys * 7 + 4 + 1, "{body:?}");
-    assert_eq!(body.last(), Some(&0));
-    // A v3 request whose software name breaks Kafka's pattern is refused.
-    let bad = ApiVersionsRequest::default()
-        .with_client_software_name(s("-bad name"))
-        .with_client_software_version(s("1"));
-    assert_eq!(client.send(&bad, 3).await.error_code, 42);
+    for version in [3, 4] {
+        let body = client.send_raw_body(&request, version).await;
+        // error_code (0: v4 is answered, not refused with 35), compact array of (key, min, max,
+        // no tags), throttle_time_ms, then the top-level tagged-field count, which must be 0
+        // (no supported/finalized features).
+        let n_keys = SUPPORTED_APIS.len();
+        assert_eq!(body.get(..2), Some(&[0u8, 0][..]), "v{version}");
+        assert_eq!(body.len(), 2 + 1 + n_keys * 7 + 4 + 1, "v{version}: {body:?}");
+        assert_eq!(body.last(), Some(&0));
+        // A request whose software name breaks Kafka's pattern is refused.
+        let bad = ApiVersionsRequest::default()
+            .with_client_software_name(s("-bad name"))
+            .with_client_software_version(s("1"));
+        assert_eq!(client.send(&bad, version).await.error_code, 42, "v{version}");
+    }
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// The maximum version Kafka 4.1 advertises by default for every API its broker listener
+/// serves: the ApiVersions answer of a 4.1 broker as franz-go's `kversion` records it, which
+/// agrees with the schemas `kafka-protocol` 0.18 is generated from once the versions marked
+/// `latestVersionUnstable` are left out (OffsetCommit and OffsetFetch v10, InitProducerId v6).
+const KAFKA_4_1_MAXIMA: [(ApiKey, i16); 75] = [
+    (ApiKey::Produce, 13),
+    (ApiKey::Fetch, 18),
+    (ApiKey::ListOffsets, 10),
+    (ApiKey::Metadata, 13),
+    (ApiKey::OffsetCommit, 9),
+    (ApiKey::OffsetFetch, 9),
+    (ApiKey::FindCoordinator, 6),
+    (ApiKey::JoinGroup, 9),
+    (ApiKey::Heartbeat, 4),
+    (ApiKey::LeaveGroup, 5),
+    (ApiKey::SyncGroup, 5),
+    (ApiKey::DescribeGroups, 6),
+    (ApiKey::ListGroups, 5),
+    (ApiKey::SaslHandshake, 1),
+    (ApiKey::ApiVersions, 4),
+    (ApiKey::CreateTopics, 7),
+    (ApiKey::DeleteTopics, 6),
+    (ApiKey::DeleteRecords, 2),
+    (ApiKey::InitProducerId, 5),
+    (ApiKey::OffsetForLeaderEpoch, 4),
+    (ApiKey::AddPartitionsToTxn, 5),
+    (ApiKey::AddOffsetsToTxn, 4),
+    (ApiKey::EndTxn, 5),
+    (ApiKey::WriteTxnMarkers, 1),
+    (ApiKey::TxnOffsetCommit, 5),
+    (ApiKey::DescribeAcls, 3),
+    (ApiKey::CreateAcls, 3),
+    (ApiKey::DeleteAcls, 3),
+    (ApiKey::DescribeConfigs, 4),
+    (ApiKey::AlterConfigs, 2),
+    (ApiKey::AlterReplicaLogDirs, 2),
+    (ApiKey::DescribeLogDirs, 4),
+    (ApiKey::SaslAuthenticate, 2),
+    (ApiKey::CreatePartitions, 3),
+    (ApiKey::CreateDelegationToken, 3),
+    (ApiKey::RenewDelegationToken, 2),
+    (ApiKey::ExpireDelegationToken, 2),
+    (ApiKey::DescribeDelegationToken, 3),
+    (ApiKey::DeleteGroups, 2),
+    (ApiKey::ElectLeaders, 2),
+    (ApiKey::IncrementalAlterConfigs, 1),
+    (ApiKey::AlterPartitionReassignments, 1),
+    (ApiKey::ListPartitionReassignments, 0),
+    (ApiKey::OffsetDelete, 0),
+    (ApiKey::DescribeClientQuotas, 1),
+    (ApiKey::AlterClientQuotas, 1),
+    (ApiKey::DescribeUserScramCredentials, 0),
+    (ApiKey::AlterUserScramCredentials, 0),
+    (ApiKey::DescribeQuorum, 2),
+    (ApiKey::UpdateFeatures, 2),
+    (ApiKey::DescribeCluster, 2),
+    (ApiKey::DescribeProducers, 0),
+    (ApiKey::UnregisterBroker, 0),
+    (ApiKey::DescribeTransactions, 0),
+    (ApiKey::ListTransactions, 2),
+    (ApiKey::ConsumerGroupHeartbeat, 1),
+    (ApiKey::ConsumerGroupDescribe, 1),
+    (ApiKey::GetTelemetrySubscriptions, 0),
+    (ApiKey::PushTelemetry, 0),
+    (ApiKey::ListConfigResources, 1),
+    (ApiKey::DescribeTopicPartitions, 0),
+    (ApiKey::ShareGroupHeartbeat, 1),
+    (ApiKey::ShareGroupDescribe, 1),
+    (ApiKey::ShareFetch, 1),
+    (ApiKey::ShareAcknowledge, 1),
+    (ApiKey::AddRaftVoter, 0),
+    (ApiKey::RemoveRaftVoter, 0),
+    (ApiKey::InitializeShareGroupState, 0),
+    (ApiKey::ReadShareGroupState, 0),
+    (ApiKey::WriteShareGroupState, 0),
+    (ApiKey::DeleteShareGroupState, 0),
+    (ApiKey::ReadShareGroupStateSummary, 0),
+    (ApiKey::DescribeShareGroupOffsets, 0),
+    (ApiKey::AlterShareGroupOffsets, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0),
+];
+
+#[tokio::test]
+async fn advertised_maxima_are_kafka_4_1s() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("seglog-test"))
+        .with_client_software_version(s("1.0"));
+    let response = client.send(&request, 4).await;
+    assert_eq!(response.error_code, 0);
+    let advertised: Vec<(i16, i16, i16)> = response
+        .api_keys
+        .iter()
+        .map(|api| (api.api_key, api.min_version, api.max_version))
+        .collect();
+    let listed: Vec<(i16, i16, i16)> =
+        SUPPORTED_APIS.iter().map(|(key, min, max)| (*key as i16, *min, *max)).collect();
+    assert_eq!(advertised, listed, "ApiVersions answers SUPPORTED_APIS");
+    // Every served API at Kafka 4.1's maximum, none above it or missing from its list.
+    let mismatches: Vec<String> = SUPPORTED_APIS
+        .iter()
+        .filter_map(|(key, _, max)| {
+            let kafka = KAFKA_4_1_MAXIMA.iter().find(|(k, _)| k == key).map(|(_, m)| *m);
+            (kafka != Some(*max)).then(|| format!("{key:?}: seglog {max}, Kafka 4.1 {kafka:?}"))
+        })
+        .collect();
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
     server.shutdown().await.expect("clean shutdown");
 }
 
