@@ -22,23 +22,27 @@ use crate::errors;
 use crate::handlers;
 
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
-/// range is what the handlers implement, within what the `kafka-protocol` crate encodes.
+/// range is what the handlers implement, within what the `kafka-protocol` crate encodes. The
+/// maxima are what Kafka 4.1 advertises by default (versions its schemas mark
+/// `latestVersionUnstable` are left out: OffsetCommit and OffsetFetch v10, InitProducerId v6,
+/// whose request codecs in `kafka-protocol` 0.18 also lack their new fields); the minima stay
+/// where old clients (kcat 1.7.1) need them.
 pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
-    (ApiKey::Produce, 3, 11),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 0, 12),
-    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::Produce, 3, 13),
+    (ApiKey::Fetch, 4, 18),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 0, 13),
+    (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 5),
+    (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
-    (ApiKey::DescribeCluster, 0, 1),
-    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::InitProducerId, 0, 5),
     (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
@@ -256,7 +260,9 @@ pub(crate) async fn handle(
             if let Some(&[k0, k1, v0, v1, c0, c1, c2, c3]) = frame_bytes.get(0..8) {
                 let key = i16::from_be_bytes([k0, k1]);
                 let version = i16::from_be_bytes([v0, v1]);
-                if key == ApiKey::ApiVersions as i16 && !(0..=3).contains(&version) {
+                let served = supported_versions(ApiKey::ApiVersions)
+                    .is_some_and(|(min, max)| (min..=max).contains(&version));
+                if key == ApiKey::ApiVersions as i16 && !served {
                     return unsupported_api_versions(i32::from_be_bytes([c0, c1, c2, c3]));
                 }
             }

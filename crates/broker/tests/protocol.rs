@@ -18,6 +18,7 @@ use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableT
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::incremental_alter_configs_request::{
@@ -36,7 +37,7 @@ use kafka_protocol::messages::{
     IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, ProduceResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use seglog_broker::{GROUP_APIS, SUPPORTED_APIS};
 use seglog_format::Compression;
 
@@ -68,6 +69,29 @@ fn fetch_request(topic: &str, partition: i32, offset: i64) -> FetchRequest {
                 .with_fetch_offset(offset)
                 .with_partition_max_bytes(1 << 20),
         ])])
+}
+
+/// A Produce v13 request: the topic named by its id.
+fn produce_request_by_id(
+    topic_id: uuid::Uuid,
+    partition: i32,
+    records: Bytes,
+    acks: i16,
+) -> ProduceRequest {
+    ProduceRequest::default().with_acks(acks).with_timeout_ms(5000).with_topic_data(vec![
+        TopicProduceData::default().with_topic_id(topic_id).with_partition_data(vec![
+            PartitionProduceData::default().with_index(partition).with_records(Some(records)),
+        ]),
+    ])
+}
+
+/// A Fetch v13+ request: the topic named by its id.
+fn fetch_request_by_id(topic_id: uuid::Uuid, partition: i32, offset: i64) -> FetchRequest {
+    let mut request = fetch_request("", partition, offset);
+    for topic in &mut request.topics {
+        topic.topic_id = topic_id;
+    }
+    request
 }
 
 fn list_offsets_request(topic: &str, timestamp: i64) -> ListOffsetsRequest {
@@ -118,8 +142,11 @@ async fn every_api_answers_at_every_advertised_version() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = start(dir.path(), &[]).await;
     let mut client = Client::connect(&server).await;
-    client.send(&create_topic_request("all", 1, &[]), 7).await;
+    let created = client.send(&create_topic_request("all", 1, &[]), 7).await;
+    let all_id = created.topics[0].topic_id;
+    assert!(!all_id.is_nil());
     produce(&mut client, "all", batch(Compression::None, &["a", "b"], 1_700_000_000_000)).await;
+    let mut produced = 2;
     for (key, min, max) in SUPPORTED_APIS {
         for version in min..=max {
             let topic = format!("v{}-{version}", key as i16);
@@ -141,35 +168,94 @@ async fn every_api_answers_at_every_advertised_version() {
                     let response =
                         client.send(&MetadataRequest::default().with_topics(topics), version).await;
                     assert_eq!(response.brokers.len(), 1, "v{version}");
+                    // v13's top-level error code (KIP-1102) is 0 when all is well.
+                    assert_eq!(response.error_code, 0, "v{version}");
                     let all = response
                         .topics
                         .iter()
                         .find(|t| t.name.as_ref().map(|n| n.0.as_str()) == Some("all"));
                     assert_eq!(all.map(|t| t.partitions.len()), Some(1), "v{version}");
+                    let expected_id = if version >= 10 { all_id } else { uuid::Uuid::nil() };
+                    assert_eq!(all.map(|t| t.topic_id), Some(expected_id), "v{version}");
                 }
                 ApiKey::DescribeCluster => {
-                    let response = client.send(&DescribeClusterRequest::default(), version).await;
+                    let mut request = DescribeClusterRequest::default();
+                    if version >= 2 {
+                        request.include_fenced_brokers = true;
+                    }
+                    let response = client.send(&request, version).await;
                     assert_eq!((response.error_code, response.brokers.len()), (0, 1), "v{version}");
+                    assert!(!response.brokers[0].is_fenced, "v{version}");
+                    assert_eq!(response.controller_id, response.brokers[0].broker_id);
                 }
                 ApiKey::Produce => {
                     let records = batch(Compression::Lz4, &["x"], 1_700_000_000_100);
-                    let response =
-                        client.send(&produce_request("all", 0, records, 1), version).await;
+                    let request = if version >= 13 {
+                        produce_request_by_id(all_id, 0, records, 1)
+                    } else {
+                        produce_request("all", 0, records, 1)
+                    };
+                    let response = client.send(&request, version).await;
+                    let topic = &response.responses[0];
+                    if version >= 13 {
+                        assert_eq!((topic.topic_id, topic.name.0.as_str()), (all_id, ""));
+                    } else {
+                        assert_eq!(
+                            (topic.topic_id, topic.name.0.as_str()),
+                            (uuid::Uuid::nil(), "all")
+                        );
+                    }
+                    let partition = &topic.partition_responses[0];
                     assert_eq!(
-                        response.responses[0].partition_responses[0].error_code, 0,
+                        (partition.error_code, partition.base_offset),
+                        (0, produced),
                         "v{version}"
                     );
+                    // KIP-951 (v10+): no leader hint on a partition that took the append.
+                    assert_eq!(partition.current_leader.leader_id, BrokerId(-1), "v{version}");
+                    assert!(response.node_endpoints.is_empty(), "v{version}");
+                    produced += 1;
                 }
                 ApiKey::Fetch => {
-                    let response = client.send(&fetch_request("all", 0, 0), version).await;
-                    let partition = &response.responses[0].partitions[0];
+                    let request = if version >= 13 {
+                        fetch_request_by_id(all_id, 0, 0)
+                    } else {
+                        fetch_request("all", 0, 0)
+                    };
+                    let response = client.send(&request, version).await;
+                    let topic = &response.responses[0];
+                    if version >= 13 {
+                        assert_eq!((topic.topic_id, topic.topic.0.as_str()), (all_id, ""));
+                    } else {
+                        assert_eq!(
+                            (topic.topic_id, topic.topic.0.as_str()),
+                            (uuid::Uuid::nil(), "all")
+                        );
+                    }
+                    let partition = &topic.partitions[0];
                     assert_eq!(partition.error_code, 0, "v{version}");
-                    assert!(records(partition.records.as_deref().unwrap_or_default()).len() >= 2);
+                    let fetched = records(partition.records.as_deref().unwrap_or_default());
+                    assert_eq!(&fetched[..2], &[(0, "a".to_owned()), (1, "b".to_owned())]);
+                    assert!(response.node_endpoints.is_empty(), "v{version}");
                 }
                 ApiKey::ListOffsets => {
                     let response = client.send(&list_offsets_request("all", -2), version).await;
                     let partition = &response.topics[0].partitions[0];
                     assert_eq!((partition.error_code, partition.offset), (0, 0), "v{version}");
+                    // -4 (v8+): the earliest local offset, the log start here; -5 (v9+): the
+                    // latest tiered offset, -1 with nothing tiered. Older versions: 35.
+                    let response = client.send(&list_offsets_request("all", -4), version).await;
+                    let partition = &response.topics[0].partitions[0];
+                    let expected = if version >= 8 { (0, 0) } else { (35, -1) };
+                    assert_eq!((partition.error_code, partition.offset), expected, "v{version}");
+                    let response = client.send(&list_offsets_request("all", -5), version).await;
+                    let partition = &response.topics[0].partitions[0];
+                    let expected = if version >= 9 { (0, -1, -1) } else { (35, -1, -1) };
+                    assert_eq!(
+                        (partition.error_code, partition.offset, partition.leader_epoch),
+                        expected,
+                        "v{version}"
+                    );
                 }
                 ApiKey::OffsetForLeaderEpoch => {
                     let request = OffsetForLeaderEpochRequest::default()
@@ -202,12 +288,23 @@ async fn every_api_answers_at_every_advertised_version() {
                     assert_eq!(response.results[0].error_code, 0, "v{version}");
                 }
                 ApiKey::DeleteTopics => {
-                    client.send(&create_topic_request(&topic, 1, &[]), 7).await;
-                    let request = DeleteTopicsRequest::default()
-                        .with_topic_names(vec![name(&topic)])
-                        .with_timeout_ms(5000);
-                    let response = client.send(&request, version).await;
-                    assert_eq!(response.responses[0].error_code, 0, "v{version}");
+                    let created = client.send(&create_topic_request(&topic, 1, &[]), 7).await;
+                    let id = created.topics[0].topic_id;
+                    let request = if version >= 6 {
+                        // By id (v6+).
+                        DeleteTopicsRequest::default().with_topics(vec![
+                            DeleteTopicState::default().with_name(None).with_topic_id(id),
+                        ])
+                    } else {
+                        DeleteTopicsRequest::default().with_topic_names(vec![name(&topic)])
+                    };
+                    let response = client.send(&request.with_timeout_ms(5000), version).await;
+                    let result = &response.responses[0];
+                    assert_eq!(result.error_code, 0, "v{version}");
+                    assert_eq!(result.name.as_ref().map(|n| n.0.as_str()), Some(topic.as_str()));
+                    let expected_id = if version >= 6 { id } else { uuid::Uuid::nil() };
+                    assert_eq!(result.topic_id, expected_id, "v{version}");
+                    assert!(!server.broker().manager().topics().contains(&topic), "v{version}");
                 }
                 ApiKey::DeleteRecords => {
                     let request =
@@ -307,6 +404,24 @@ async fn api_versions_of_an_unknown_version_answers_35_in_v0() {
     let decoded = ApiVersionsResponse::decode(&mut body, 0).expect("v0 body");
     assert_eq!(decoded.error_code, 35);
     assert_eq!(decoded.api_keys.len(), SUPPORTED_APIS.len());
+    // One past the newest (v5) is refused the same way; the newest (v4) is answered.
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("seglog-test"))
+        .with_client_software_version(s("1.0"));
+    let mut frame = BytesMut::new();
+    kafka_protocol::messages::RequestHeader::default()
+        .with_request_api_key(18)
+        .with_request_api_version(5)
+        .with_correlation_id(8)
+        .encode(&mut frame, 2)
+        .expect("header");
+    request.encode(&mut frame, 4).expect("body");
+    client.write_frame(&frame).await;
+    let mut response = client.read_frame().await.expect("an answer, not a close");
+    let mut body = response.split_off(4);
+    assert_eq!(response.as_ref(), 8i32.to_be_bytes());
+    assert_eq!(ApiVersionsResponse::decode(&mut body, 0).expect("v0 body").error_code, 35);
+    assert_eq!(client.send(&request, 4).await.error_code, 0);
     server.shutdown().await.expect("clean shutdown");
 }
 
@@ -318,17 +433,133 @@ async fn api_versions_v3_emits_no_tagged_field_holding_its_default() {
     let request = ApiVersionsRequest::default()
         .with_client_software_name(s("kcat"))
         .with_client_software_version(s("1.7.1"));
-    let body = client.send_raw_body(&request, 3).await;
-    // error_code, compact array of (key, min, max, no tags), throttle_time_ms, then the
-    // top-level tagged-field count, which must be 0 (no supported/finalized features).
-    let n_keys = SUPPORTED_APIS.len();
-    assert_eq!(body.len(), 2 + 1 + n_keys * 7 + 4 + 1, "{body:?}");
-    assert_eq!(body.last(), Some(&0));
-    // A v3 request whose software name breaks Kafka's pattern is refused.
-    let bad = ApiVersionsRequest::default()
-        .with_client_software_name(s("-bad name"))
-        .with_client_software_version(s("1"));
-    assert_eq!(client.send(&bad, 3).await.error_code, 42);
+    for version in [3, 4] {
+        let body = client.send_raw_body(&request, version).await;
+        // error_code (0: v4 is answered, not refused with 35), compact array of (key, min, max,
+        // no tags), throttle_time_ms, then the top-level tagged-field count, which must be 0
+        // (no supported/finalized features).
+        let n_keys = SUPPORTED_APIS.len();
+        assert_eq!(body.get(..2), Some(&[0u8, 0][..]), "v{version}");
+        assert_eq!(body.len(), 2 + 1 + n_keys * 7 + 4 + 1, "v{version}: {body:?}");
+        assert_eq!(body.last(), Some(&0));
+        // A request whose software name breaks Kafka's pattern is refused.
+        let bad = ApiVersionsRequest::default()
+            .with_client_software_name(s("-bad name"))
+            .with_client_software_version(s("1"));
+        assert_eq!(client.send(&bad, version).await.error_code, 42, "v{version}");
+    }
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// The maximum version Kafka 4.1 advertises by default for every API its broker listener
+/// serves: the ApiVersions answer of a 4.1 broker as franz-go's `kversion` records it, which
+/// agrees with the schemas `kafka-protocol` 0.18 is generated from once the versions marked
+/// `latestVersionUnstable` are left out (OffsetCommit and OffsetFetch v10, InitProducerId v6).
+const KAFKA_4_1_MAXIMA: [(ApiKey, i16); 75] = [
+    (ApiKey::Produce, 13),
+    (ApiKey::Fetch, 18),
+    (ApiKey::ListOffsets, 10),
+    (ApiKey::Metadata, 13),
+    (ApiKey::OffsetCommit, 9),
+    (ApiKey::OffsetFetch, 9),
+    (ApiKey::FindCoordinator, 6),
+    (ApiKey::JoinGroup, 9),
+    (ApiKey::Heartbeat, 4),
+    (ApiKey::LeaveGroup, 5),
+    (ApiKey::SyncGroup, 5),
+    (ApiKey::DescribeGroups, 6),
+    (ApiKey::ListGroups, 5),
+    (ApiKey::SaslHandshake, 1),
+    (ApiKey::ApiVersions, 4),
+    (ApiKey::CreateTopics, 7),
+    (ApiKey::DeleteTopics, 6),
+    (ApiKey::DeleteRecords, 2),
+    (ApiKey::InitProducerId, 5),
+    (ApiKey::OffsetForLeaderEpoch, 4),
+    (ApiKey::AddPartitionsToTxn, 5),
+    (ApiKey::AddOffsetsToTxn, 4),
+    (ApiKey::EndTxn, 5),
+    (ApiKey::WriteTxnMarkers, 1),
+    (ApiKey::TxnOffsetCommit, 5),
+    (ApiKey::DescribeAcls, 3),
+    (ApiKey::CreateAcls, 3),
+    (ApiKey::DeleteAcls, 3),
+    (ApiKey::DescribeConfigs, 4),
+    (ApiKey::AlterConfigs, 2),
+    (ApiKey::AlterReplicaLogDirs, 2),
+    (ApiKey::DescribeLogDirs, 4),
+    (ApiKey::SaslAuthenticate, 2),
+    (ApiKey::CreatePartitions, 3),
+    (ApiKey::CreateDelegationToken, 3),
+    (ApiKey::RenewDelegationToken, 2),
+    (ApiKey::ExpireDelegationToken, 2),
+    (ApiKey::DescribeDelegationToken, 3),
+    (ApiKey::DeleteGroups, 2),
+    (ApiKey::ElectLeaders, 2),
+    (ApiKey::IncrementalAlterConfigs, 1),
+    (ApiKey::AlterPartitionReassignments, 1),
+    (ApiKey::ListPartitionReassignments, 0),
+    (ApiKey::OffsetDelete, 0),
+    (ApiKey::DescribeClientQuotas, 1),
+    (ApiKey::AlterClientQuotas, 1),
+    (ApiKey::DescribeUserScramCredentials, 0),
+    (ApiKey::AlterUserScramCredentials, 0),
+    (ApiKey::DescribeQuorum, 2),
+    (ApiKey::UpdateFeatures, 2),
+    (ApiKey::DescribeCluster, 2),
+    (ApiKey::DescribeProducers, 0),
+    (ApiKey::UnregisterBroker, 0),
+    (ApiKey::DescribeTransactions, 0),
+    (ApiKey::ListTransactions, 2),
+    (ApiKey::ConsumerGroupHeartbeat, 1),
+    (ApiKey::ConsumerGroupDescribe, 1),
+    (ApiKey::GetTelemetrySubscriptions, 0),
+    (ApiKey::PushTelemetry, 0),
+    (ApiKey::ListConfigResources, 1),
+    (ApiKey::DescribeTopicPartitions, 0),
+    (ApiKey::ShareGroupHeartbeat, 1),
+    (ApiKey::ShareGroupDescribe, 1),
+    (ApiKey::ShareFetch, 1),
+    (ApiKey::ShareAcknowledge, 1),
+    (ApiKey::AddRaftVoter, 0),
+    (ApiKey::RemoveRaftVoter, 0),
+    (ApiKey::InitializeShareGroupState, 0),
+    (ApiKey::ReadShareGroupState, 0),
+    (ApiKey::WriteShareGroupState, 0),
+    (ApiKey::DeleteShareGroupState, 0),
+    (ApiKey::ReadShareGroupStateSummary, 0),
+    (ApiKey::DescribeShareGroupOffsets, 0),
+    (ApiKey::AlterShareGroupOffsets, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0),
+];
+
+#[tokio::test]
+async fn advertised_maxima_are_kafka_4_1s() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(s("seglog-test"))
+        .with_client_software_version(s("1.0"));
+    let response = client.send(&request, 4).await;
+    assert_eq!(response.error_code, 0);
+    let advertised: Vec<(i16, i16, i16)> = response
+        .api_keys
+        .iter()
+        .map(|api| (api.api_key, api.min_version, api.max_version))
+        .collect();
+    let listed: Vec<(i16, i16, i16)> =
+        SUPPORTED_APIS.iter().map(|(key, min, max)| (*key as i16, *min, *max)).collect();
+    assert_eq!(advertised, listed, "ApiVersions answers SUPPORTED_APIS");
+    // Every served API at Kafka 4.1's maximum, none above it or missing from its list.
+    let mismatches: Vec<String> = SUPPORTED_APIS
+        .iter()
+        .filter_map(|(key, _, max)| {
+            let kafka = KAFKA_4_1_MAXIMA.iter().find(|(k, _)| k == key).map(|(_, m)| *m);
+            (kafka != Some(*max)).then(|| format!("{key:?}: seglog {max}, Kafka 4.1 {kafka:?}"))
+        })
+        .collect();
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
     server.shutdown().await.expect("clean shutdown");
 }
 
@@ -1170,5 +1401,301 @@ async fn metrics_endpoint_serves_prometheus_text() {
     let mut text = String::new();
     http.read_to_string(&mut text).await.expect("read");
     assert!(text.starts_with("HTTP/1.1 404"), "{text}");
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn fetch_and_produce_name_topics_by_id_from_v13() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let created = client.send(&create_topic_request("ids", 2, &[]), 7).await;
+    let id = created.topics[0].topic_id;
+    assert!(!id.is_nil());
+    let unknown = uuid::Uuid::from_u128(0x5e91_0000_0000_4000_8000_0000_0000_0001);
+
+    // Produce v13 by id appends; an unknown id is UNKNOWN_TOPIC_ID, a known id with a partition
+    // it lacks UNKNOWN_TOPIC_OR_PARTITION, each partition on its own.
+    let by_id = batch(Compression::Zstd, &["by-id-0", "by-id-1"], 1_700_000_000_000);
+    let response = client.send(&produce_request_by_id(id, 1, by_id.clone(), -1), 13).await;
+    let partition = &response.responses[0].partition_responses[0];
+    assert_eq!((partition.error_code, partition.base_offset), (0, 0), "{partition:?}");
+    let request = ProduceRequest::default().with_acks(1).with_timeout_ms(5000).with_topic_data(
+        [(unknown, 0), (uuid::Uuid::nil(), 0), (id, 7)]
+            .into_iter()
+            .map(|(topic_id, partition)| {
+                TopicProduceData::default().with_topic_id(topic_id).with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(by_id.clone())),
+                ])
+            })
+            .collect(),
+    );
+    let response = client.send(&request, 13).await;
+    let answers: Vec<(uuid::Uuid, i16, i64)> = response
+        .responses
+        .iter()
+        .map(|t| {
+            (t.topic_id, t.partition_responses[0].error_code, t.partition_responses[0].base_offset)
+        })
+        .collect();
+    assert_eq!(answers, vec![(unknown, 100, -1), (uuid::Uuid::nil(), 100, -1), (id, 3, -1)]);
+    assert!(response.node_endpoints.is_empty(), "no leader hints for these errors");
+
+    // Fetch v13..=18 by id returns what was produced, under the topic's id.
+    for version in 13..=18 {
+        let response = client.send(&fetch_request_by_id(id, 1, 0), version).await;
+        let topic = &response.responses[0];
+        assert_eq!(topic.topic_id, id, "v{version}");
+        let partition = &topic.partitions[0];
+        assert_eq!((partition.error_code, partition.high_watermark), (0, 2), "v{version}");
+        assert_eq!(
+            records(partition.records.as_deref().unwrap_or_default()),
+            vec![(0, "by-id-0".to_owned()), (1, "by-id-1".to_owned())],
+            "v{version}"
+        );
+    }
+    // Before v13 the same partition is fetched by name.
+    let response = client.send(&fetch_request("ids", 1, 0), 12).await;
+    assert_eq!(
+        records(response.responses[0].partitions[0].records.as_deref().unwrap_or_default()).len(),
+        2
+    );
+
+    // An unknown id (and the nil id) is UNKNOWN_TOPIC_ID for each of its partitions, at once
+    // even for a long poll, while the known topic in the same request is still read.
+    let mut request =
+        fetch_request_by_id(id, 1, 0).with_min_bytes(1 << 20).with_max_wait_ms(60_000);
+    for topic_id in [unknown, uuid::Uuid::nil()] {
+        request.topics.push(FetchTopic::default().with_topic_id(topic_id).with_partitions(vec![
+            FetchPartition::default().with_partition(0).with_partition_max_bytes(1024),
+            FetchPartition::default().with_partition(1).with_partition_max_bytes(1024),
+        ]));
+    }
+    let started = Instant::now();
+    let response = client.send(&request, 18).await;
+    assert!(started.elapsed() < Duration::from_secs(30), "an error ends the long poll");
+    let answers: Vec<_> = response
+        .responses
+        .iter()
+        .map(|t| {
+            let partitions: Vec<(i32, i16, i64)> = t
+                .partitions
+                .iter()
+                .map(|p| (p.partition_index, p.error_code, p.high_watermark))
+                .collect();
+            (t.topic_id, partitions)
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (id, vec![(1, 0, 2)]),
+            (unknown, vec![(0, 100, -1), (1, 100, -1)]),
+            (uuid::Uuid::nil(), vec![(0, 100, -1), (1, 100, -1)]),
+        ]
+    );
+    assert_eq!(
+        records(response.responses[0].partitions[0].records.as_deref().unwrap_or_default()).len(),
+        2
+    );
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn fetch_v16_names_the_current_leader_when_the_epoch_is_fenced() {
+    use seglog_storage::log::partition_log::TopicPartition;
+    use seglog_storage::log::validator::AppendOrigin;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let created = client.send(&create_topic_request("epochs", 1, &[]), 7).await;
+    let id = created.topics[0].topic_id;
+    // Records written under leader epoch 3, as a log from a Kafka cluster may hold.
+    let log = server
+        .broker()
+        .manager()
+        .get_log(&TopicPartition { topic: "epochs".into(), partition: 0 })
+        .expect("log");
+    let info = log
+        .append_as_leader(&batch(Compression::None, &["e3"], 1), 3, AppendOrigin::Client, 1)
+        .expect("append");
+    log.update_high_watermark(info.last_offset + 1).expect("high watermark");
+
+    let ask = |current_leader_epoch: i32| {
+        let mut request = fetch_request_by_id(id, 0, 0);
+        for partition in &mut request.topics[0].partitions {
+            partition.current_leader_epoch = current_leader_epoch;
+        }
+        request
+    };
+    let address = server.local_addr();
+    // Fenced (an older epoch): from v16 the partition names this node at epoch 3, and the
+    // response carries its endpoint (KIP-951).
+    for version in 16..=18 {
+        let response = client.send(&ask(1), version).await;
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, 74, "v{version}");
+        assert_eq!(
+            (partition.current_leader.leader_id, partition.current_leader.leader_epoch),
+            (BrokerId(1), 3),
+            "v{version}"
+        );
+        let endpoints: Vec<(i32, String, i32)> = response
+            .node_endpoints
+            .iter()
+            .map(|node| (node.node_id.0, node.host.to_string(), node.port))
+            .collect();
+        assert_eq!(
+            endpoints,
+            vec![(1, address.ip().to_string(), i32::from(address.port()))],
+            "v{version}"
+        );
+    }
+    // Before v16 the same error carries no leader; the current epoch reads; a newer epoch
+    // (UNKNOWN_LEADER_EPOCH) is not a stale leader, so it carries none either.
+    for (version, epoch, code) in [(15, 1, 74), (16, 3, 0), (18, -1, 0), (18, 4, 75)] {
+        let response = client.send(&ask(epoch), version).await;
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, code, "v{version} epoch {epoch}");
+        assert_eq!(partition.current_leader.leader_id, BrokerId(-1), "v{version} epoch {epoch}");
+        assert!(response.node_endpoints.is_empty(), "v{version} epoch {epoch}");
+        if code == 0 {
+            let fetched = records(partition.records.as_deref().unwrap_or_default());
+            assert_eq!(fetched, vec![(0, "e3".to_owned())]);
+        }
+    }
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn list_offsets_special_timestamps_need_their_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    client.send(&create_topic_request("special", 1, &[]), 7).await;
+    // Recent timestamps, so that time retention leaves the segment alone after DeleteRecords.
+    let now_ms = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis(),
+    )
+    .expect("fits");
+    produce(&mut client, "special", batch(Compression::None, &["a", "b", "c"], now_ms)).await;
+    let delete = DeleteRecordsRequest::default().with_topics(vec![
+        DeleteRecordsTopic::default().with_name(name("special")).with_partitions(vec![
+            DeleteRecordsPartition::default().with_partition_index(0).with_offset(1),
+        ]),
+    ]);
+    assert_eq!(client.send(&delete, 2).await.topics[0].partitions[0].low_watermark, 1);
+    let mut answers = Vec::new();
+    for (timestamp, version) in
+        [(-3, 6), (-3, 7), (-4, 7), (-4, 8), (-5, 8), (-5, 9), (-5, 10), (-6, 10), (-7, 1)]
+    {
+        let response = client.send(&list_offsets_request("special", timestamp), version).await;
+        let p = &response.topics[0].partitions[0];
+        answers.push((timestamp, version, p.error_code, p.offset, p.leader_epoch));
+    }
+    assert_eq!(
+        answers,
+        vec![
+            (-3, 6, 35, -1, -1),
+            (-3, 7, 0, 2, 0),
+            (-4, 7, 35, -1, -1),
+            // The earliest local offset is the log start: every segment is local.
+            (-4, 8, 0, 1, 0),
+            (-5, 8, 35, -1, -1),
+            // Nothing is tiered: offset -1 at epoch -1, without error (Kafka's answer).
+            (-5, 9, 0, -1, -1),
+            (-5, 10, 0, -1, -1),
+            (-6, 10, 35, -1, -1),
+            (-7, 1, 35, -1, -1),
+        ]
+    );
+    // v10's timeout (for remote storage) changes nothing here.
+    let response = client.send(&list_offsets_request("special", -1).with_timeout_ms(1), 10).await;
+    assert_eq!(response.topics[0].partitions[0].offset, 3);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn delete_topics_v6_by_name_or_id_and_its_refusals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let mut ids = Vec::new();
+    for topic in ["d1", "d2", "d3"] {
+        ids.push(client.send(&create_topic_request(topic, 1, &[]), 7).await.topics[0].topic_id);
+    }
+    let unknown = uuid::Uuid::from_u128(0xdead_beef_0000_4000_8000_0000_0000_0002);
+    let by = |topic: Option<&str>, id: uuid::Uuid| {
+        DeleteTopicState::default().with_name(topic.map(name)).with_topic_id(id)
+    };
+    let request = DeleteTopicsRequest::default().with_timeout_ms(5000).with_topics(vec![
+        by(Some("d1"), uuid::Uuid::nil()),
+        by(None, ids[1]),
+        by(None, unknown),
+        by(None, uuid::Uuid::nil()),
+        by(Some("d3"), ids[2]),
+        by(None, ids[2]),
+        by(None, ids[2]),
+        by(Some("missing"), uuid::Uuid::nil()),
+    ]);
+    let response = client.send(&request, 6).await;
+    let results: Vec<(Option<String>, uuid::Uuid, i16, Option<String>)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.0.to_string()),
+                r.topic_id,
+                r.error_code,
+                r.error_message.as_ref().map(ToString::to_string),
+            )
+        })
+        .collect();
+    let nil = uuid::Uuid::nil();
+    assert_eq!(results[0], (Some("d1".into()), ids[0], 0, None), "by name: its id is named");
+    assert_eq!(results[1], (Some("d2".into()), ids[1], 0, None), "by id: its name is named");
+    assert_eq!(
+        results[2..6],
+        [
+            (None, unknown, 100, Some("This server does not host this topic ID.".into())),
+            (None, nil, 42, Some("Neither topic name nor id were specified.".into())),
+            (
+                Some("d3".into()),
+                ids[2],
+                42,
+                Some("You may not specify both topic name and topic id.".into())
+            ),
+            (None, ids[2], 42, Some("Duplicate topic id.".into())),
+        ]
+    );
+    assert_eq!((results[6].2, results.len()), (3, 7), "a duplicate is answered once");
+    assert_eq!(server.broker().manager().topics(), vec!["d3".to_owned()]);
+    // Before v6, a name given twice is refused the same way, once.
+    let request = DeleteTopicsRequest::default().with_topic_names(vec![name("d3"), name("d3")]);
+    let response = client.send(&request, 5).await;
+    let codes: Vec<i16> = response.responses.iter().map(|r| r.error_code).collect();
+    assert_eq!(codes, vec![42]);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test]
+async fn describe_cluster_refuses_controller_and_unknown_endpoint_types() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    for version in 1..=2 {
+        for (endpoint_type, code) in [(1, 0), (2, 114), (7, 115)] {
+            let request = DescribeClusterRequest::default().with_endpoint_type(endpoint_type);
+            let response = client.send(&request, version).await;
+            assert_eq!(response.error_code, code, "v{version} type {endpoint_type}");
+            let n_brokers = usize::from(code == 0);
+            assert_eq!(response.brokers.len(), n_brokers, "v{version} type {endpoint_type}");
+        }
+    }
     server.shutdown().await.expect("clean shutdown");
 }

@@ -1,7 +1,7 @@
 //! Metadata and topic administration: Metadata (with auto-creation), CreateTopics,
 //! DeleteTopics, CreatePartitions and DeleteRecords.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -19,7 +19,7 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{
     BrokerId, CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
     CreateTopicsResponse, DeleteRecordsRequest, DeleteRecordsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, MetadataRequest, MetadataResponse,
+    DeleteTopicsResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use seglog_format::names::validate_topic;
@@ -27,7 +27,7 @@ use seglog_storage::Error;
 use seglog_storage::log::partition_log::TopicPartition;
 
 use super::configs::{check_topic_configs, topic_config_entries};
-use super::{blocking, now_ms, str_bytes, topic_name};
+use super::{TopicIds, blocking, now_ms, str_bytes, topic_name};
 use crate::dispatch::{Reply, encode};
 use crate::{Broker, errors};
 
@@ -41,6 +41,8 @@ fn uuid(id: [u8; 16]) -> uuid::Uuid {
 
 /// Metadata: this node leads every partition. A topic asked for by name that does not exist is
 /// created with `num.partitions` partitions when both the broker and the request allow it.
+/// v13's top-level error code (KIP-1102) is for REBOOTSTRAP_REQUIRED, which a broker that
+/// knows its cluster never answers: it stays 0.
 pub(crate) async fn metadata(
     broker: &Arc<Broker>,
     request: MetadataRequest,
@@ -379,7 +381,10 @@ fn create_topic(
     result
 }
 
-/// DeleteTopics by name (ids arrive with v6, which is not advertised).
+/// DeleteTopics: by name (v1-5) or, from v6, each entry by name or by id. As Kafka's
+/// `ControllerApis.deleteTopics` answers: an entry with neither or both is INVALID_REQUEST, and
+/// so is a name or id given twice (answered once); an id no topic has is UNKNOWN_TOPIC_ID; v6
+/// answers every deleted topic with its name and id.
 pub(crate) async fn delete_topics(
     broker: &Arc<Broker>,
     request: DeleteTopicsRequest,
@@ -387,14 +392,76 @@ pub(crate) async fn delete_topics(
 ) -> Result<Reply, String> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
+        let asked: Vec<(Option<TopicName>, uuid::Uuid)> = if version >= 6 {
+            request.topics.iter().map(|topic| (topic.name.clone(), topic.topic_id)).collect()
+        } else {
+            request.topic_names.iter().map(|name| (Some(name.clone()), uuid::Uuid::nil())).collect()
+        };
+        let ids = (version >= 6).then(|| TopicIds::new(&broker));
+        let mut n_names: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut n_ids: BTreeMap<uuid::Uuid, usize> = BTreeMap::new();
+        for (name, id) in &asked {
+            match (name, id.is_nil()) {
+                (Some(name), true) => *n_names.entry(name.0.as_str()).or_default() += 1,
+                (None, false) => *n_ids.entry(*id).or_default() += 1,
+                _ => {}
+            }
+        }
+        let mut answered_names = BTreeSet::new();
+        let mut answered_ids = BTreeSet::new();
         let mut response = DeleteTopicsResponse::default();
-        for name in &request.topic_names {
-            let mut result = DeletableTopicResult::default();
-            result.name = Some(name.clone());
-            if let Err(error) = broker.manager.delete_topic(name.0.as_str()) {
-                result.error_code = errors::code(&error);
-                if version >= 5 {
-                    result.error_message = message(error.to_string());
+        for (name, id) in &asked {
+            let answered = match (name, id.is_nil()) {
+                (Some(name), true) => !answered_names.insert(name.0.as_str()),
+                (None, false) => !answered_ids.insert(*id),
+                _ => false,
+            };
+            if answered {
+                continue;
+            }
+            let mut result = DeletableTopicResult::default().with_name(name.clone());
+            let target = match (name, id.is_nil()) {
+                (None, true) => {
+                    Err((errors::INVALID_REQUEST, "Neither topic name nor id were specified."))
+                }
+                (Some(_), false) => Err((
+                    errors::INVALID_REQUEST,
+                    "You may not specify both topic name and topic id.",
+                )),
+                (Some(name), true) if n_names.get(name.0.as_str()).copied() > Some(1) => {
+                    Err((errors::INVALID_REQUEST, "Duplicate topic name."))
+                }
+                (None, false) if n_ids.get(id).copied() > Some(1) => {
+                    Err((errors::INVALID_REQUEST, "Duplicate topic id."))
+                }
+                (Some(name), true) => Ok(name.0.to_string()),
+                (None, false) => ids
+                    .as_ref()
+                    .and_then(|ids| ids.name(id))
+                    .map(str::to_owned)
+                    .ok_or((errors::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")),
+            };
+            if version >= 6 {
+                result.topic_id = *id;
+            }
+            match target {
+                Err((code, text)) => {
+                    result.error_code = code;
+                    if version >= 5 {
+                        result.error_message = message(text);
+                    }
+                }
+                Ok(target) => {
+                    if let Some(ids) = &ids {
+                        result.name = Some(topic_name(&target));
+                        result.topic_id = ids.by_name.get(&target).copied().unwrap_or_default();
+                    }
+                    if let Err(error) = broker.manager.delete_topic(&target) {
+                        result.error_code = errors::code(&error);
+                        if version >= 5 {
+                            result.error_message = message(error.to_string());
+                        }
+                    }
                 }
             }
             response.responses.push(result);

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+};
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -23,7 +25,7 @@ use seglog_storage::config::DurabilityMode;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
-use super::{blocking, now_ms, str_bytes, topic_name};
+use super::{TopicIds, blocking, now_ms, str_bytes};
 use crate::dispatch::{Reply, encode};
 use crate::{Broker, errors};
 
@@ -39,6 +41,12 @@ fn tp(topic: &str, partition: i32) -> TopicPartition {
 /// topic's durability mode makes the append durable: at once for `page-cache` (Kafka's
 /// meaning of "all in-sync replicas have it" on one node) and `fsync-every-append`, after the
 /// covering fsync for `group-commit`. acks=0 gets no response.
+///
+/// Versions: v10 (KIP-951) adds the current leader and its endpoint for NOT_LEADER_OR_FOLLOWER
+/// answers, which this node, leader of every partition it has, never gives (a partition on an
+/// offline directory is KAFKA_STORAGE_ERROR, as in Kafka), so both stay empty and unsent; v11
+/// and v12 (KIP-890) only concern transactions, refused here; v13 (KIP-516) names topics by
+/// id, and an id no topic has is UNKNOWN_TOPIC_ID.
 pub(crate) async fn produce(
     broker: &Arc<Broker>,
     request: ProduceRequest,
@@ -46,32 +54,51 @@ pub(crate) async fn produce(
 ) -> Result<Reply, String> {
     let acks = request.acks;
     let transactional = request.transactional_id.is_some();
+    let ids = if version >= 13 {
+        let broker = Arc::clone(broker);
+        Some(blocking(move || TopicIds::new(&broker)).await?)
+    } else {
+        None
+    };
     let mut pending = Vec::new();
     for topic in request.topic_data {
-        let name = topic.name.0.to_string();
+        let name = match &ids {
+            Some(ids) => ids.name(&topic.topic_id).map(str::to_owned),
+            None => Some(topic.name.0.to_string()),
+        };
         let mut partitions = Vec::new();
         for partition in topic.partition_data {
             let broker = Arc::clone(broker);
             let name = name.clone();
             partitions.push(tokio::task::spawn_blocking(move || {
-                if transactional {
-                    return produce_error(
+                let response = if transactional {
+                    produce_error(
                         partition.index,
                         errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                         "transactions are not supported by this broker",
                     )
-                    .for_version(version);
-                }
-                append_partition(&broker, &name, partition.index, partition.records, acks)
-                    .for_version(version)
+                } else if let Some(name) = name {
+                    append_partition(&broker, &name, partition.index, partition.records, acks)
+                } else {
+                    produce_error(
+                        partition.index,
+                        errors::UNKNOWN_TOPIC_ID,
+                        "This server does not host this topic ID.",
+                    )
+                };
+                response.for_version(version)
             }));
         }
-        pending.push((name, partitions));
+        pending.push((topic.name, topic.topic_id, partitions));
     }
     let mut response = ProduceResponse::default();
-    for (name, partitions) in pending {
+    for (name, topic_id, partitions) in pending {
         let mut topic = TopicProduceResponse::default();
-        topic.name = topic_name(&name);
+        if version >= 13 {
+            topic.topic_id = topic_id;
+        } else {
+            topic.name = name;
+        }
         for handle in partitions {
             topic
                 .partition_responses
@@ -206,6 +233,14 @@ struct PartitionRead {
 /// and no partition failed, waits for an append (or `max_wait_ms`) and reads again. Fetch
 /// sessions (KIP-227) are declined the way Kafka allows: every response carries session id 0,
 /// so clients keep sending full fetches; an incremental fetch gets FETCH_SESSION_ID_NOT_FOUND.
+///
+/// Versions: from v13 (KIP-516) topics are named by id, in the request and the response; an id
+/// no topic has is UNKNOWN_TOPIC_ID for each of its partitions. From v16 (KIP-951) a partition
+/// answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader and epoch,
+/// and the response that leader's endpoint. v15 (KIP-903: the replica id moves into
+/// `replica_state`), v17 (KIP-853: the follower's directory id) and v18 (KIP-1166: the
+/// follower's high watermark) change only what followers send; this broker has none, and
+/// serves every fetcher as a consumer.
 pub(crate) async fn fetch(
     broker: &Arc<Broker>,
     request: FetchRequest,
@@ -222,13 +257,23 @@ pub(crate) async fn fetch(
     let deadline = Instant::now() + Duration::from_millis(wait_ms);
     let min_bytes = usize::try_from(request.min_bytes.max(0)).unwrap_or(0);
     let request = Arc::new(request);
+    // Each topic's name, resolved once (by the first read) and kept across the long poll.
+    let mut names: Option<Arc<Vec<Option<String>>>> = None;
     let reads = loop {
         let appended = broker.appended.notified();
         tokio::pin!(appended);
         appended.as_mut().enable();
         let (broker_for_read, request_for_read) = (Arc::clone(broker), Arc::clone(&request));
-        let reads =
-            blocking(move || read_partitions(&broker_for_read, &request_for_read, version)).await?;
+        let known = names.take();
+        let (resolved, reads) = blocking(move || {
+            let resolved = known.unwrap_or_else(|| {
+                Arc::new(fetch_topic_names(&broker_for_read, &request_for_read, version))
+            });
+            let reads = read_partitions(&broker_for_read, &request_for_read, &resolved, version);
+            (resolved, reads)
+        })
+        .await?;
+        names = Some(resolved);
         let total: usize = reads.iter().map(|read| read.bytes).sum();
         let failed = reads.iter().any(|read| read.data.error_code != errors::NONE);
         let now = Instant::now();
@@ -239,14 +284,26 @@ pub(crate) async fn fetch(
     };
     for (idx, topic) in request.topics.iter().enumerate() {
         let mut out = FetchableTopicResponse::default();
-        out.topic = topic.topic.clone();
-        out.topic_id = topic.topic_id;
+        if version >= 13 {
+            out.topic_id = topic.topic_id;
+        } else {
+            out.topic = topic.topic.clone();
+        }
         response.responses.push(out);
         debug_assert_eq!(response.responses.len(), idx + 1);
     }
     let mut bytes_out = 0;
     for read in reads {
         bytes_out += read.bytes;
+        if read.data.current_leader.leader_id.0 >= 0 && response.node_endpoints.is_empty() {
+            // Every partition's leader is this node: one endpoint covers them all.
+            response.node_endpoints.push(
+                NodeEndpoint::default()
+                    .with_node_id(BrokerId(broker.config.node_id))
+                    .with_host(str_bytes(&broker.advertised_host))
+                    .with_port(broker.advertised_port),
+            );
+        }
         if let Some(topic) = response.responses.get_mut(read.topic_idx) {
             topic.partitions.push(read.data);
         }
@@ -255,7 +312,22 @@ pub(crate) async fn fetch(
     encode(&response, version)
 }
 
-fn read_partitions(broker: &Broker, request: &FetchRequest, version: i16) -> Vec<PartitionRead> {
+/// The name of each fetched topic: as sent before v13, found by its id from v13 (`None` for an
+/// id no topic has).
+fn fetch_topic_names(broker: &Broker, request: &FetchRequest, version: i16) -> Vec<Option<String>> {
+    if version < 13 {
+        return request.topics.iter().map(|topic| Some(topic.topic.0.to_string())).collect();
+    }
+    let ids = TopicIds::new(broker);
+    request.topics.iter().map(|topic| ids.name(&topic.topic_id).map(str::to_owned)).collect()
+}
+
+fn read_partitions(
+    broker: &Broker,
+    request: &FetchRequest,
+    names: &[Option<String>],
+    version: i16,
+) -> Vec<PartitionRead> {
     let isolation = if request.isolation_level == 1 {
         Isolation::TxnCommitted
     } else {
@@ -266,7 +338,7 @@ fn read_partitions(broker: &Broker, request: &FetchRequest, version: i16) -> Vec
     let mut min_one_message = true;
     let mut reads = Vec::new();
     for (topic_idx, topic) in request.topics.iter().enumerate() {
-        let name = topic.topic.0.to_string();
+        let name = names.get(topic_idx).cloned().flatten();
         for partition in &topic.partitions {
             let mut data = PartitionData::default();
             data.partition_index = partition.partition;
@@ -277,13 +349,17 @@ fn read_partitions(broker: &Broker, request: &FetchRequest, version: i16) -> Vec
             data.aborted_transactions = (request.isolation_level == 1).then(Vec::new);
             data.records = Some(Bytes::new());
             let mut bytes = 0;
-            match broker.manager.get_log(&tp(&name, partition.partition)) {
+            let Some(name) = &name else {
+                data.error_code = errors::UNKNOWN_TOPIC_ID;
+                reads.push(PartitionRead { topic_idx, data, bytes });
+                continue;
+            };
+            match broker.manager.get_log(&tp(name, partition.partition)) {
                 Err(error) => data.error_code = errors::code(&error),
                 Ok(log) => {
-                    let epoch_check = errors::check_leader_epoch(
-                        partition.current_leader_epoch,
-                        Broker::leader_epoch(&log),
-                    );
+                    let leader_epoch = Broker::leader_epoch(&log);
+                    let epoch_check =
+                        errors::check_leader_epoch(partition.current_leader_epoch, leader_epoch);
                     data.high_watermark = log.high_watermark().unwrap_or(-1);
                     data.last_stable_offset = log.last_stable_offset().unwrap_or(-1);
                     if version >= 5 {
@@ -312,6 +388,14 @@ fn read_partitions(broker: &Broker, request: &FetchRequest, version: i16) -> Vec
                     } else {
                         data.error_code = epoch_check;
                     }
+                    let stale_leader = data.error_code == errors::NOT_LEADER_OR_FOLLOWER
+                        || data.error_code == errors::FENCED_LEADER_EPOCH;
+                    if version >= 16 && stale_leader {
+                        // KIP-951: tell the client who leads now, so it need not ask Metadata.
+                        data.current_leader = LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(broker.config.node_id))
+                            .with_leader_epoch(leader_epoch);
+                    }
                 }
             }
             reads.push(PartitionRead { topic_idx, data, bytes });
@@ -321,8 +405,13 @@ fn read_partitions(broker: &Broker, request: &FetchRequest, version: i16) -> Vec
 }
 
 /// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed, the
-/// same here), -2 the log start, -3 the record with the largest timestamp, and a real
-/// timestamp the first record at or after it below the high watermark.
+/// same here), -2 the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
+/// KIP-405's earliest local offset) the log start too, since nothing is tiered, -5 (v9+, the
+/// latest tiered offset) offset -1 with epoch -1, as Kafka answers for a topic without remote
+/// storage, and a real timestamp the first record at or after it below the high watermark. A
+/// special timestamp older than the request's version, or unknown, is UNSUPPORTED_VERSION
+/// (Kafka's `ReplicaManager.isListOffsetsTimestampUnsupported`). v10's `timeout_ms` bounds
+/// reads from remote storage, which seglog has not: it is not needed.
 pub(crate) async fn list_offsets(
     broker: &Arc<Broker>,
     request: ListOffsetsRequest,
@@ -353,6 +442,22 @@ pub(crate) async fn list_offsets(
     encode(&response, version)
 }
 
+/// ListOffsets' earliest local offset (KIP-405), from v8.
+const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// ListOffsets' latest tiered offset (KIP-1005), from v9.
+const LATEST_TIERED_TIMESTAMP: i64 = -5;
+
+/// The first ListOffsets version that knows a special (negative) timestamp.
+fn special_timestamp_version(timestamp: i64) -> Option<i16> {
+    match timestamp {
+        -1 | -2 => Some(1),
+        -3 => Some(7),
+        EARLIEST_LOCAL_TIMESTAMP => Some(8),
+        LATEST_TIERED_TIMESTAMP => Some(9),
+        _ => None,
+    }
+}
+
 fn list_offset(
     broker: &Broker,
     topic: &str,
@@ -366,6 +471,10 @@ fn list_offset(
     out.timestamp = -1;
     out.offset = -1;
     out.leader_epoch = -1;
+    if timestamp < 0 && special_timestamp_version(timestamp).is_none_or(|since| version < since) {
+        out.error_code = errors::UNSUPPORTED_VERSION;
+        return out;
+    }
     let log = match broker.manager.get_log(&tp(topic, partition)) {
         Ok(log) => log,
         Err(error) => {
@@ -377,6 +486,11 @@ fn list_offset(
     if out.error_code != errors::NONE {
         return out;
     }
+    if timestamp == LATEST_TIERED_TIMESTAMP {
+        // Nothing is tiered: Kafka's `UnifiedLog.fetchOffsetByTimestamp` without remote storage.
+        out.offset = -1;
+        return out;
+    }
     let high_watermark = match log.high_watermark() {
         Ok(high_watermark) => high_watermark,
         Err(error) => {
@@ -384,10 +498,12 @@ fn list_offset(
             return out;
         }
     };
-    match log.fetch_offset_by_timestamp(timestamp) {
+    // Every segment is local, so the earliest local offset is the log start offset.
+    let target = if timestamp == EARLIEST_LOCAL_TIMESTAMP { -2 } else { timestamp };
+    match log.fetch_offset_by_timestamp(target) {
         Ok(Some(found)) => {
-            let offset = if timestamp == -1 { high_watermark } else { found.offset };
-            if timestamp == -1 || timestamp == -2 || offset < high_watermark {
+            let offset = if target == -1 { high_watermark } else { found.offset };
+            if target == -1 || target == -2 || offset < high_watermark {
                 out.offset = offset;
                 out.timestamp = found.timestamp;
                 if version >= 4 {

@@ -45,7 +45,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{blocking, now_ms, operations, str_bytes, topic_name};
+use super::{TopicIds, blocking, now_ms, operations, str_bytes, topic_name};
 use crate::dispatch::{Reply, Request, encode};
 use crate::group::{
     ConsumerHeartbeat, FetchedOffsets, JoinRequest, OffsetToCommit, Partition, SyncRequest,
@@ -600,27 +600,8 @@ async fn offset_delete(
     encode(&response, version)
 }
 
-/// Topic names and ids, both ways, for the KIP-848 APIs (which name topics by id).
-struct TopicIds {
-    counts: BTreeMap<String, i32>,
-    by_name: BTreeMap<String, uuid::Uuid>,
-    by_id: BTreeMap<uuid::Uuid, String>,
-}
-
 impl TopicIds {
-    fn new(broker: &Broker) -> Self {
-        let counts = broker.manager.topic_partition_counts();
-        let by_name: BTreeMap<String, uuid::Uuid> = counts
-            .keys()
-            .filter_map(|name| {
-                broker.manager.topic_id(name).map(|id| (name.clone(), uuid::Uuid::from_bytes(id)))
-            })
-            .collect();
-        let by_id = by_name.iter().map(|(name, id)| (*id, name.clone())).collect();
-        Self { counts, by_name, by_id }
-    }
-
-    /// Partitions by topic id, for a response.
+    /// Partitions by topic id, for a KIP-848 response.
     fn by_topic(&self, partitions: &BTreeSet<Partition>) -> Vec<(uuid::Uuid, String, Vec<i32>)> {
         let mut grouped: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
         for (topic, partition) in partitions {

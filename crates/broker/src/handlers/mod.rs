@@ -7,6 +7,7 @@ mod configs;
 mod data;
 pub(crate) mod groups;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -52,6 +53,35 @@ pub(crate) fn topic_name(text: &str) -> TopicName {
     TopicName(str_bytes(text))
 }
 
+/// Topic names and ids, both ways, read once per request, for the APIs that name topics by id
+/// (Fetch v13+, Produce v13, DeleteTopics v6, the KIP-848 group APIs). `LogManager::topic_id`
+/// may read a `partition.metadata` file: the data path builds this on the blocking pool.
+pub(crate) struct TopicIds {
+    /// Every topic's partition count.
+    pub(crate) counts: BTreeMap<String, i32>,
+    pub(crate) by_name: BTreeMap<String, uuid::Uuid>,
+    pub(crate) by_id: BTreeMap<uuid::Uuid, String>,
+}
+
+impl TopicIds {
+    pub(crate) fn new(broker: &Broker) -> Self {
+        let counts = broker.manager.topic_partition_counts();
+        let by_name: BTreeMap<String, uuid::Uuid> = counts
+            .keys()
+            .filter_map(|name| {
+                broker.manager.topic_id(name).map(|id| (name.clone(), uuid::Uuid::from_bytes(id)))
+            })
+            .collect();
+        let by_id = by_name.iter().map(|(name, id)| (*id, name.clone())).collect();
+        Self { counts, by_name, by_id }
+    }
+
+    /// The name of the topic with this id; never for the nil id.
+    pub(crate) fn name(&self, id: &uuid::Uuid) -> Option<&str> {
+        self.by_id.get(id).map(String::as_str).filter(|_| !id.is_nil())
+    }
+}
+
 /// The wall clock, in milliseconds.
 pub(crate) fn now_ms() -> i64 {
     SystemClock.now_ms()
@@ -89,7 +119,9 @@ pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result
 /// InitProducerId for idempotent producers: a producer id never handed out before (reserved
 /// durably in blocks) at epoch 0. Transactional ids need the transaction coordinator, which
 /// seglog does not have yet: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for the
-/// client rather than an endless retry.
+/// client rather than an endless retry. v4 and v5 only allow new error codes (PRODUCER_FENCED,
+/// TRANSACTION_ABORTABLE), which need transactions; v6 (KIP-939 two-phase commit) is unstable
+/// in Kafka 4.1 and not advertised.
 pub(crate) async fn init_producer_id(
     broker: &Arc<Broker>,
     request: &InitProducerIdRequest,
@@ -121,17 +153,32 @@ pub(crate) async fn init_producer_id(
     encode(&response, version)
 }
 
-/// DescribeCluster: this one node, which is also the controller.
+/// DescribeCluster: this one node, which is also the controller. It is never fenced, so
+/// `include_fenced_brokers` (v2) lists the same broker, with `is_fenced` false. Asking this
+/// broker listener for controllers (endpoint type 2) or an unknown type is refused as Kafka's
+/// `AuthHelper.computeDescribeClusterResponse` refuses it.
 pub(crate) fn describe_cluster(
     broker: &Arc<Broker>,
     request: &DescribeClusterRequest,
     version: i16,
 ) -> Result<Reply, String> {
     let mut response = DescribeClusterResponse::default();
-    if request.endpoint_type != 1 {
-        // Only brokers are described here (endpoint type 1); controllers have no listener.
-        response.error_code = errors::UNSUPPORTED_VERSION;
-        response.error_message = Some(str_bytes("only the broker endpoint type (1) is served"));
+    let refusal = match request.endpoint_type {
+        1 => None,
+        2 => Some((
+            errors::MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of \
+             type CONTROLLER"
+                .to_owned(),
+        )),
+        other => {
+            Some((errors::UNSUPPORTED_ENDPOINT_TYPE, format!("Unsupported endpoint type {other}")))
+        }
+    };
+    if let Some((code, message)) = refusal {
+        response.error_code = code;
+        response.error_message = Some(str_bytes(&message));
+        return encode(&response, version);
     }
     response.endpoint_type = request.endpoint_type;
     if request.include_cluster_authorized_operations {

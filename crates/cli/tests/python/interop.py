@@ -45,8 +45,18 @@ def kafka_python_produce(bootstrap, topic):
         producer.close()
 
 
+# kafka-python infers the broker's release from its ApiVersions answer (the newest release
+# whose marker API version is advertised: 4.1 is Produce v13) and turns off what older releases
+# lack; seglog advertises Kafka 4.1's versions.
+BROKER_VERSION_MIN = (4, 1)
+
+
 def kafka_python_consume(bootstrap, topic, n):
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=5000)
+    inferred = consumer.config["api_version"]
+    if inferred < BROKER_VERSION_MIN:
+        sys.exit(f"kafka-python infers broker version {inferred}, want {BROKER_VERSION_MIN} or later")
+    print(f"kafka-python infers broker version {'.'.join(map(str, inferred))}")
     consumer.assign([TopicPartition(topic, 0)])
     consumer.seek_to_beginning()
     values = []
