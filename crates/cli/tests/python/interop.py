@@ -26,6 +26,10 @@ def expected(client):
 
 def kafka_python_produce(bootstrap, topic):
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    inferred = admin.config["api_version"] or admin._client.check_version()
+    if inferred < BROKER_VERSION_MIN:
+        sys.exit(f"KafkaAdminClient infers broker version {inferred}, want {BROKER_VERSION_MIN}")
+    print(f"KafkaAdminClient infers broker version {'.'.join(map(str, inferred))}")
     admin.create_topics([NewTopic(topic, 1, 1)])
     admin.close()
     for codec in CODECS:
