@@ -134,6 +134,9 @@ pub mod broker {
     /// `replica.high.watermark.checkpoint.interval.ms`: the high-watermark checkpoint period.
     pub const REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS: &str =
         "replica.high.watermark.checkpoint.interval.ms";
+    /// `replica.fetch.max.bytes`: what a move between log directories copies per partition per
+    /// step (Kafka's `ReplicaAlterLogDirsThread` fetches with it too).
+    pub const REPLICA_FETCH_MAX_BYTES: &str = "replica.fetch.max.bytes";
 
     /// Synonym of `segment.bytes`.
     pub const LOG_SEGMENT_BYTES: &str = "log.segment.bytes";
@@ -794,6 +797,9 @@ pub struct BrokerLogConfig {
     /// `meta.properties`, and checked against an existing one as Kafka does. `None` (tools)
     /// checks nothing and gives new directories node 1.
     pub node_id: Option<i32>,
+    /// `replica.fetch.max.bytes` (1048576; at least 0): bytes a move between log directories
+    /// copies per partition per [`crate::manager::LogManager::tick`] (at least one batch).
+    pub replica_fetch_max_bytes: u32,
 }
 
 impl Default for BrokerLogConfig {
@@ -809,6 +815,7 @@ impl Default for BrokerLogConfig {
             high_watermark_checkpoint_interval_ms: 5_000,
             default_log_config: LogConfig::default(),
             node_id: None,
+            replica_fetch_max_bytes: 1_048_576,
         }
     }
 }
@@ -855,7 +862,7 @@ impl BrokerLogConfig {
             LOG_DIR, LOG_DIRS, LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS,
             LOG_FLUSH_SCHEDULER_INTERVAL_MS, LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS,
             LOG_RETENTION_CHECK_INTERVAL_MS, NUM_PARTITIONS, NUM_RECOVERY_THREADS_PER_DATA_DIR,
-            REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+            REPLICA_FETCH_MAX_BYTES, REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
         };
         let (r, d) = (Reader { properties }, Self::default());
         let int_max = i64::from(i32::MAX);
@@ -897,6 +904,11 @@ impl BrokerLogConfig {
             )?,
             default_log_config: default_log_config(&r)?,
             node_id: None,
+            replica_fetch_max_bytes: r.uint(
+                REPLICA_FETCH_MAX_BYTES,
+                d.replica_fetch_max_bytes,
+                0,
+            )?,
         })
     }
 

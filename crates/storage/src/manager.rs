@@ -26,6 +26,10 @@ use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
 use crate::log::partition_log::{PartitionLog, TopicPartition};
 
+mod log_dirs;
+
+pub use log_dirs::{INVALID_OFFSET_LAG, LogDirDescription, ReplicaDescription};
+
 /// The clean-shutdown marker of a log directory.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// The lock file of a log directory.
@@ -97,6 +101,12 @@ pub struct OpenReport {
     pub clean_dirs: Vec<PathBuf>,
     /// Checkpoint files that did not parse and were treated as empty (Kafka logs and goes on).
     pub unreadable_checkpoints: Vec<String>,
+    /// Partitions whose move to another log directory was under way: their `-future` logs
+    /// were loaded and the copy resumes.
+    pub resumed_moves: Vec<TopicPartition>,
+    /// Partitions whose move had passed its commit point (the old directory renamed for
+    /// deletion) but not its last rename: the `-future` log became the live one.
+    pub finished_moves: Vec<TopicPartition>,
 }
 
 #[derive(Debug, Default)]
@@ -118,6 +128,12 @@ pub struct LogManager {
     config: BrokerLogConfig,
     dirs: Vec<LogDir>,
     logs: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    /// The `-future` logs of partitions being moved to another log directory (Kafka's
+    /// `futureLogs`), with the index of that directory.
+    futures: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    /// Held by every step of a move (start, copy, swap, abort) and by topic deletion, so that
+    /// they never interleave.
+    moves: Mutex<()>,
     topic_overrides: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     /// Topic ids read from `partition.metadata`, so that a metadata request for every topic
     /// does not read a file per topic.
@@ -213,6 +229,8 @@ impl LogManager {
             config,
             dirs,
             logs: RwLock::default(),
+            futures: RwLock::default(),
+            moves: Mutex::new(()),
             topic_overrides: RwLock::default(),
             topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
@@ -221,9 +239,11 @@ impl LogManager {
             producer_ids: Mutex::new(None),
         };
         manager.load_topic_overrides()?;
+        let mut futures = Vec::new();
         for dir_idx in 0..manager.dirs.len() {
-            manager.load_dir(dir_idx, &mut report)?;
+            manager.load_dir(dir_idx, &mut report, &mut futures)?;
         }
+        manager.resolve_futures(futures, &mut report)?;
         let now_ms = manager.clock.now_ms();
         *manager.timers.lock().unwrap_or_else(PoisonError::into_inner) = Timers {
             retention_ms: now_ms,
@@ -234,7 +254,14 @@ impl LogManager {
         Ok((manager, report))
     }
 
-    fn load_dir(&self, dir_idx: usize, report: &mut OpenReport) -> Result<()> {
+    /// Loads the partitions of one log directory; its `-future` logs go to `futures`, for
+    /// [`LogManager::resolve_futures`] once every directory is loaded.
+    fn load_dir(
+        &self,
+        dir_idx: usize,
+        report: &mut OpenReport,
+        futures: &mut Vec<(usize, PathBuf, PartitionLog, LoadReport)>,
+    ) -> Result<()> {
         let fs = self.fs.as_ref();
         let dir = self.dirs.get(dir_idx).map(|d| d.path.clone()).unwrap_or_default();
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
@@ -257,8 +284,9 @@ impl LogManager {
             if fs.list(&entry).is_err() {
                 continue; // a file whose name looks like a partition
             }
-            match parsed.state {
-                DirState::Live => {}
+            let is_future = match parsed.state {
+                DirState::Live => false,
+                DirState::Future(_) => true,
                 DirState::Delete(_) => {
                     self.pending_dir_deletes
                         .lock()
@@ -266,8 +294,8 @@ impl LogManager {
                         .push((dir_idx, entry));
                     continue;
                 }
-                DirState::Future(_) | DirState::Stray(_) => continue,
-            }
+                DirState::Stray(_) => continue,
+            };
             let tp = TopicPartition { topic: parsed.topic.clone(), partition: parsed.partition };
             let key = (tp.topic.clone(), tp.partition);
             let params = LoadParams {
@@ -281,6 +309,10 @@ impl LogManager {
                 PartitionLog::open(Arc::clone(&self.fs), &entry, tp.clone(), config, params)?;
             if let Some(high_watermark) = high_watermarks.get(&key) {
                 log.update_high_watermark(*high_watermark)?;
+            }
+            if is_future {
+                futures.push((dir_idx, entry, log, load_report));
+                continue;
             }
             report.partitions.insert(tp.clone(), load_report);
             self.logs
@@ -369,6 +401,12 @@ impl LogManager {
         for log in self.partitions_of(topic) {
             log.set_config(config.clone())?;
         }
+        for (tp, (_, future)) in self.futures.read().unwrap_or_else(PoisonError::into_inner).iter()
+        {
+            if tp.topic == topic {
+                future.set_config(config.clone())?;
+            }
+        }
         Ok(())
     }
 
@@ -395,12 +433,19 @@ impl LogManager {
                 log.take_offline();
             }
         }
+        for (future_dir_idx, future) in
+            self.futures.read().unwrap_or_else(PoisonError::into_inner).values()
+        {
+            if *future_dir_idx == dir_idx {
+                future.take_offline();
+            }
+        }
     }
 
     /// A log that failed on its own (an append or a flush hit an I/O error) takes its whole
     /// directory offline.
     fn refresh_offline(&self) {
-        let failed: Vec<usize> = self
+        let mut failed: Vec<usize> = self
             .logs
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -408,6 +453,14 @@ impl LogManager {
             .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
             .map(|(dir_idx, _)| *dir_idx)
             .collect();
+        failed.extend(
+            self.futures
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
+                .map(|(dir_idx, _)| *dir_idx),
+        );
         for dir_idx in failed {
             self.take_dir_offline(dir_idx);
         }
@@ -517,7 +570,7 @@ impl LogManager {
                 "topic {topic} has {current} partitions; the new count {n_partitions_total} must be larger"
             )));
         }
-        let topic_id = PartitionMetadata::read(self.fs.as_ref(), first.dir())?
+        let topic_id = PartitionMetadata::read(self.fs.as_ref(), &first.dir())?
             .map_or_else(|| self.new_topic_id(topic, self.clock.now_ms()), |meta| meta.topic_id);
         let config = self.topic_config(topic)?;
         self.add_partitions(topic, topic_id, current..n_partitions_total, &config)
@@ -529,7 +582,7 @@ impl LogManager {
             return Some(*id);
         }
         let first = self.partitions_of(topic).into_iter().next()?;
-        let id = PartitionMetadata::read(self.fs.as_ref(), first.dir()).ok().flatten()?.topic_id;
+        let id = PartitionMetadata::read(self.fs.as_ref(), &first.dir()).ok().flatten()?.topic_id;
         self.topic_ids.write().unwrap_or_else(PoisonError::into_inner).insert(topic.to_owned(), id);
         Some(id)
     }
@@ -657,6 +710,20 @@ impl LogManager {
     /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and
     /// the rename made durable), then removed by the background work.
     pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        let _no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
+        // Future logs go first, so that a crash never leaves one without its live log (which
+        // the next open would take for a move past its commit point).
+        let moving: Vec<TopicPartition> = self
+            .futures
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .filter(|tp| tp.topic == topic)
+            .cloned()
+            .collect();
+        for tp in moving {
+            self.abort_move(&tp)?;
+        }
         let removed: Vec<(TopicPartition, usize, Arc<PartitionLog>)> = {
             let mut logs = self.logs.write().unwrap_or_else(PoisonError::into_inner);
             let keys: Vec<TopicPartition> =
@@ -683,7 +750,7 @@ impl LogManager {
             );
             let result = self
                 .fs
-                .rename(log.dir(), &to)
+                .rename(&log.dir(), &to)
                 .map_err(|e| Error::io("rename for delete", log.dir(), e))
                 .and_then(|()| {
                     self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))
@@ -730,9 +797,11 @@ impl LogManager {
             let mut recovery_points = PartitionOffsets::new();
             let mut log_starts = PartitionOffsets::new();
             let mut high_watermarks = PartitionOffsets::new();
-            for (tp, (log_dir_idx, log)) in
-                self.logs.read().unwrap_or_else(PoisonError::into_inner).iter()
-            {
+            let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
+            let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
+            // A partition is never live and future in the same directory, so the keys of one
+            // directory's files are unique (Kafka checkpoints future logs the same way).
+            for (tp, (log_dir_idx, log)) in logs.iter().chain(futures.iter()) {
                 if *log_dir_idx != dir_idx || log.is_offline() {
                     continue;
                 }
@@ -800,6 +869,7 @@ impl LogManager {
             }
             let _ = self.observe(*dir_idx, log.delete_expired(now_ms));
         }
+        self.step_moves(now_ms);
         if checkpoint_due {
             let _ = self.checkpoint();
         }
@@ -817,6 +887,16 @@ impl LogManager {
                 continue;
             }
             if let Err(error) = self.observe(*dir_idx, log.close(now_ms)) {
+                first_error.get_or_insert(error);
+            }
+        }
+        for (dir_idx, future) in
+            self.futures.read().unwrap_or_else(PoisonError::into_inner).values()
+        {
+            if self.dir_is_offline(*dir_idx) || future.is_offline() {
+                continue;
+            }
+            if let Err(error) = self.observe(*dir_idx, future.close(now_ms)) {
                 first_error.get_or_insert(error);
             }
         }
