@@ -3,7 +3,7 @@
 //! the periodic work (retention, flushes, checkpoints, delayed deletes); and failure isolation:
 //! an I/O error takes its log directory offline while the others keep working.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -132,8 +132,9 @@ pub struct LogManager {
     /// `futureLogs`), with the index of that directory.
     futures: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
     /// Held by every step of a move (start, copy, swap, abort) and by topic deletion, so that
-    /// they never interleave.
-    moves: Mutex<()>,
+    /// they never interleave; it holds the partitions whose future log caught up at the last
+    /// step, to be swapped in by the next one.
+    moves: Mutex<BTreeSet<TopicPartition>>,
     topic_overrides: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     /// Topic ids read from `partition.metadata`, so that a metadata request for every topic
     /// does not read a file per topic.
@@ -230,7 +231,7 @@ impl LogManager {
             dirs,
             logs: RwLock::default(),
             futures: RwLock::default(),
-            moves: Mutex::new(()),
+            moves: Mutex::default(),
             topic_overrides: RwLock::default(),
             topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
@@ -710,7 +711,7 @@ impl LogManager {
     /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and
     /// the rename made durable), then removed by the background work.
     pub fn delete_topic(&self, topic: &str) -> Result<usize> {
-        let _no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
         // Future logs go first, so that a crash never leaves one without its live log (which
         // the next open would take for a move past its commit point).
         let moving: Vec<TopicPartition> = self
@@ -722,7 +723,7 @@ impl LogManager {
             .cloned()
             .collect();
         for tp in moving {
-            self.abort_move(&tp)?;
+            self.abort_move(&tp, &mut no_move)?;
         }
         let removed: Vec<(TopicPartition, usize, Arc<PartitionLog>)> = {
             let mut logs = self.logs.write().unwrap_or_else(PoisonError::into_inner);

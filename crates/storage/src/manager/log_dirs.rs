@@ -243,7 +243,7 @@ impl LogManager {
     /// Moving to the directory the partition is in succeeds and cancels a move elsewhere; moving
     /// to where it is already being moved changes nothing.
     pub fn alter_log_dir(&self, tp: &TopicPartition, dir: &Path) -> Result<()> {
-        let _one_move_step = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut caught_up = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
         let wanted = absolute(dir);
         let target_idx = self
             .dirs
@@ -271,7 +271,7 @@ impl LogManager {
             return Ok(());
         }
         if moving_to.is_some() {
-            self.abort_move(tp)?;
+            self.abort_move(tp, &mut caught_up)?;
         }
         if current_idx == target_idx {
             return Ok(());
@@ -347,8 +347,13 @@ impl LogManager {
     }
 
     /// Drops the move of `tp`, if any: its future log is renamed for deletion (Kafka's
-    /// `removeFutureLocalReplica`). The caller holds `moves`.
-    pub(super) fn abort_move(&self, tp: &TopicPartition) -> Result<()> {
+    /// `removeFutureLocalReplica`). The caller holds `moves` (`caught_up` is what it guards).
+    pub(super) fn abort_move(
+        &self,
+        tp: &TopicPartition,
+        caught_up: &mut BTreeSet<TopicPartition>,
+    ) -> Result<()> {
+        caught_up.remove(tp);
         let removed = self.futures.write().unwrap_or_else(PoisonError::into_inner).remove(tp);
         let Some((dir_idx, future)) = removed else { return Ok(()) };
         future.take_offline();
@@ -362,7 +367,7 @@ impl LogManager {
     /// One round of every move: a bounded copy (`replica.fetch.max.bytes` per partition), then
     /// the swap of each future log that caught up. Errors take their directory offline.
     pub(super) fn step_moves(&self, now_ms: i64) {
-        let _one_move_step = match self.moves.try_lock() {
+        let mut caught_up = match self.moves.try_lock() {
             Ok(guard) => guard,
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
             // A move is being started or aborted: the next tick copies.
@@ -373,7 +378,7 @@ impl LogManager {
             let current =
                 self.logs.read().unwrap_or_else(PoisonError::into_inner).get(&tp).cloned();
             let Some((current_idx, current)) = current else {
-                let _ = self.abort_move(&tp);
+                let _ = self.abort_move(&tp, &mut caught_up);
                 continue;
             };
             if self.dir_is_offline(future_idx)
@@ -395,11 +400,19 @@ impl LogManager {
                     high_watermark: current.high_watermark()?,
                 })
             })();
+            // A future log that caught up at the last step is swapped in now: the swap copies,
+            // with the current log held still, what was appended since.
+            if caught_up.remove(&tp) {
+                self.swap(&tp, current_idx, &current, future_idx, &future, now_ms);
+                continue;
+            }
             let Ok(source) = self.observe(current_idx, source) else { continue };
             let read = |offset, max_bytes| current.read(offset, max_bytes, Isolation::LogEnd, true);
             let budget_bytes = self.config.replica_fetch_max_bytes;
             match catch_up(&future, source, read, budget_bytes, now_ms) {
-                Ok(true) => self.swap(&tp, current_idx, &current, future_idx, &future, now_ms),
+                Ok(true) => {
+                    caught_up.insert(tp);
+                }
                 Ok(false) => {}
                 Err(CopyError::Source(error)) => {
                     let _ = self.observe::<()>(current_idx, Err(error));
