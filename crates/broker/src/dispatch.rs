@@ -23,7 +23,7 @@ use crate::handlers;
 
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
 /// range is what the handlers implement, within what the `kafka-protocol` crate encodes.
-pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
+pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 30] = [
     (ApiKey::Produce, 3, 11),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
@@ -52,6 +52,8 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
 ];
 
 /// The APIs the group coordinator serves (routed to `handlers::groups`).
@@ -170,6 +172,8 @@ fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::OffsetDelete => "OffsetDelete",
         ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
         ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+        ApiKey::AlterReplicaLogDirs => "AlterReplicaLogDirs",
+        ApiKey::DescribeLogDirs => "DescribeLogDirs",
         _ => "other",
     }
 }
@@ -352,6 +356,14 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
         ApiKey::InitProducerId => {
             let body = request.decode::<InitProducerIdRequest>()?;
             handlers::init_producer_id(broker, &body, version).await
+        }
+        ApiKey::DescribeLogDirs => {
+            let body = request.decode::<kafka_protocol::messages::DescribeLogDirsRequest>()?;
+            handlers::describe_log_dirs(broker, body, version).await
+        }
+        ApiKey::AlterReplicaLogDirs => {
+            let body = request.decode::<kafka_protocol::messages::AlterReplicaLogDirsRequest>()?;
+            handlers::alter_replica_log_dirs(broker, body, version).await
         }
         key if GROUP_APIS.contains(&key) => handlers::groups::route(broker, request).await,
         other => Err(format!("api {other:?} is not enabled on this broker")),
