@@ -22,7 +22,7 @@ use crate::test_rng::Rng;
 const DIR_A: &str = "/data/a";
 const DIR_B: &str = "/data/b";
 
-fn config() -> BrokerLogConfig {
+fn config(replica_fetch_max_bytes: u32) -> BrokerLogConfig {
     BrokerLogConfig {
         log_dirs: vec![PathBuf::from(DIR_A), PathBuf::from(DIR_B)],
         default_log_config: LogConfig {
@@ -31,14 +31,20 @@ fn config() -> BrokerLogConfig {
             index_interval_bytes: 128,
             ..LogConfig::default()
         },
-        // A few batches per step, so that a move takes many ticks.
-        replica_fetch_max_bytes: 300,
+        replica_fetch_max_bytes,
         ..BrokerLogConfig::default()
     }
 }
 
+/// A manager over both directories; a move copies a few batches per tick.
 fn open(fs: &SimFs) -> (LogManager, OpenReport) {
-    LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(1_000)), config()).unwrap()
+    open_copying(fs, 300)
+}
+
+/// [`open`] copying `replica_fetch_max_bytes` per tick.
+fn open_copying(fs: &SimFs, replica_fetch_max_bytes: u32) -> (LogManager, OpenReport) {
+    let config = config(replica_fetch_max_bytes);
+    LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(1_000)), config).unwrap()
 }
 
 fn tp() -> TopicPartition {
@@ -365,27 +371,32 @@ fn a_crash_after_each_step_of_a_move_loses_nothing_and_keeps_one_live_dir() {
     assert!(finished > 0, "some crash fell between the swap's two renames");
 }
 
+/// What the campaign's moves copy per tick: enough to finish some moves between crashes.
+const FUZZ_COPY_BYTES: u32 = 2_000;
+
 /// One seed of the campaign: moves back and forth, appends with and without flushes, ticks,
 /// power losses and reopens; after every reopen every flushed record is there, and nothing else.
 /// Values carry the number of crashes so far, so that a copy that kept a tail the current log
-/// lost in a crash (and then rewrote) is caught.
-fn moves_fuzz(seed: u64, steps: usize) {
+/// lost in a crash (and then rewrote) is caught. Returns how many swaps happened and how many
+/// reopens resumed a move.
+fn moves_fuzz(seed: u64, steps: usize) -> (usize, usize) {
     let mut rng = Rng(seed);
     let fs = SimFs::new();
-    let (mut manager, _) = open(&fs);
+    let (mut manager, _) = open_copying(&fs, FUZZ_COPY_BYTES);
     manager.create_topic("moving", 1, BTreeMap::new()).unwrap();
     let mut model: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
     let mut generation = 0u64;
     let mut durable_end = 0;
     let mut end = 0;
     let mut n_moves = 0;
+    let (mut n_swaps, mut n_resumed) = (0, 0);
     for step in 0..steps {
         let context = format!(
             "seed {seed} step {step}; reproduce: SEED={seed} ITERATIONS=1 cargo test -p seglog-storage log_dir_moves_fuzz"
         );
         let expected = expected_of;
         match rng.below(100) {
-            0..=39 => {
+            0..=34 => {
                 let n_records = 1 + rng.below(6) as i64;
                 let make_value = |offset: i64| format!("g{generation}-r{offset}").into_bytes();
                 for offset in end..end + n_records {
@@ -393,17 +404,27 @@ fn moves_fuzz(seed: u64, steps: usize) {
                 }
                 end = append_values(&manager, n_records, 0, make_value).unwrap();
             }
-            40..=49 => durable_end = manager.get_log(&tp()).unwrap().flush(1_000).unwrap(),
-            50..=79 => manager.tick(1_000),
-            80..=89 => {
+            35..=44 => durable_end = manager.get_log(&tp()).unwrap().flush(1_000).unwrap(),
+            45..=91 => {
+                let before = manager.get_log(&tp()).unwrap().dir();
+                manager.tick(1_000);
+                if manager.get_log(&tp()).unwrap().dir().parent() != before.parent() {
+                    n_swaps += 1;
+                    let swapped_end = check_values(&manager, end, &context, expected(&model));
+                    assert_eq!(swapped_end, end, "{context}: the swap keeps every record");
+                }
+            }
+            92..=93 => {
                 let dir = if rng.below(2) == 0 { DIR_A } else { DIR_B };
                 manager.alter_log_dir(&tp(), Path::new(dir)).unwrap();
                 n_moves += 1;
             }
-            90..=94 => {
+            94..=96 => {
                 manager.shutdown().unwrap();
                 drop(manager);
-                (manager, _) = open(&fs);
+                let report;
+                (manager, report) = open_copying(&fs, FUZZ_COPY_BYTES);
+                n_resumed += usize::from(!report.resumed_moves.is_empty());
                 durable_end = end;
                 let reopened_end = check_values(&manager, durable_end, &context, expected(&model));
                 assert_eq!(reopened_end, end, "{context}");
@@ -412,7 +433,9 @@ fn moves_fuzz(seed: u64, steps: usize) {
                 drop(manager);
                 fs.crash(rng.next());
                 generation += 1;
-                (manager, _) = open(&fs);
+                let report;
+                (manager, report) = open_copying(&fs, FUZZ_COPY_BYTES);
+                n_resumed += usize::from(!report.resumed_moves.is_empty());
                 end = check_values(&manager, durable_end, &context, expected(&model));
                 model.retain(|offset, _| *offset < end);
                 let live = partition_dirs(&fs)
@@ -428,6 +451,7 @@ fn moves_fuzz(seed: u64, steps: usize) {
     let final_end =
         check_values(&manager, durable_end, &format!("seed {seed} end"), expected_of(&model));
     assert_eq!(final_end, end, "seed {seed}");
+    (n_swaps, n_resumed)
 }
 
 fn expected_of(model: &BTreeMap<i64, Vec<u8>>) -> impl Fn(i64) -> Vec<u8> + use<> {
@@ -443,12 +467,19 @@ fn log_dir_moves_fuzz() {
     };
     let iterations: usize =
         std::env::var("ITERATIONS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
+    let (mut n_swaps, mut n_resumed) = (0, 0);
     for seed in seeds {
         for iteration in 0..iterations as u64 {
             let seed = seed.wrapping_add(iteration.wrapping_mul(0x9E37_79B9));
             eprintln!("log_dir_moves_fuzz seed {seed}");
-            moves_fuzz(seed, 400);
+            let (swaps, resumed) = moves_fuzz(seed, 600);
+            n_swaps += swaps;
+            n_resumed += resumed;
         }
+    }
+    eprintln!("log_dir_moves_fuzz: {n_swaps} swaps, {n_resumed} reopens resumed a move");
+    if std::env::var_os("SEED").is_none() {
+        assert!(n_swaps > 0 && n_resumed > 0, "{n_swaps} swaps, {n_resumed} resumed");
     }
 }
 
