@@ -529,3 +529,40 @@ fn describe_reports_space_sizes_and_offline_dirs() {
     assert!(described[0].error.is_none());
     assert!(matches!(manager.alter_log_dir(&tp(), Path::new(DIR_B)), Err(Error::Offline { .. })));
 }
+
+#[test]
+fn a_moved_partition_keeps_its_log_start_offset_through_a_crash() {
+    let fs = SimFs::new();
+    let (manager, _) = open(&fs);
+    manager.create_topic("moving", 1, BTreeMap::new()).unwrap();
+    let mut end = 0;
+    for _ in 0..20 {
+        end = append(&manager, 5, 0).unwrap();
+    }
+    let log = manager.get_log(&tp()).unwrap();
+    log.update_high_watermark(end).unwrap();
+    // DeleteRecords in the middle of a batch, before and during the move.
+    assert_eq!(log.maybe_increment_log_start_offset(7).unwrap(), 7);
+    manager.alter_log_dir(&tp(), Path::new(DIR_B)).unwrap();
+    manager.tick(1_000);
+    assert_eq!(log.maybe_increment_log_start_offset(23).unwrap(), 23);
+    assert!(finish_moves(&manager, 1_000));
+    assert!(log.dir().starts_with(DIR_B));
+    assert_eq!(log.log_start_offset().unwrap(), 23);
+    assert_eq!(log.high_watermark().unwrap(), end);
+    let first = log.read(23, 1 << 20, Isolation::LogEnd, true).unwrap();
+    let batch = Batches::new(&first.records).next().unwrap().unwrap().batch;
+    assert!(batch.base_offset(DecodeLimits::default()).unwrap() <= 23);
+    assert!(matches!(
+        log.read(22, 1 << 20, Isolation::LogEnd, true),
+        Err(Error::OffsetOutOfRange { .. })
+    ));
+    log.flush(1_000).unwrap();
+    drop((log, manager));
+    fs.crash(11);
+    let (manager, _) = open(&fs);
+    let log = manager.get_log(&tp()).unwrap();
+    assert!(log.dir().starts_with(DIR_B));
+    assert_eq!(log.log_start_offset().unwrap(), 23, "the target's checkpoint has the log start");
+    assert_eq!(log.log_end_offset().unwrap(), end);
+}

@@ -791,43 +791,50 @@ impl LogManager {
     /// Writes the recovery-point, log-start-offset and replication (high watermark) checkpoints
     /// of every online directory, atomically.
     pub fn checkpoint(&self) -> Result<()> {
-        for (dir_idx, dir) in self.dirs.iter().enumerate() {
-            if self.dir_is_offline(dir_idx) {
+        for dir_idx in 0..self.dirs.len() {
+            self.checkpoint_dir(dir_idx)?;
+        }
+        Ok(())
+    }
+
+    /// [`LogManager::checkpoint`] of one directory (nothing if it is offline).
+    fn checkpoint_dir(&self, dir_idx: usize) -> Result<()> {
+        let Some(dir) = self.dirs.get(dir_idx) else { return Ok(()) };
+        if self.dir_is_offline(dir_idx) {
+            return Ok(());
+        }
+        let mut recovery_points = PartitionOffsets::new();
+        let mut log_starts = PartitionOffsets::new();
+        let mut high_watermarks = PartitionOffsets::new();
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
+        // A partition is never live and future in the same directory, so the keys of one
+        // directory's files are unique (Kafka checkpoints future logs the same way).
+        for (tp, (log_dir_idx, log)) in logs.iter().chain(futures.iter()) {
+            if *log_dir_idx != dir_idx || log.is_offline() {
                 continue;
             }
-            let mut recovery_points = PartitionOffsets::new();
-            let mut log_starts = PartitionOffsets::new();
-            let mut high_watermarks = PartitionOffsets::new();
-            let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
-            let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
-            // A partition is never live and future in the same directory, so the keys of one
-            // directory's files are unique (Kafka checkpoints future logs the same way).
-            for (tp, (log_dir_idx, log)) in logs.iter().chain(futures.iter()) {
-                if *log_dir_idx != dir_idx || log.is_offline() {
-                    continue;
-                }
-                let key = (tp.topic.clone(), tp.partition);
-                recovery_points.insert(key.clone(), log.recovery_point()?);
-                let first_base = log.segment_base_offsets()?.first().copied().unwrap_or(0);
-                let log_start = log.log_start_offset()?;
-                if log_start > first_base {
-                    log_starts.insert(key.clone(), log_start);
-                }
-                high_watermarks.insert(key, log.high_watermark()?);
+            let key = (tp.topic.clone(), tp.partition);
+            recovery_points.insert(key.clone(), log.recovery_point()?);
+            let first_base = log.segment_base_offsets()?.first().copied().unwrap_or(0);
+            let log_start = log.log_start_offset()?;
+            if log_start > first_base {
+                log_starts.insert(key.clone(), log_start);
             }
-            let fs = self.fs.as_ref();
-            let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
-                .write(fs, &recovery_points)
-                .and_then(|()| {
-                    OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
-                        .write(fs, &log_starts)
-                })
-                .and_then(|()| {
-                    OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
-                        .write(fs, &high_watermarks)
-                });
-            self.observe(dir_idx, result)?;
+            high_watermarks.insert(key, log.high_watermark()?);
         }
+        let fs = self.fs.as_ref();
+        let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
+            .write(fs, &recovery_points)
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
+                    .write(fs, &log_starts)
+            })
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
+                    .write(fs, &high_watermarks)
+            });
+        self.observe(dir_idx, result)?;
         Ok(())
     }
 

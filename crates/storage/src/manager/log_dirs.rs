@@ -437,7 +437,7 @@ impl LogManager {
     ) {
         // The target's checkpoints get the future log's log start offset and recovery point
         // (keyed by partition, as the live log's will be) before it becomes the live log.
-        if self.checkpoint().is_err() || self.dir_is_offline(future_idx) {
+        if self.checkpoint_dir(future_idx).is_err() || self.dir_is_offline(future_idx) {
             return;
         }
         let Ok(config) = self.topic_config(&tp.topic) else { return };
