@@ -566,3 +566,45 @@ fn a_moved_partition_keeps_its_log_start_offset_through_a_crash() {
     assert_eq!(log.log_start_offset().unwrap(), 23, "the target's checkpoint has the log start");
     assert_eq!(log.log_end_offset().unwrap(), end);
 }
+
+#[test]
+fn a_tick_copies_at_most_replica_fetch_response_max_bytes_over_all_moves() {
+    let fs = SimFs::new();
+    let config = BrokerLogConfig { replica_fetch_response_max_bytes: 300, ..config(300) };
+    let clock = Arc::new(ManualClock::new(1_000));
+    let (manager, _) = LogManager::open(Arc::new(fs.clone()), clock, config).unwrap();
+    manager.create_topic("two", 2, BTreeMap::new()).unwrap();
+    let tps = [0, 1].map(|partition| TopicPartition { topic: "two".into(), partition });
+    for tp in &tps {
+        let log = manager.get_log(tp).unwrap();
+        for offset in 0..100 {
+            let mut builder = RecordBatchBuilder::new(Compression::None);
+            builder.push(1_000, None, Some(&value(offset)), &[]).unwrap();
+            log.append_as_leader(&builder.build().unwrap(), 0, AppendOrigin::Client, 1_000)
+                .unwrap();
+        }
+        let dir = if log.dir().starts_with(DIR_A) { DIR_B } else { DIR_A };
+        manager.alter_log_dir(tp, Path::new(dir)).unwrap();
+    }
+    let future_sizes = |manager: &LogManager| -> Vec<u64> {
+        let described = manager.describe_log_dirs(None);
+        tps.iter()
+            .map(|tp| {
+                described
+                    .iter()
+                    .flat_map(|d| &d.replicas)
+                    .find(|r| r.is_future && r.topic_partition == *tp)
+                    .map_or(u64::MAX, |r| r.size_bytes)
+            })
+            .collect()
+    };
+    manager.tick(1_000);
+    let sizes = future_sizes(&manager);
+    assert!(sizes[0] > 0 && sizes[0] < 1_000, "the first move copied one step: {sizes:?}");
+    assert_eq!(sizes[1], 0, "the second waits for the next tick: {sizes:?}");
+    assert!(finish_moves(&manager, 1_000), "both moves finish");
+    for tp in &tps {
+        let log = manager.get_log(tp).unwrap();
+        assert_eq!(log.log_end_offset().unwrap(), 100);
+    }
+}

@@ -83,6 +83,15 @@ struct SourceOffsets {
     high_watermark: i64,
 }
 
+/// The two logs of a move: the current one and its future one, with their directories.
+#[derive(Clone, Copy)]
+struct Logs<'a> {
+    current_idx: usize,
+    current: &'a PartitionLog,
+    future_idx: usize,
+    future: &'a PartitionLog,
+}
+
 /// Why a swap did not happen.
 enum SwapFailure {
     /// More was appended than one step copies; the next tick tries again.
@@ -102,12 +111,14 @@ impl From<Error> for SwapFailure {
 /// Copies batches from the current log (read through `read`) into `future`, at most about
 /// `budget_bytes` (always at least one batch), as Kafka's `ReplicaAlterLogDirsThread` fetches
 /// and appends as a follower; the future log's high watermark and log start offset follow the
-/// current log's. Returns whether the future log reached `source.log_end_offset`.
+/// current log's. Adds the bytes copied to `copied_bytes`; returns whether the future log reached
+/// `source.log_end_offset`.
 fn catch_up(
     future: &PartitionLog,
     source: SourceOffsets,
     read: impl Fn(i64, u32) -> Result<FetchData>,
     budget_bytes: u32,
+    copied_bytes: &mut u64,
     now_ms: i64,
 ) -> std::result::Result<bool, CopyError> {
     let mut future_end = future.log_end_offset().map_err(CopyError::Future)?;
@@ -133,6 +144,7 @@ fn catch_up(
             future.append_as_follower(&data.records, now_ms).map_err(CopyError::Future)?;
         }
         left_bytes = left_bytes.saturating_sub(data.records.len() as u64);
+        *copied_bytes += data.records.len() as u64;
         future_end = future.log_end_offset().map_err(CopyError::Future)?;
     }
     while left_bytes > 0 && future_end < source.log_end_offset {
@@ -143,6 +155,7 @@ fn catch_up(
         }
         future.append_as_follower(&data.records, now_ms).map_err(CopyError::Future)?;
         left_bytes = left_bytes.saturating_sub(data.records.len() as u64);
+        *copied_bytes += data.records.len() as u64;
         future_end = future.log_end_offset().map_err(CopyError::Future)?;
     }
     let high_watermark =
@@ -364,8 +377,10 @@ impl LogManager {
         self.discard_dir(dir_idx, tp, &future.dir())
     }
 
-    /// One round of every move: a bounded copy (`replica.fetch.max.bytes` per partition), then
-    /// the swap of each future log that caught up. Errors take their directory offline.
+    /// One round of every move: a bounded copy (`replica.fetch.max.bytes` per partition, and no
+    /// partition started once `replica.fetch.response.max.bytes` are copied in the round, so a
+    /// round's time is bounded too), then the swap of each future log that caught up. Errors
+    /// take their directory offline.
     pub(super) fn step_moves(&self, now_ms: i64) {
         let mut caught_up = match self.moves.try_lock() {
             Ok(guard) => guard,
@@ -374,7 +389,11 @@ impl LogManager {
             Err(TryLockError::WouldBlock) => return,
         };
         let moving = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut copied_bytes = 0;
         for (tp, (future_idx, future)) in moving {
+            if copied_bytes >= u64::from(self.config.replica_fetch_response_max_bytes) {
+                break;
+            }
             let current =
                 self.logs.read().unwrap_or_else(PoisonError::into_inner).get(&tp).cloned();
             let Some((current_idx, current)) = current else {
@@ -393,6 +412,13 @@ impl LogManager {
             if self.observe(future_idx, future.flush_if_due(now_ms)).is_err() {
                 continue;
             }
+            // A future log that caught up at the last step is swapped in now: the swap copies,
+            // with the current log held still, what was appended since.
+            if caught_up.remove(&tp) {
+                let logs = Logs { current_idx, current: &current, future_idx, future: &future };
+                self.swap(&tp, &logs, &mut copied_bytes, now_ms);
+                continue;
+            }
             let source = (|| {
                 Ok(SourceOffsets {
                     log_start_offset: current.log_start_offset()?,
@@ -400,16 +426,10 @@ impl LogManager {
                     high_watermark: current.high_watermark()?,
                 })
             })();
-            // A future log that caught up at the last step is swapped in now: the swap copies,
-            // with the current log held still, what was appended since.
-            if caught_up.remove(&tp) {
-                self.swap(&tp, current_idx, &current, future_idx, &future, now_ms);
-                continue;
-            }
             let Ok(source) = self.observe(current_idx, source) else { continue };
             let read = |offset, max_bytes| current.read(offset, max_bytes, Isolation::LogEnd, true);
             let budget_bytes = self.config.replica_fetch_max_bytes;
-            match catch_up(&future, source, read, budget_bytes, now_ms) {
+            match catch_up(&future, source, read, budget_bytes, &mut copied_bytes, now_ms) {
                 Ok(true) => {
                     caught_up.insert(tp);
                 }
@@ -426,15 +446,8 @@ impl LogManager {
 
     /// Swaps `future` in for `current` once the last batches are copied, in the order the module
     /// docs give.
-    fn swap(
-        &self,
-        tp: &TopicPartition,
-        current_idx: usize,
-        current: &PartitionLog,
-        future_idx: usize,
-        future: &PartitionLog,
-        now_ms: i64,
-    ) {
+    fn swap(&self, tp: &TopicPartition, logs: &Logs<'_>, copied_bytes: &mut u64, now_ms: i64) {
+        let Logs { current_idx, current, future_idx, future } = *logs;
         // The target's checkpoints get the future log's log start offset and recovery point
         // (keyed by partition, as the live log's will be) before it becomes the live log.
         if self.checkpoint_dir(future_idx).is_err() || self.dir_is_offline(future_idx) {
@@ -469,6 +482,7 @@ impl LogManager {
                 source,
                 |offset, max| frozen.read(offset, max),
                 budget_bytes,
+                copied_bytes,
                 now_ms,
             ) {
                 Ok(true) => {}
