@@ -27,7 +27,7 @@ use crate::handlers;
 /// `latestVersionUnstable` are left out: OffsetCommit and OffsetFetch v10, InitProducerId v6,
 /// whose request codecs in `kafka-protocol` 0.18 also lack their new fields); the minima stay
 /// where old clients (kcat 1.7.1) need them.
-pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
+pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 30] = [
     (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
@@ -56,6 +56,8 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); 28] = [
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::AlterReplicaLogDirs, 1, 2),
+    (ApiKey::DescribeLogDirs, 1, 4),
 ];
 
 /// The APIs the group coordinator serves (routed to `handlers::groups`).
@@ -174,6 +176,8 @@ fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::OffsetDelete => "OffsetDelete",
         ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
         ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+        ApiKey::AlterReplicaLogDirs => "AlterReplicaLogDirs",
+        ApiKey::DescribeLogDirs => "DescribeLogDirs",
         _ => "other",
     }
 }
@@ -358,6 +362,14 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
         ApiKey::InitProducerId => {
             let body = request.decode::<InitProducerIdRequest>()?;
             handlers::init_producer_id(broker, &body, version).await
+        }
+        ApiKey::DescribeLogDirs => {
+            let body = request.decode::<kafka_protocol::messages::DescribeLogDirsRequest>()?;
+            handlers::describe_log_dirs(broker, body, version).await
+        }
+        ApiKey::AlterReplicaLogDirs => {
+            let body = request.decode::<kafka_protocol::messages::AlterReplicaLogDirsRequest>()?;
+            handlers::alter_replica_log_dirs(broker, body, version).await
         }
         key if GROUP_APIS.contains(&key) => handlers::groups::route(broker, request).await,
         other => Err(format!("api {other:?} is not enabled on this broker")),

@@ -20,6 +20,7 @@ pub(crate) const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 pub(crate) const INVALID_CONFIG: i16 = 40;
 pub(crate) const INVALID_REQUEST: i16 = 42;
 pub(crate) const KAFKA_STORAGE_ERROR: i16 = 56;
+pub(crate) const LOG_DIR_NOT_FOUND: i16 = 57;
 pub(crate) const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
 pub(crate) const FENCED_LEADER_EPOCH: i16 = 74;
 pub(crate) const UNKNOWN_LEADER_EPOCH: i16 = 75;
@@ -63,6 +64,7 @@ pub(crate) fn code(error: &Error) -> i16 {
         | Error::CorruptIndex { .. }
         | Error::Malformed { .. } => KAFKA_STORAGE_ERROR,
         Error::OffsetOverflow { .. } => UNKNOWN_SERVER_ERROR,
+        Error::LogDirNotFound { .. } => LOG_DIR_NOT_FOUND,
     }
 }
 

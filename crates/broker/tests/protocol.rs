@@ -377,6 +377,8 @@ async fn every_api_answers_at_every_advertised_version() {
                 }
                 // Every version of each group API is sent by tests/groups.rs.
                 key if GROUP_APIS.contains(&key) => {}
+                // Every version of both is sent, with two log directories, by tests/log_dirs.rs.
+                ApiKey::DescribeLogDirs | ApiKey::AlterReplicaLogDirs => {}
                 other => panic!("no case for {other:?}"),
             }
         }

@@ -134,6 +134,12 @@ pub mod broker {
     /// `replica.high.watermark.checkpoint.interval.ms`: the high-watermark checkpoint period.
     pub const REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS: &str =
         "replica.high.watermark.checkpoint.interval.ms";
+    /// `replica.fetch.max.bytes`: what a move between log directories copies per partition per
+    /// step (Kafka's `ReplicaAlterLogDirsThread` fetches with it too).
+    pub const REPLICA_FETCH_MAX_BYTES: &str = "replica.fetch.max.bytes";
+    /// `replica.fetch.response.max.bytes`: what moves between log directories copy in all per
+    /// step.
+    pub const REPLICA_FETCH_RESPONSE_MAX_BYTES: &str = "replica.fetch.response.max.bytes";
 
     /// Synonym of `segment.bytes`.
     pub const LOG_SEGMENT_BYTES: &str = "log.segment.bytes";
@@ -794,6 +800,12 @@ pub struct BrokerLogConfig {
     /// `meta.properties`, and checked against an existing one as Kafka does. `None` (tools)
     /// checks nothing and gives new directories node 1.
     pub node_id: Option<i32>,
+    /// `replica.fetch.max.bytes` (1048576; at least 0): bytes a move between log directories
+    /// copies per partition per [`crate::manager::LogManager::tick`] (at least one batch).
+    pub replica_fetch_max_bytes: u32,
+    /// `replica.fetch.response.max.bytes` (10485760; at least 0): once moves have copied this
+    /// much in one tick, no other partition's copy starts in it.
+    pub replica_fetch_response_max_bytes: u32,
 }
 
 impl Default for BrokerLogConfig {
@@ -809,6 +821,8 @@ impl Default for BrokerLogConfig {
             high_watermark_checkpoint_interval_ms: 5_000,
             default_log_config: LogConfig::default(),
             node_id: None,
+            replica_fetch_max_bytes: 1_048_576,
+            replica_fetch_response_max_bytes: 10_485_760,
         }
     }
 }
@@ -857,6 +871,7 @@ impl BrokerLogConfig {
             LOG_DIR, LOG_DIRS, LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS,
             LOG_FLUSH_SCHEDULER_INTERVAL_MS, LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS,
             LOG_RETENTION_CHECK_INTERVAL_MS, NUM_PARTITIONS, NUM_RECOVERY_THREADS_PER_DATA_DIR,
+            REPLICA_FETCH_MAX_BYTES, REPLICA_FETCH_RESPONSE_MAX_BYTES,
             REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
         };
         let (r, d) = (Reader { properties }, Self::default());
@@ -899,6 +914,16 @@ impl BrokerLogConfig {
             )?,
             default_log_config: default_log_config(&r)?,
             node_id: None,
+            replica_fetch_max_bytes: r.uint(
+                REPLICA_FETCH_MAX_BYTES,
+                d.replica_fetch_max_bytes,
+                0,
+            )?,
+            replica_fetch_response_max_bytes: r.uint(
+                REPLICA_FETCH_RESPONSE_MAX_BYTES,
+                d.replica_fetch_response_max_bytes,
+                0,
+            )?,
         })
     }
 

@@ -80,6 +80,10 @@ pub enum Error {
     /// The topic exists already (Kafka's `TOPIC_ALREADY_EXISTS`).
     #[error("topic {topic} already exists")]
     TopicAlreadyExists { topic: String },
+
+    /// A path that is not one of the broker's log directories (Kafka's `LOG_DIR_NOT_FOUND`).
+    #[error("{} is not a log directory of this broker", dir.display())]
+    LogDirNotFound { dir: PathBuf },
 }
 
 /// The result of a storage operation.

@@ -23,6 +23,8 @@ pub mod testing;
 #[cfg(test)]
 mod damage_tests;
 #[cfg(test)]
+mod log_dirs_tests;
+#[cfg(test)]
 mod manager_sim_tests;
 #[cfg(test)]
 mod manager_tests;

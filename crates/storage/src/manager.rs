@@ -3,7 +3,7 @@
 //! the periodic work (retention, flushes, checkpoints, delayed deletes); and failure isolation:
 //! an I/O error takes its log directory offline while the others keep working.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -25,6 +25,10 @@ use crate::error::{Error, IoFailure, Result};
 use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
 use crate::log::partition_log::{PartitionLog, TopicPartition};
+
+mod log_dirs;
+
+pub use log_dirs::{INVALID_OFFSET_LAG, LogDirDescription, ReplicaDescription};
 
 /// The clean-shutdown marker of a log directory.
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
@@ -108,6 +112,12 @@ pub struct OpenReport {
     pub clean_dirs: Vec<PathBuf>,
     /// Checkpoint files that did not parse and were treated as empty (Kafka logs and goes on).
     pub unreadable_checkpoints: Vec<String>,
+    /// Partitions whose move to another log directory was under way: their `-future` logs
+    /// were loaded and the copy resumes.
+    pub resumed_moves: Vec<TopicPartition>,
+    /// Partitions whose move had passed its commit point (the old directory renamed for
+    /// deletion) but not its last rename: the `-future` log became the live one.
+    pub finished_moves: Vec<TopicPartition>,
 }
 
 #[derive(Debug, Default)]
@@ -129,6 +139,13 @@ pub struct LogManager {
     config: BrokerLogConfig,
     dirs: Vec<LogDir>,
     logs: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    /// The `-future` logs of partitions being moved to another log directory (Kafka's
+    /// `futureLogs`), with the index of that directory.
+    futures: RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    /// Held by every step of a move (start, copy, swap, abort) and by topic deletion, so that
+    /// they never interleave; it holds the partitions whose future log caught up at the last
+    /// step, to be swapped in by the next one.
+    moves: Mutex<BTreeSet<TopicPartition>>,
     topic_overrides: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     /// Topic ids read from `partition.metadata`, so that a metadata request for every topic
     /// does not read a file per topic.
@@ -227,6 +244,8 @@ impl LogManager {
             config,
             dirs,
             logs: RwLock::default(),
+            futures: RwLock::default(),
+            moves: Mutex::default(),
             topic_overrides: RwLock::default(),
             topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
@@ -236,9 +255,11 @@ impl LogManager {
             failures: Mutex::default(),
         };
         manager.load_topic_overrides()?;
+        let mut futures = Vec::new();
         for dir_idx in 0..manager.dirs.len() {
-            manager.load_dir(dir_idx, &mut report)?;
+            manager.load_dir(dir_idx, &mut report, &mut futures)?;
         }
+        manager.resolve_futures(futures, &mut report)?;
         let now_ms = manager.clock.now_ms();
         *manager.timers.lock().unwrap_or_else(PoisonError::into_inner) = Timers {
             retention_ms: now_ms,
@@ -249,7 +270,14 @@ impl LogManager {
         Ok((manager, report))
     }
 
-    fn load_dir(&self, dir_idx: usize, report: &mut OpenReport) -> Result<()> {
+    /// Loads the partitions of one log directory; its `-future` logs go to `futures`, for
+    /// [`LogManager::resolve_futures`] once every directory is loaded.
+    fn load_dir(
+        &self,
+        dir_idx: usize,
+        report: &mut OpenReport,
+        futures: &mut Vec<(usize, PathBuf, PartitionLog, LoadReport)>,
+    ) -> Result<()> {
         let fs = self.fs.as_ref();
         let dir = self.dirs.get(dir_idx).map(|d| d.path.clone()).unwrap_or_default();
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
@@ -272,8 +300,9 @@ impl LogManager {
             if fs.list(&entry).is_err() {
                 continue; // a file whose name looks like a partition
             }
-            match parsed.state {
-                DirState::Live => {}
+            let is_future = match parsed.state {
+                DirState::Live => false,
+                DirState::Future(_) => true,
                 DirState::Delete(_) => {
                     self.pending_dir_deletes
                         .lock()
@@ -281,8 +310,8 @@ impl LogManager {
                         .push((dir_idx, entry));
                     continue;
                 }
-                DirState::Future(_) | DirState::Stray(_) => continue,
-            }
+                DirState::Stray(_) => continue,
+            };
             let tp = TopicPartition { topic: parsed.topic.clone(), partition: parsed.partition };
             let key = (tp.topic.clone(), tp.partition);
             let params = LoadParams {
@@ -296,6 +325,10 @@ impl LogManager {
                 PartitionLog::open(Arc::clone(&self.fs), &entry, tp.clone(), config, params)?;
             if let Some(high_watermark) = high_watermarks.get(&key) {
                 log.update_high_watermark(*high_watermark)?;
+            }
+            if is_future {
+                futures.push((dir_idx, entry, log, load_report));
+                continue;
             }
             report.partitions.insert(tp.clone(), load_report);
             self.logs
@@ -384,6 +417,12 @@ impl LogManager {
         for log in self.partitions_of(topic) {
             log.set_config(config.clone())?;
         }
+        for (tp, (_, future)) in self.futures.read().unwrap_or_else(PoisonError::into_inner).iter()
+        {
+            if tp.topic == topic {
+                future.set_config(config.clone())?;
+            }
+        }
         Ok(())
     }
 
@@ -423,6 +462,13 @@ impl LogManager {
                 log.take_offline();
             }
         }
+        for (future_dir_idx, future) in
+            self.futures.read().unwrap_or_else(PoisonError::into_inner).values()
+        {
+            if *future_dir_idx == dir_idx {
+                future.take_offline();
+            }
+        }
     }
 
     /// The directories that went offline since the last call, each once, with the I/O error
@@ -435,7 +481,7 @@ impl LogManager {
     /// A log that failed on its own (an append or a flush hit an I/O error) takes its whole
     /// directory offline.
     fn refresh_offline(&self) {
-        let failed: Vec<usize> = self
+        let mut failed: Vec<usize> = self
             .logs
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -443,6 +489,14 @@ impl LogManager {
             .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
             .map(|(dir_idx, _)| *dir_idx)
             .collect();
+        failed.extend(
+            self.futures
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
+                .map(|(dir_idx, _)| *dir_idx),
+        );
         for dir_idx in failed {
             self.take_dir_offline(dir_idx, None);
         }
@@ -553,7 +607,7 @@ impl LogManager {
                 "topic {topic} has {current} partitions; the new count {n_partitions_total} must be larger"
             )));
         }
-        let topic_id = PartitionMetadata::read(self.fs.as_ref(), first.dir())?
+        let topic_id = PartitionMetadata::read(self.fs.as_ref(), &first.dir())?
             .map_or_else(|| self.new_topic_id(topic, self.clock.now_ms()), |meta| meta.topic_id);
         let config = self.topic_config(topic)?;
         self.add_partitions(topic, topic_id, current..n_partitions_total, &config)
@@ -565,7 +619,7 @@ impl LogManager {
             return Some(*id);
         }
         let first = self.partitions_of(topic).into_iter().next()?;
-        let id = PartitionMetadata::read(self.fs.as_ref(), first.dir()).ok().flatten()?.topic_id;
+        let id = PartitionMetadata::read(self.fs.as_ref(), &first.dir()).ok().flatten()?.topic_id;
         self.topic_ids.write().unwrap_or_else(PoisonError::into_inner).insert(topic.to_owned(), id);
         Some(id)
     }
@@ -693,6 +747,20 @@ impl LogManager {
     /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and
     /// the rename made durable), then removed by the background work.
     pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        let mut no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
+        // Future logs go first, so that a crash never leaves one without its live log (which
+        // the next open would take for a move past its commit point).
+        let moving: Vec<TopicPartition> = self
+            .futures
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .filter(|tp| tp.topic == topic)
+            .cloned()
+            .collect();
+        for tp in moving {
+            self.abort_move(&tp, &mut no_move)?;
+        }
         let removed: Vec<(TopicPartition, usize, Arc<PartitionLog>)> = {
             let mut logs = self.logs.write().unwrap_or_else(PoisonError::into_inner);
             let keys: Vec<TopicPartition> =
@@ -719,7 +787,7 @@ impl LogManager {
             );
             let result = self
                 .fs
-                .rename(log.dir(), &to)
+                .rename(&log.dir(), &to)
                 .map_err(|e| Error::io("rename for delete", log.dir(), e))
                 .and_then(|()| {
                     self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))
@@ -759,41 +827,50 @@ impl LogManager {
     /// Writes the recovery-point, log-start-offset and replication (high watermark) checkpoints
     /// of every online directory, atomically.
     pub fn checkpoint(&self) -> Result<()> {
-        for (dir_idx, dir) in self.dirs.iter().enumerate() {
-            if self.dir_is_offline(dir_idx) {
+        for dir_idx in 0..self.dirs.len() {
+            self.checkpoint_dir(dir_idx)?;
+        }
+        Ok(())
+    }
+
+    /// [`LogManager::checkpoint`] of one directory (nothing if it is offline).
+    fn checkpoint_dir(&self, dir_idx: usize) -> Result<()> {
+        let Some(dir) = self.dirs.get(dir_idx) else { return Ok(()) };
+        if self.dir_is_offline(dir_idx) {
+            return Ok(());
+        }
+        let mut recovery_points = PartitionOffsets::new();
+        let mut log_starts = PartitionOffsets::new();
+        let mut high_watermarks = PartitionOffsets::new();
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
+        // A partition is never live and future in the same directory, so the keys of one
+        // directory's files are unique (Kafka checkpoints future logs the same way).
+        for (tp, (log_dir_idx, log)) in logs.iter().chain(futures.iter()) {
+            if *log_dir_idx != dir_idx || log.is_offline() {
                 continue;
             }
-            let mut recovery_points = PartitionOffsets::new();
-            let mut log_starts = PartitionOffsets::new();
-            let mut high_watermarks = PartitionOffsets::new();
-            for (tp, (log_dir_idx, log)) in
-                self.logs.read().unwrap_or_else(PoisonError::into_inner).iter()
-            {
-                if *log_dir_idx != dir_idx || log.is_offline() {
-                    continue;
-                }
-                let key = (tp.topic.clone(), tp.partition);
-                recovery_points.insert(key.clone(), log.recovery_point()?);
-                let first_base = log.segment_base_offsets()?.first().copied().unwrap_or(0);
-                let log_start = log.log_start_offset()?;
-                if log_start > first_base {
-                    log_starts.insert(key.clone(), log_start);
-                }
-                high_watermarks.insert(key, log.high_watermark()?);
+            let key = (tp.topic.clone(), tp.partition);
+            recovery_points.insert(key.clone(), log.recovery_point()?);
+            let first_base = log.segment_base_offsets()?.first().copied().unwrap_or(0);
+            let log_start = log.log_start_offset()?;
+            if log_start > first_base {
+                log_starts.insert(key.clone(), log_start);
             }
-            let fs = self.fs.as_ref();
-            let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
-                .write(fs, &recovery_points)
-                .and_then(|()| {
-                    OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
-                        .write(fs, &log_starts)
-                })
-                .and_then(|()| {
-                    OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
-                        .write(fs, &high_watermarks)
-                });
-            self.observe(dir_idx, result)?;
+            high_watermarks.insert(key, log.high_watermark()?);
         }
+        let fs = self.fs.as_ref();
+        let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
+            .write(fs, &recovery_points)
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
+                    .write(fs, &log_starts)
+            })
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
+                    .write(fs, &high_watermarks)
+            });
+        self.observe(dir_idx, result)?;
         Ok(())
     }
 
@@ -836,6 +913,7 @@ impl LogManager {
             }
             let _ = self.observe(*dir_idx, log.delete_expired(now_ms));
         }
+        self.step_moves(now_ms);
         if checkpoint_due {
             let _ = self.checkpoint();
         }
@@ -853,6 +931,16 @@ impl LogManager {
                 continue;
             }
             if let Err(error) = self.observe(*dir_idx, log.close(now_ms)) {
+                first_error.get_or_insert(error);
+            }
+        }
+        for (dir_idx, future) in
+            self.futures.read().unwrap_or_else(PoisonError::into_inner).values()
+        {
+            if self.dir_is_offline(*dir_idx) || future.is_offline() {
+                continue;
+            }
+            if let Err(error) = self.observe(*dir_idx, future.close(now_ms)) {
                 first_error.get_or_insert(error);
             }
         }

@@ -240,7 +240,7 @@ fn partition_metadata_is_written_before_data() {
     manager.create_topic("ids", 2, BTreeMap::new()).unwrap();
     let ids: Vec<[u8; 16]> = (0..2)
         .map(|p| {
-            let dir = manager.get_log(&tp("ids", p)).unwrap().dir().to_owned();
+            let dir = manager.get_log(&tp("ids", p)).unwrap().dir();
             crate::dirs::meta::PartitionMetadata::read(&fs, &dir).unwrap().unwrap().topic_id
         })
         .collect();

@@ -6,6 +6,7 @@ mod broker_configs;
 mod configs;
 mod data;
 pub(crate) mod groups;
+mod log_dirs;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use seglog_storage::manager::{Clock, SystemClock};
 pub(crate) use admin::{create_partitions, create_topics, delete_records, delete_topics, metadata};
 pub(crate) use configs::{alter_configs, describe_configs, incremental_alter_configs};
 pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch, produce};
+pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
 
 use crate::Broker;
 use crate::dispatch::{Reply, api_version_list, encode};

@@ -71,6 +71,19 @@ pub trait Fs: Send + Sync + Debug {
     /// dropped: Kafka's `.lock`, so that two processes never share a log directory. Fails with
     /// [`io::ErrorKind::WouldBlock`] while another holder has it.
     fn lock_exclusive(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+
+    /// The size and free space of the file system holding `path` (statvfs; what Kafka's
+    /// DescribeLogDirs v4 reads from `FileStore.getTotalSpace` and `getUsableSpace`).
+    fn space(&self, path: &Path) -> io::Result<FsSpace>;
+}
+
+/// What [`Fs::space`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsSpace {
+    /// The size of the file system.
+    pub total_bytes: u64,
+    /// The bytes an unprivileged writer can still use.
+    pub usable_bytes: u64,
 }
 
 /// A held [`Fs::lock_exclusive`] lock; dropping it releases the lock.

@@ -58,7 +58,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::{File, FileLock, Fs, OpenMode};
+use super::{File, FileLock, Fs, FsSpace, OpenMode};
 
 const ENOENT: i32 = 2;
 const EIO: i32 = 5;
@@ -893,6 +893,18 @@ impl Fs for SimFs {
             ));
         }
         Ok(Box::new(SimFileLock { locks: Arc::clone(&self.locks), path: path.to_owned() }))
+    }
+
+    /// The capacity (without one, `i64::MAX` bytes, as an unbounded disk) and what is left of
+    /// it; `path` must exist.
+    fn space(&self, path: &Path) -> io::Result<FsSpace> {
+        let mut state = self.lock();
+        state.tick_other()?;
+        if state.lookup(path)?.is_none() {
+            return Err(os_error(ENOENT));
+        }
+        let total_bytes = state.capacity_bytes.unwrap_or(i64::MAX.unsigned_abs());
+        Ok(FsSpace { total_bytes, usable_bytes: total_bytes.saturating_sub(state.used_bytes()) })
     }
 }
 

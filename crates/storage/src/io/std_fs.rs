@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{File, FileLock, Fs, OpenMode};
+use super::{File, FileLock, Fs, FsSpace, OpenMode};
 
 /// The operating system's file system, through `std::fs` (what Kafka reaches through
 /// `java.nio.file.Files` and `FileChannel`).
@@ -78,6 +78,14 @@ impl Fs for StdFs {
             )),
             Err(fs::TryLockError::Error(error)) => Err(error),
         }
+    }
+
+    fn space(&self, path: &Path) -> io::Result<FsSpace> {
+        let stat = rustix::fs::statvfs(path).map_err(io::Error::from)?;
+        Ok(FsSpace {
+            total_bytes: stat.f_blocks.saturating_mul(stat.f_frsize),
+            usable_bytes: stat.f_bavail.saturating_mul(stat.f_frsize),
+        })
     }
 }
 

@@ -152,7 +152,9 @@ struct State {
 #[derive(Debug)]
 pub struct PartitionLog {
     topic_partition: TopicPartition,
-    dir: PathBuf,
+    /// The partition directory; it changes only when a move between log directories swaps a
+    /// new log in ([`PartitionLog::replace_with`]).
+    dir: RwLock<PathBuf>,
     state: RwLock<State>,
     /// One flush at a time; appends and reads do not take it.
     flush_lock: Mutex<()>,
@@ -197,7 +199,7 @@ impl PartitionLog {
         report.corrupt_snapshots = producers.take_corrupt_snapshots();
         let log = Self {
             topic_partition,
-            dir: dir.to_owned(),
+            dir: RwLock::new(dir.to_owned()),
             state: RwLock::new(State {
                 config,
                 local: loaded.local,
@@ -220,14 +222,14 @@ impl PartitionLog {
     }
 
     /// The partition directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    pub fn dir(&self) -> PathBuf {
+        self.dir.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     fn read_state(&self) -> Result<RwLockReadGuard<'_, State>> {
         let state = self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.poisoned {
-            return Err(Error::Offline { dir: self.dir.clone() });
+            return Err(Error::Offline { dir: self.dir() });
         }
         Ok(state)
     }
@@ -235,7 +237,7 @@ impl PartitionLog {
     fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
         let state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.poisoned {
-            return Err(Error::Offline { dir: self.dir.clone() });
+            return Err(Error::Offline { dir: self.dir() });
         }
         Ok(state)
     }
@@ -424,7 +426,7 @@ impl PartitionLog {
         let durable = *self.durable.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if durable >= offset {
             if self.is_offline() {
-                return Err(Error::Offline { dir: self.dir.clone() });
+                return Err(Error::Offline { dir: self.dir() });
             }
             return Ok(durable);
         }
@@ -489,7 +491,7 @@ impl PartitionLog {
             .wait_timeout_while(durable, timeout, |durable| *durable < offset && !self.is_offline())
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.is_offline() {
-            return Err(Error::Offline { dir: self.dir.clone() });
+            return Err(Error::Offline { dir: self.dir() });
         }
         Ok(*durable >= offset)
     }
@@ -713,6 +715,78 @@ impl PartitionLog {
     /// The offsets of the producer `.snapshot` files.
     pub fn producer_snapshot_offsets(&self) -> Result<Vec<i64>> {
         Ok(self.read_state()?.producers.snapshot_offsets())
+    }
+
+    /// Swaps another log in place of this one (the end of a move between log directories,
+    /// Kafka's `replaceCurrentWithFutureLog`). With every appender, reader and flusher of this
+    /// log held off (its flush lock, then its state lock for writing), `swap` sees the log as it
+    /// stands ([`Frozen`]), finishes the copy and the renames, and returns the log to take its
+    /// place; its state and directory then become this log's, so every handle on this
+    /// `PartitionLog` sees the new one, and none can write to the old files after the swap.
+    ///
+    /// `swap` must not call back into this log (it holds its locks). An error it returns with
+    /// `true` (past its commit point: this log's files were renamed away) takes this log
+    /// offline, so nothing more is acknowledged from them.
+    pub(crate) fn replace_with<E, F>(&self, swap: F) -> std::result::Result<(), E>
+    where
+        E: From<Error>,
+        F: FnOnce(&Frozen<'_>) -> std::result::Result<PartitionLog, (E, bool)>,
+    {
+        let _one_flush = self.flush_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.write_state()?;
+        let replacement = match swap(&Frozen { state: &state }) {
+            Ok(replacement) => replacement,
+            Err((error, committed)) => {
+                if committed {
+                    state.poisoned = true;
+                }
+                return Err(error);
+            }
+        };
+        let PartitionLog { dir, state: new_state, .. } = replacement;
+        let old = std::mem::replace(
+            &mut *state,
+            new_state.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let recovery_point = state.local.recovery_point();
+        *self.dir.write().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            dir.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        drop(state);
+        drop(old);
+        let (lock, signal) = &self.durable;
+        let mut durable = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *durable = (*durable).max(recovery_point);
+        signal.notify_all();
+        Ok(())
+    }
+}
+
+/// A log held still for [`PartitionLog::replace_with`]: what the swap reads of it.
+#[derive(Debug)]
+pub(crate) struct Frozen<'a> {
+    state: &'a State,
+}
+
+impl Frozen<'_> {
+    /// The log end offset.
+    pub(crate) fn log_end_offset(&self) -> i64 {
+        self.state.local.log_end_offset()
+    }
+
+    /// The log start offset.
+    pub(crate) fn log_start_offset(&self) -> i64 {
+        self.state.log_start_offset
+    }
+
+    /// The high watermark.
+    pub(crate) fn high_watermark(&self) -> i64 {
+        self.state.high_watermark.message_offset
+    }
+
+    /// Whole batches from `start_offset` up to the log end, at most `max_bytes` (at least one).
+    pub(crate) fn read(&self, start_offset: i64, max_bytes: u32) -> Result<FetchData> {
+        let bound = self.state.local.next_offset_metadata();
+        self.state.local.read(start_offset, max_bytes, true, bound)
     }
 }
 
