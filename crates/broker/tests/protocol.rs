@@ -1166,6 +1166,9 @@ async fn configs_are_described_altered_and_applied_live() {
     server.shutdown().await.expect("clean shutdown");
 }
 
+/// A described config: name, source, synonyms (name, value, source).
+type Described = (String, i8, Vec<(String, Option<String>, i8)>);
+
 /// Issue 14, point 3: DescribeConfigs for the broker lists Kafka's broker keys (before: 12),
 /// at every version, each with its value, source and, when asked, synonyms and documentation;
 /// the keys clients and tools read are there, and every `log.*` key seglog knows.
@@ -1211,8 +1214,10 @@ async fn broker_configs_list_every_kafka_key_with_sources_and_synonyms() {
         for key in wanted {
             assert!(names.contains(&key), "v{version}: {key} missing");
         }
-        for (broker_key, _) in seglog_storage::config::DIRECT_SYNONYMS {
-            assert!(names.contains(&broker_key), "v{version}: {broker_key} missing");
+        for key in seglog_storage::config::TOPIC_CONFIGS {
+            for (broker_key, _) in key.synonyms {
+                assert!(names.contains(broker_key), "v{version}: {broker_key} missing");
+            }
         }
         let find =
             |name: &str| result.configs.iter().find(|c| c.name.as_str() == name).expect("listed");
@@ -1244,6 +1249,49 @@ async fn broker_configs_list_every_kafka_key_with_sources_and_synonyms() {
     }
     let response = client.send(&request(false, 4), 4).await;
     assert!(response.results[0].configs.iter().all(|c| c.synonyms.is_empty()));
+    // A topic key's synonyms, as Kafka lists them: the override, the broker keys set, the
+    // broker default; a key the broker sets is STATIC_BROKER_CONFIG, not DEFAULT_CONFIG.
+    client.send(&create_topic_request("syn", 1, &[("segment.bytes", "1048576")]), 7).await;
+    let topic = DescribeConfigsRequest::default()
+        .with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("syn"))
+                .with_configuration_keys(Some(vec![s("retention.ms"), s("segment.bytes")])),
+        ])
+        .with_include_synonyms(true);
+    let response = client.send(&topic, 4).await;
+    let described: Vec<Described> = response.results[0]
+        .configs
+        .iter()
+        .map(|c| {
+            let synonyms = c
+                .synonyms
+                .iter()
+                .map(|syn| {
+                    (syn.name.to_string(), syn.value.as_ref().map(ToString::to_string), syn.source)
+                })
+                .collect();
+            (c.name.to_string(), c.config_source, synonyms)
+        })
+        .collect();
+    let own =
+        |name: &str, value: &str, source: i8| (name.to_owned(), Some(value.to_owned()), source);
+    assert_eq!(
+        described,
+        vec![
+            (
+                "retention.ms".to_owned(),
+                4,
+                vec![own("log.retention.hours", "24", 4), own("log.retention.hours", "168", 5)]
+            ),
+            (
+                "segment.bytes".to_owned(),
+                1,
+                vec![own("segment.bytes", "1048576", 1), own("log.segment.bytes", "1073741824", 5)]
+            ),
+        ]
+    );
     server.shutdown().await.expect("clean shutdown");
 }
 

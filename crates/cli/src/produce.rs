@@ -107,7 +107,10 @@ pub(crate) fn run(args: &ProduceArgs) -> Result<()> {
     let (manager, _) = open_manager(&args.log_dir.log_dir)?;
     let mut overrides = manager.topic_overrides(&args.topic);
     if let Some(durability) = &args.durability {
-        overrides.insert("seglog.durability".to_owned(), durability.clone());
+        overrides.insert(
+            seglog_storage::config::topic::SEGLOG_DURABILITY.to_owned(),
+            durability.clone(),
+        );
     }
     let existing = manager.partitions().into_iter().filter(|tp| tp.topic == args.topic).count();
     let n_partitions = if existing == 0 {

@@ -5,27 +5,15 @@
 //! and say so in their documentation. seglog's broker configuration is static (AlterConfigs on a
 //! broker is refused), so every entry is read-only.
 
-use seglog_storage::config::{DIRECT_SYNONYMS, SEGLOG_KEYS};
+use std::borrow::Cow;
+
+use seglog_storage::config::{ConfigType as Type, TOPIC_CONFIGS, Unit};
 
 use super::configs::{ConfigEntry, SOURCE_DEFAULT_CONFIG};
 use crate::config::BrokerConfig;
 
 /// Kafka's `ConfigSource` for a key set in `server.properties` (or an override flag).
 const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
-
-/// Kafka's `ConfigDef.Type` ids (DescribeConfigs v3+).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Type {
-    Boolean = 1,
-    String = 2,
-    Int = 3,
-    Short = 4,
-    Long = 5,
-    Double = 6,
-    List = 7,
-    Class = 8,
-    Password = 9,
-}
 
 /// How seglog treats a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,12 +31,24 @@ enum Use {
 /// treats it.
 type Key = (&'static str, Type, Option<&'static str>, Use);
 
+/// A broker key of the listing: [`KEYS`], or the broker synonym of a topic key.
+#[derive(Debug, Clone)]
+struct ListedKey {
+    name: &'static str,
+    config_type: Type,
+    kafka_default: Option<Cow<'static, str>>,
+    usage: Use,
+}
+
 const LONG_MAX: &str = "9223372036854775807";
 const INT_MAX: &str = "2147483647";
 
 /// Kafka 4.x's broker keys (`KafkaConfig`, `ServerLogConfigs`, `GroupCoordinatorConfig`,
 /// `TransactionLogConfig`, `ReplicationConfigs`, `SocketServerConfigs`, `QuotaConfig`,
-/// `KRaftConfigs`, `SslConfigs`, `SaslConfigs`), in name order, and seglog's own.
+/// `KRaftConfigs`, `SslConfigs`, `SaslConfigs`), in name order, and seglog's own, except the
+/// one-to-one broker synonyms of topic keys (`log.segment.bytes`, `compression.type`, ...),
+/// which come from storage's [`TOPIC_CONFIGS`]. The time keys with several units
+/// (`log.retention.ms`/`.minutes`/`.hours`) are here for their Kafka defaults.
 #[rustfmt::skip]
 const KEYS: &[Key] = &[
     ("advertised.listeners", Type::String, None, Use::Live),
@@ -59,10 +59,6 @@ const KEYS: &[Key] = &[
     ("broker.id", Type::Int, Some("-1"), Use::Live),
     ("broker.rack", Type::String, None, Use::Ignored),
     ("broker.session.timeout.ms", Type::Int, Some("9000"), Use::Ignored),
-    ("compression.gzip.level", Type::Int, Some("-1"), Use::Live),
-    ("compression.lz4.level", Type::Int, Some("9"), Use::Live),
-    ("compression.type", Type::String, Some("producer"), Use::Live),
-    ("compression.zstd.level", Type::Int, Some("3"), Use::Live),
     ("connection.failed.authentication.delay.ms", Type::Int, Some("100"), Use::Ignored),
     ("connections.max.idle.ms", Type::Long, Some("600000"), Use::Ignored),
     ("connections.max.reauth.ms", Type::Long, Some("0"), Use::Ignored),
@@ -100,35 +96,21 @@ const KEYS: &[Key] = &[
     ("listeners", Type::String, Some("PLAINTEXT://:9092"), Use::Live),
     ("log.cleaner.backoff.ms", Type::Long, Some("15000"), Use::Ignored),
     ("log.cleaner.dedupe.buffer.size", Type::Long, Some("134217728"), Use::Ignored),
-    ("log.cleaner.delete.retention.ms", Type::Long, Some("86400000"), Use::Live),
     ("log.cleaner.enable", Type::Boolean, Some("true"), Use::Ignored),
     ("log.cleaner.io.buffer.load.factor", Type::Double, Some("0.9"), Use::Ignored),
     ("log.cleaner.io.buffer.size", Type::Int, Some("524288"), Use::Ignored),
     ("log.cleaner.io.max.bytes.per.second", Type::Double, Some("1.7976931348623157E308"), Use::Ignored),
-    ("log.cleaner.max.compaction.lag.ms", Type::Long, Some(LONG_MAX), Use::Live),
-    ("log.cleaner.min.cleanable.ratio", Type::Double, Some("0.5"), Use::Live),
-    ("log.cleaner.min.compaction.lag.ms", Type::Long, Some("0"), Use::Live),
     ("log.cleaner.threads", Type::Int, Some("1"), Use::Ignored),
-    ("log.cleanup.policy", Type::List, Some("delete"), Use::Live),
     ("log.dir", Type::String, Some("/tmp/kafka-logs"), Use::AsGiven),
     ("log.dir.failure.timeout.ms", Type::Long, Some("30000"), Use::Ignored),
     ("log.dirs", Type::String, None, Use::Live),
-    ("log.flush.interval.messages", Type::Long, Some(LONG_MAX), Use::Live),
     ("log.flush.interval.ms", Type::Long, None, Use::AsGiven),
     ("log.flush.offset.checkpoint.interval.ms", Type::Int, Some("60000"), Use::Live),
     ("log.flush.scheduler.interval.ms", Type::Long, Some(LONG_MAX), Use::Live),
     ("log.flush.start.offset.checkpoint.interval.ms", Type::Int, Some("60000"), Use::Live),
-    ("log.index.interval.bytes", Type::Int, Some("4096"), Use::Live),
-    ("log.index.size.max.bytes", Type::Int, Some("10485760"), Use::Live),
     ("log.initial.task.delay.ms", Type::Long, Some("30000"), Use::Ignored),
     ("log.local.retention.bytes", Type::Long, Some("-2"), Use::Ignored),
     ("log.local.retention.ms", Type::Long, Some("-2"), Use::Ignored),
-    ("log.message.timestamp.after.max.ms", Type::Long, Some("3600000"), Use::Live),
-    ("log.message.timestamp.before.max.ms", Type::Long, Some(LONG_MAX), Use::Live),
-    ("log.message.timestamp.difference.max.ms", Type::Long, Some(LONG_MAX), Use::Live),
-    ("log.message.timestamp.type", Type::String, Some("CreateTime"), Use::Live),
-    ("log.preallocate", Type::Boolean, Some("false"), Use::Live),
-    ("log.retention.bytes", Type::Long, Some("-1"), Use::Live),
     ("log.retention.check.interval.ms", Type::Long, Some("300000"), Use::Live),
     ("log.retention.hours", Type::Int, Some("168"), Use::AsGiven),
     ("log.retention.minutes", Type::Int, None, Use::AsGiven),
@@ -137,14 +119,11 @@ const KEYS: &[Key] = &[
     ("log.roll.jitter.hours", Type::Int, Some("0"), Use::AsGiven),
     ("log.roll.jitter.ms", Type::Long, None, Use::AsGiven),
     ("log.roll.ms", Type::Long, None, Use::AsGiven),
-    ("log.segment.bytes", Type::Int, Some("1073741824"), Use::Live),
-    ("log.segment.delete.delay.ms", Type::Long, Some("60000"), Use::Live),
     ("max.connection.creation.rate", Type::Int, Some(INT_MAX), Use::Ignored),
     ("max.connections", Type::Int, Some(INT_MAX), Use::Live),
     ("max.connections.per.ip", Type::Int, Some(INT_MAX), Use::Ignored),
     ("max.connections.per.ip.overrides", Type::String, Some(""), Use::Ignored),
     ("max.incremental.fetch.session.cache.slots", Type::Int, Some("1000"), Use::Ignored),
-    ("message.max.bytes", Type::Int, Some("1048588"), Use::Live),
     ("metadata.log.dir", Type::String, None, Use::Ignored),
     ("metadata.log.max.record.bytes.between.snapshots", Type::Long, Some("20971520"), Use::Ignored),
     ("metadata.log.segment.bytes", Type::Int, Some("1073741824"), Use::Ignored),
@@ -179,9 +158,9 @@ const KEYS: &[Key] = &[
     ("quota.window.size.seconds", Type::Int, Some("1"), Use::Ignored),
     ("remote.log.storage.system.enable", Type::Boolean, Some("false"), Use::Ignored),
     ("replica.fetch.backoff.ms", Type::Int, Some("1000"), Use::Ignored),
-    ("replica.fetch.max.bytes", Type::Int, Some("1048576"), Use::Ignored),
+    ("replica.fetch.max.bytes", Type::Int, Some("1048576"), Use::Live),
     ("replica.fetch.min.bytes", Type::Int, Some("1"), Use::Ignored),
-    ("replica.fetch.response.max.bytes", Type::Int, Some("10485760"), Use::Ignored),
+    ("replica.fetch.response.max.bytes", Type::Int, Some("10485760"), Use::Live),
     ("replica.fetch.wait.max.ms", Type::Int, Some("500"), Use::Ignored),
     ("replica.high.watermark.checkpoint.interval.ms", Type::Long, Some("5000"), Use::Live),
     ("replica.lag.time.max.ms", Type::Long, Some("30000"), Use::Ignored),
@@ -195,9 +174,7 @@ const KEYS: &[Key] = &[
     ("sasl.mechanism.controller.protocol", Type::String, Some("GSSAPI"), Use::Ignored),
     ("sasl.mechanism.inter.broker.protocol", Type::String, Some("GSSAPI"), Use::Ignored),
     ("security.inter.broker.protocol", Type::String, Some("PLAINTEXT"), Use::Ignored),
-    ("seglog.durability", Type::String, Some("page-cache"), Use::Live),
     ("seglog.fetch.max.wait.ms", Type::Long, Some("30000"), Use::Live),
-    ("seglog.group.commit.interval.ms", Type::Long, Some("5"), Use::Live),
     ("seglog.metrics.listener", Type::String, Some("127.0.0.1:9308"), Use::Live),
     ("seglog.topic.partitions.max", Type::Int, Some("10000"), Use::Live),
     ("socket.connection.setup.timeout.max.ms", Type::Long, Some("30000"), Use::Ignored),
@@ -259,13 +236,11 @@ pub(crate) struct BrokerEntry {
 fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
     let log = &config.log;
     let groups = &config.groups;
-    let topic_key = DIRECT_SYNONYMS
+    let topic_key = TOPIC_CONFIGS
         .iter()
-        .find(|(broker_key, _)| *broker_key == name)
-        .map(|(_, topic_key)| *topic_key)
-        .or_else(|| SEGLOG_KEYS.iter().copied().find(|key| *key == name));
+        .find(|key| matches!(key.synonyms, [(synonym, Unit::Same)] if *synonym == name));
     if let Some(topic_key) = topic_key {
-        return log.default_log_config.to_properties().remove(topic_key);
+        return log.default_log_config.to_properties().remove(topic_key.name);
     }
     let value = match name {
         "advertised.listeners" => {
@@ -318,30 +293,64 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
 const IGNORED_DOC: &str = "A Kafka broker config that seglog accepts and does not act on (single node, no replication, \
      security or quotas yet); shown with its value as given, else Kafka's default.";
 
+/// Every listed key in name order: [`KEYS`] and the one-to-one broker synonyms of the topic
+/// keys (Live, with the topic key's type and default).
+fn listed_keys() -> Vec<ListedKey> {
+    let mut keys: Vec<ListedKey> = KEYS
+        .iter()
+        .map(|&(name, config_type, kafka_default, usage)| ListedKey {
+            name,
+            config_type,
+            kafka_default: kafka_default.map(Cow::Borrowed),
+            usage,
+        })
+        .collect();
+    let defaults = seglog_storage::config::LogConfig::default().to_properties();
+    for key in TOPIC_CONFIGS {
+        if let [(synonym, Unit::Same)] = key.synonyms {
+            let seglog_default = defaults.get(key.name).cloned().map(Cow::Owned);
+            // `Some("")` marks seglog's own keys: their default is seglog's.
+            let kafka_default = match key.kafka_default {
+                Some(kafka) if !kafka.is_empty() => Some(Cow::Borrowed(kafka)),
+                _ => seglog_default,
+            };
+            keys.push(ListedKey {
+                name: synonym,
+                config_type: key.config_type,
+                kafka_default,
+                usage: Use::Live,
+            });
+        }
+    }
+    keys.sort_by(|a, b| a.name.cmp(b.name));
+    keys
+}
+
 /// Every broker key with its value, source and synonyms. The synonyms are the keys read for
 /// the same setting (the key alone for most), set ones first and then defaults, each in order
 /// of precedence, and the entry's source is the first synonym's: Kafka's `ConfigHelper`.
 pub(crate) fn broker_config_entries(config: &BrokerConfig) -> Vec<BrokerEntry> {
+    let keys = listed_keys();
     let given = |name: &str| config.properties.get(name).cloned();
     // A default synonym carries the default seglog runs with: Kafka's, except where seglog's
     // differs (`listeners`, `log.dirs`, `node.id`, `max.connections`, ...).
     let seglog_defaults = BrokerConfig::default();
     let default_of = |name: &str| {
-        let (_, _, default, usage) = *KEYS.iter().find(|key| key.0 == name)?;
-        if usage == Use::Live {
+        let key = keys.iter().find(|key| key.name == name)?;
+        if key.usage == Use::Live {
             live_value(&seglog_defaults, name)
         } else {
-            default.map(str::to_owned)
+            key.kafka_default.as_deref().map(str::to_owned)
         }
     };
-    KEYS.iter()
+    keys.iter()
         .map(|key| {
-            let (name, config_type, default, usage) = *key;
+            let name = key.name;
             let names: &[&'static str] = SYNONYM_GROUPS
                 .iter()
                 .copied()
                 .find(|group| group.contains(&name))
-                .unwrap_or(std::slice::from_ref(&key.0));
+                .unwrap_or(std::slice::from_ref(&key.name));
             let mut synonyms: Vec<Synonym> = names
                 .iter()
                 .filter_map(|member| {
@@ -359,17 +368,79 @@ pub(crate) fn broker_config_entries(config: &BrokerConfig) -> Vec<BrokerEntry> {
                     source: SOURCE_DEFAULT_CONFIG,
                 })
             }));
-            let value = match usage {
+            let value = match key.usage {
                 Use::Live => live_value(config, name),
-                Use::AsGiven | Use::Ignored => given(name).or(default.map(str::to_owned)),
+                Use::AsGiven | Use::Ignored => {
+                    given(name).or_else(|| key.kafka_default.as_deref().map(str::to_owned))
+                }
             };
             let source = synonyms.first().map_or(SOURCE_DEFAULT_CONFIG, |synonym| synonym.source);
             BrokerEntry {
                 entry: ConfigEntry { name: name.to_owned(), value, source },
-                config_type: config_type as i8,
-                documentation: (usage == Use::Ignored).then_some(IGNORED_DOC),
+                config_type: key.config_type.id(),
+                documentation: (key.usage == Use::Ignored).then_some(IGNORED_DOC),
                 synonyms,
             }
+        })
+        .collect()
+}
+
+/// A topic key's synonyms as Kafka lists them (`ConfigHelper` for a TOPIC resource): the
+/// topic's override (TOPIC_CONFIG), then its broker synonyms set in `server.properties`
+/// (STATIC_BROKER_CONFIG), then the first broker synonym that has a default (DEFAULT_CONFIG),
+/// e.g. `retention.ms`: `log.retention.hours` 168.
+pub(crate) fn topic_synonyms(
+    config: &BrokerConfig,
+    name: &str,
+    override_value: Option<&str>,
+) -> Vec<Synonym> {
+    const SOURCE_TOPIC_CONFIG: i8 = 1;
+    let Some(key) = seglog_storage::config::LogConfig::key(name) else { return Vec::new() };
+    let mut synonyms = Vec::new();
+    if let Some(value) = override_value {
+        synonyms.push(Synonym {
+            name: key.name,
+            value: Some(value.to_owned()),
+            source: SOURCE_TOPIC_CONFIG,
+        });
+    }
+    for (synonym, _) in key.synonyms {
+        if let Some(value) = config.properties.get(*synonym) {
+            synonyms.push(Synonym {
+                name: synonym,
+                value: Some(value.clone()),
+                source: SOURCE_STATIC_BROKER_CONFIG,
+            });
+        }
+    }
+    let seglog_defaults = BrokerConfig::default();
+    let keys = listed_keys();
+    let default = key.synonyms.iter().find_map(|(synonym, _)| {
+        let listed = keys.iter().find(|listed| listed.name == *synonym)?;
+        let value = match listed.usage {
+            Use::Live => live_value(&seglog_defaults, synonym),
+            Use::AsGiven | Use::Ignored => listed.kafka_default.as_deref().map(str::to_owned),
+        }?;
+        Some(Synonym { name: synonym, value: Some(value), source: SOURCE_DEFAULT_CONFIG })
+    });
+    synonyms.extend(default);
+    synonyms
+}
+
+/// The broker keys seglog honours, with the default it runs with and Kafka's, for
+/// docs/configuration.md: `(name, type, seglog's default, Kafka's default)`.
+#[cfg(test)]
+fn honoured_broker_keys() -> Vec<(&'static str, Type, Option<String>, Option<String>)> {
+    let seglog_defaults = BrokerConfig::default();
+    listed_keys()
+        .into_iter()
+        .filter(|key| key.usage != Use::Ignored)
+        .map(|key| {
+            let seglog = match key.usage {
+                Use::Live => live_value(&seglog_defaults, key.name),
+                Use::AsGiven | Use::Ignored => key.kafka_default.as_deref().map(str::to_owned),
+            };
+            (key.name, key.config_type, seglog, key.kafka_default.map(Cow::into_owned))
         })
         .collect()
 }
@@ -379,7 +450,7 @@ mod tests {
     use super::*;
 
     fn is_broker_key(name: &str) -> bool {
-        KEYS.iter().any(|key| key.0 == name)
+        listed_keys().iter().any(|key| key.name == name)
     }
 
     #[test]
@@ -394,9 +465,15 @@ mod tests {
                 assert!(is_broker_key(member), "{member}");
             }
         }
-        for (broker_key, _) in DIRECT_SYNONYMS {
-            assert!(is_broker_key(broker_key), "{broker_key} (a topic default) is listed");
+        for key in TOPIC_CONFIGS {
+            for (synonym, _) in key.synonyms {
+                assert!(is_broker_key(synonym), "{synonym} (a topic default) is listed");
+            }
         }
+        let listed: Vec<&str> = listed_keys().iter().map(|key| key.name).collect();
+        let mut unique = listed.clone();
+        unique.dedup();
+        assert_eq!(listed, unique, "no key listed twice");
     }
 
     #[test]
@@ -435,5 +512,92 @@ mod tests {
         assert_eq!(listeners.entry.source, SOURCE_DEFAULT_CONFIG);
         assert_eq!(find("log.dirs").entry.value.as_deref(), Some("./seglog-data"));
         assert_eq!(find("node.id").entry.value.as_deref(), Some("1"));
+    }
+
+    /// docs/configuration.md, from the definition tables.
+    fn configuration_doc() -> String {
+        use std::fmt::Write as _;
+
+        let show = |value: Option<&str>| match value {
+            None => "null".to_owned(),
+            Some("") => "(empty)".to_owned(),
+            Some(text) => format!("`{text}`"),
+        };
+        let defaults = seglog_storage::config::LogConfig::default().to_properties();
+        let mut doc = String::from(
+            "# Configuration\n\n\
+             Generated from the definition tables by a test (`TOPIC_CONFIGS` in\n\
+             `crates/storage/src/config/mod.rs`, the broker listing in\n\
+             `crates/broker/src/handlers/broker_configs.rs`); edit those, then run\n\
+             `UPDATE_EXPECT=1 cargo test -p seglog-broker configuration_doc`. CI fails when this\n\
+             page is stale.\n\n\
+             ## Topic keys\n\n\
+             Set per topic (CreateTopics, AlterConfigs, `seglog topics create --config`); the\n\
+             broker synonyms, first set wins, give the default in `server.properties`.\n\n\
+             | key | type | default | valid values | broker synonyms | differs from Kafka | meaning |\n\
+             |---|---|---|---|---|---|---|\n",
+        );
+        for key in TOPIC_CONFIGS {
+            let synonyms: Vec<String> = key
+                .synonyms
+                .iter()
+                .map(|(name, unit)| match unit {
+                    Unit::Same => format!("`{name}`"),
+                    Unit::Minutes => format!("`{name}` (minutes)"),
+                    Unit::Hours => format!("`{name}` (hours)"),
+                })
+                .collect();
+            let differs = match key.kafka_default {
+                None => "no".to_owned(),
+                Some("") => "seglog's own key".to_owned(),
+                Some(kafka) => format!("yes: Kafka 4.x's default is `{kafka}`"),
+            };
+            let _ = writeln!(
+                doc,
+                "| `{}` | {} | {} | {} | {} | {differs} | {} |",
+                key.name,
+                key.config_type.name(),
+                show(defaults.get(key.name).map(String::as_str)),
+                key.validator.describe(),
+                synonyms.join(", "),
+                key.doc.trim(),
+            );
+        }
+        doc.push_str(
+            "\n## Broker keys seglog honours\n\n\
+             In `server.properties`, `--config`, or `--override key=value`. The broker's\n\
+             configuration is static: restart to change it.\n\n\
+             | key | type | default | Kafka's default |\n|---|---|---|---|\n",
+        );
+        for (name, config_type, seglog, kafka) in honoured_broker_keys() {
+            let kafka =
+                if kafka == seglog { "the same".to_owned() } else { show(kafka.as_deref()) };
+            let _ = writeln!(
+                doc,
+                "| `{name}` | {} | {} | {kafka} |",
+                config_type.name(),
+                show(seglog.as_deref())
+            );
+        }
+        doc.push_str(
+            "\n## Broker keys accepted and not acted on\n\n\
+             Kafka's keys for what seglog does not have yet (replication, security, quotas, the\n\
+             metadata quorum, ...): accepted, listed by DescribeConfigs with Kafka's default,\n\
+             and otherwise ignored.\n\n",
+        );
+        let ignored: Vec<String> = listed_keys()
+            .into_iter()
+            .filter(|key| key.usage == Use::Ignored)
+            .map(|key| format!("`{}`", key.name))
+            .collect();
+        doc.push_str(&ignored.join(", "));
+        doc.push('\n');
+        doc
+    }
+
+    #[test]
+    fn configuration_doc_is_generated_from_the_tables() {
+        expect_test::expect_file!["../../../../docs/configuration.md"]
+            .assert_eq(&configuration_doc());
     }
 }

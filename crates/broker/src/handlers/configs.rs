@@ -13,9 +13,9 @@ use kafka_protocol::messages::{
     AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use seglog_storage::config::{LogConfig, topic};
+use seglog_storage::config::{ConfigType, LogConfig};
 
-use super::broker_configs::{Type as BrokerType, broker_config_entries};
+use super::broker_configs::{broker_config_entries, topic_synonyms};
 use super::{blocking, str_bytes};
 use crate::dispatch::{Reply, encode};
 use crate::{Broker, errors};
@@ -28,18 +28,22 @@ pub(crate) const SOURCE_TOPIC_CONFIG: i8 = 1;
 pub(crate) const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 /// Topic keys Kafka has that seglog accepts and keeps but does not act on (replication,
-/// tiered storage, message-format conversion).
-const ACCEPTED_UNUSED_KEYS: [&str; 9] = [
-    "min.insync.replicas",
-    "unclean.leader.election.enable",
-    "message.format.version",
-    "message.downconversion.enable",
-    "remote.storage.enable",
-    "local.retention.ms",
-    "local.retention.bytes",
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
+/// tiered storage, message-format conversion), with Kafka's types.
+const ACCEPTED_UNUSED_KEYS: [(&str, ConfigType); 9] = [
+    ("min.insync.replicas", ConfigType::Int),
+    ("unclean.leader.election.enable", ConfigType::Boolean),
+    ("message.format.version", ConfigType::String),
+    ("message.downconversion.enable", ConfigType::Boolean),
+    ("remote.storage.enable", ConfigType::Boolean),
+    ("local.retention.ms", ConfigType::Long),
+    ("local.retention.bytes", ConfigType::Long),
+    ("leader.replication.throttled.replicas", ConfigType::List),
+    ("follower.replication.throttled.replicas", ConfigType::List),
 ];
+
+fn accepted_unused(key: &str) -> Option<ConfigType> {
+    ACCEPTED_UNUSED_KEYS.iter().find(|(name, _)| *name == key).map(|(_, config_type)| *config_type)
+}
 
 /// One described config entry (`None`: Kafka's null value).
 pub(crate) struct ConfigEntry {
@@ -49,7 +53,7 @@ pub(crate) struct ConfigEntry {
 }
 
 fn is_topic_key(key: &str) -> bool {
-    LogConfig::default().to_properties().contains_key(key) || ACCEPTED_UNUSED_KEYS.contains(&key)
+    LogConfig::key(key).is_some() || accepted_unused(key).is_some()
 }
 
 /// Checks topic overrides as Kafka's `LogConfig.validate` does: known keys, valid values.
@@ -94,7 +98,7 @@ pub(crate) fn topic_config_entries(
         })
         .collect();
     for (name, value) in overrides {
-        if ACCEPTED_UNUSED_KEYS.contains(&name.as_str()) {
+        if accepted_unused(name).is_some() {
             entries.push(ConfigEntry {
                 name: name.clone(),
                 value: Some(value.clone()),
@@ -106,45 +110,13 @@ pub(crate) fn topic_config_entries(
     entries
 }
 
-/// Kafka's `ConfigDef.Type` ids for DescribeConfigs v3+.
+/// Kafka's `ConfigDef.Type` id of a topic key, for DescribeConfigs v3+ (from its definition).
 fn config_type(name: &str) -> i8 {
-    const BOOLEAN: i8 = 1;
-    const STRING: i8 = 2;
-    const INT: i8 = 3;
-    const LONG: i8 = 5;
-    const DOUBLE: i8 = 6;
-    const LIST: i8 = 7;
-    match name {
-        topic::PREALLOCATE
-        | "unclean.leader.election.enable"
-        | "message.downconversion.enable"
-        | "remote.storage.enable"
-        | "auto.create.topics.enable" => BOOLEAN,
-        topic::SEGMENT_BYTES
-        | topic::SEGMENT_INDEX_BYTES
-        | topic::INDEX_INTERVAL_BYTES
-        | topic::MAX_MESSAGE_BYTES
-        | topic::COMPRESSION_GZIP_LEVEL
-        | topic::COMPRESSION_LZ4_LEVEL
-        | topic::COMPRESSION_ZSTD_LEVEL
-        | "min.insync.replicas"
-        | "num.partitions"
-        | "node.id"
-        | "socket.request.max.bytes"
-        | "message.max.bytes"
-        | "log.segment.bytes" => INT,
-        topic::MIN_CLEANABLE_DIRTY_RATIO => DOUBLE,
-        topic::CLEANUP_POLICY
-        | "log.dirs"
-        | "listeners"
-        | "leader.replication.throttled.replicas"
-        | "follower.replication.throttled.replicas" => LIST,
-        topic::COMPRESSION_TYPE
-        | topic::MESSAGE_TIMESTAMP_TYPE
-        | topic::SEGLOG_DURABILITY
-        | "message.format.version" => STRING,
-        _ => LONG,
-    }
+    LogConfig::key(name)
+        .map(|key| key.config_type)
+        .or_else(|| accepted_unused(name))
+        .unwrap_or(ConfigType::String)
+        .id()
 }
 
 /// DescribeConfigs for topics and for this broker.
@@ -165,9 +137,16 @@ pub(crate) fn describe_configs(
                     let overrides = broker.manager.topic_overrides(&name);
                     Ok(topic_config_entries(broker, &name, &overrides)
                         .into_iter()
-                        .map(|entry| {
+                        .map(|mut entry| {
                             let config_type = config_type(&entry.name);
-                            (entry, config_type, false, None, Vec::new())
+                            let given = overrides.get(&entry.name).map(String::as_str);
+                            let synonyms = topic_synonyms(&broker.config, &entry.name, given);
+                            // Kafka's source is the first synonym's: a key the broker sets is
+                            // STATIC_BROKER_CONFIG, not DEFAULT_CONFIG.
+                            if let Some(first) = synonyms.first() {
+                                entry.source = first.source;
+                            }
+                            (entry, config_type, false, None, synonyms)
                         })
                         .collect::<Vec<_>>())
                 } else {
@@ -205,7 +184,7 @@ pub(crate) fn describe_configs(
                         wanted.is_none_or(|keys| keys.iter().any(|key| key.as_str() == entry.name))
                     })
                     .map(|(entry, config_type, read_only, documentation, synonyms)| {
-                        let sensitive = config_type == BrokerType::Password as i8;
+                        let sensitive = config_type == ConfigType::Password.id();
                         let hide = |value: Option<String>| if sensitive { None } else { value };
                         let mut config = DescribeConfigsResourceResult::default();
                         if version >= 3 {
@@ -378,7 +357,7 @@ fn incremental_topic(
             (1, _) => {
                 overrides.remove(&key);
             }
-            (2 | 3, Some(value)) if config_type(&key) == 7 => {
+            (2 | 3, Some(value)) if config_type(&key) == ConfigType::List.id() => {
                 let current = overrides
                     .get(&key)
                     .or_else(|| effective.get(&key))
