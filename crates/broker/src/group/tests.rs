@@ -9,10 +9,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use seglog_storage::config::BrokerLogConfig;
 use seglog_storage::io::SimFs;
+use seglog_storage::log::partition_log::TopicPartition;
 use seglog_storage::manager::{LogManager, ManualClock};
 use tokio::sync::{Notify, oneshot};
 
+use super::store::partition_for;
 use super::*;
+use crate::errors;
 
 fn manager(fs: &SimFs) -> Arc<LogManager> {
     let config =
@@ -111,20 +114,6 @@ fn commit(
 fn committed(coordinator: &GroupCoordinator) -> i64 {
     let fetched = coordinator.fetch_offsets("g", Some(vec![("t".to_owned(), vec![0])])).unwrap();
     fetched[0].1[0].1.as_ref().map_or(-1, |committed| committed.offset)
-}
-
-#[test]
-fn partition_for_matches_java_string_hash_code() {
-    assert_eq!(java_hash_code("abc"), 96_354);
-    assert_eq!(java_hash_code(""), 0);
-    // "polygenelubricants" hashes to Integer.MIN_VALUE in Java: Kafka's Utils.abs makes it 0.
-    assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
-    assert_eq!(partition_for("polygenelubricants", 50), 0);
-    assert_eq!(partition_for("abc", 50), 4);
-    // Negative hashes: "console-consumer-1" style ids must still land in range.
-    for id in ["console-consumer-12345", "zzzzzzzzzzzzzz", "g"] {
-        assert!((0..50).contains(&partition_for(id, 50)), "{id}");
-    }
 }
 
 #[test]

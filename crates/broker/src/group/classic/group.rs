@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use crate::group::consumer::group::ConsumerGroup;
+use crate::group::offsets::Committed;
+
 /// Kafka's `GroupState` for classic groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GroupState {
@@ -114,15 +117,6 @@ impl Member {
     }
 }
 
-/// A committed offset (Kafka's `OffsetAndMetadata`) and where it is in `__consumer_offsets`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Committed {
-    pub(crate) offset: i64,
-    pub(crate) leader_epoch: i32,
-    pub(crate) metadata: String,
-    pub(crate) commit_timestamp: i64,
-}
-
 /// The join phase's timer: Kafka's `InitialDelayedJoin` or `DelayedJoin`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JoinTimer {
@@ -157,7 +151,7 @@ pub(crate) struct Group {
     pub(crate) pending_sync: HashSet<String>,
     pub(crate) sync_deadline_ms: Option<i64>,
     /// Set when the group uses the KIP-848 consumer protocol (then `members` stays empty).
-    pub(crate) consumer: Option<super::consumer::ConsumerGroup>,
+    pub(crate) consumer: Option<ConsumerGroup>,
 }
 
 impl Group {
