@@ -13,7 +13,7 @@ use seglog_storage::manager::LogManager;
 use tokio::sync::Notify;
 
 use super::GroupConfig;
-use super::classic::group::{Group, GroupState, JoinResult, SyncResult};
+use super::classic::group::{Group, GroupState};
 use super::classic::protocol::run_classic_timers;
 use super::consumer::protocol::expire_consumer_members;
 use super::store::tombstones;
@@ -103,21 +103,11 @@ impl GroupCoordinator {
         inner.shutting_down = true;
         for group in inner.groups.values_mut() {
             for member in group.members.values_mut() {
-                if let Some(waiter) = member.awaiting_join.take() {
-                    let _ = waiter.send(JoinResult::error(
-                        &member.member_id,
-                        errors::COORDINATOR_NOT_AVAILABLE,
-                    ));
-                }
-                if let Some(waiter) = member.awaiting_sync.take() {
-                    let _ = waiter.send(SyncResult::error(errors::COORDINATOR_NOT_AVAILABLE));
-                }
+                member.fail_waiters(errors::COORDINATOR_NOT_AVAILABLE);
             }
         }
     }
 
-    /// ListGroups: `(group id, protocol type, state)`, optionally only in some states
-    /// (case-insensitive, as Kafka compares them).
     /// ListGroups: `(group id, protocol type, state, type)`, optionally only in some states
     /// (case-insensitive, as Kafka compares them) and of some types (`classic`, `consumer`).
     pub(crate) fn list_groups(
@@ -162,9 +152,7 @@ impl GroupCoordinator {
         if group.is(GroupState::Dead) {
             return errors::GROUP_ID_NOT_FOUND;
         }
-        if !group.is(GroupState::Empty)
-            || group.consumer.as_ref().is_some_and(|c| !c.members.is_empty())
-        {
+        if !group.is(GroupState::Empty) || group.has_consumer_members() {
             return errors::NON_EMPTY_GROUP;
         }
         match tombstones(group) {
@@ -220,7 +208,7 @@ impl GroupCoordinator {
             // expire, and an empty group with no offsets goes.
             let retention_over = check_retention
                 && group.is(GroupState::Empty)
-                && group.consumer.as_ref().is_none_or(|c| c.members.is_empty())
+                && !group.has_consumer_members()
                 && group.members.is_empty()
                 && group.pending_members.is_empty()
                 && (group.offsets.is_empty()

@@ -4,11 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use seglog_format::group::{self as records, GroupRecordKey, OffsetCommitValue};
-
 use super::classic::group::{Group, GroupState};
 use super::classic::protocol::check_member;
 use super::coordinator::GroupCoordinator;
+use super::store::{offset_commit_key, offset_commit_record};
 use crate::errors;
 
 /// A committed offset (Kafka's `OffsetAndMetadata`) and where it is in `__consumer_offsets`.
@@ -70,31 +69,28 @@ impl GroupCoordinator {
         }
         let mut codes = Vec::with_capacity(offsets.len());
         let mut records = Vec::new();
+        // The accepted offsets: where their codes are, and what the group keeps once written.
         let mut accepted = Vec::new();
+        let mut kept = Vec::new();
         for offset in offsets {
             if offset.metadata.len() > self.config.offset_metadata_max_bytes {
                 codes.push(errors::OFFSET_METADATA_TOO_LARGE);
                 continue;
             }
-            let key = GroupRecordKey::OffsetCommit {
-                group: group_id.to_owned(),
-                topic: offset.topic.clone(),
-                partition: offset.partition,
-            };
-            let value = OffsetCommitValue {
+            let committed = Committed {
                 offset: offset.offset,
                 leader_epoch: offset.leader_epoch,
                 metadata: offset.metadata.clone(),
                 commit_timestamp: now_ms,
-                expire_timestamp: -1,
             };
-            match (records::encode_key(&key), records::encode_offset_commit_value(&value)) {
-                (Ok(key), Ok(value)) => {
-                    records.push((key, Some(value)));
+            match offset_commit_record(group_id, &offset.topic, offset.partition, &committed) {
+                Ok(record) => {
+                    records.push(record);
                     accepted.push(codes.len());
                     codes.push(errors::NONE);
+                    kept.push(((offset.topic.clone(), offset.partition), committed));
                 }
-                _ => codes.push(errors::INVALID_REQUEST),
+                Err(_) => codes.push(errors::INVALID_REQUEST),
             }
         }
         if records.is_empty() {
@@ -103,36 +99,16 @@ impl GroupCoordinator {
         let written = match self.append(&mut inner, group_id, &records, now_ms) {
             Ok(written) => written,
             Err(code) => {
-                for idx in accepted {
-                    if let Some(slot) = codes.get_mut(idx) {
-                        *slot = code;
-                    }
-                }
+                fail_accepted(&mut codes, &accepted, code);
                 return codes;
             }
         };
         if let Some(group) = inner.groups.get_mut(group_id) {
-            for (offset, code) in offsets.iter().zip(&codes) {
-                if *code == errors::NONE {
-                    group.offsets.insert(
-                        (offset.topic.clone(), offset.partition),
-                        Committed {
-                            offset: offset.offset,
-                            leader_epoch: offset.leader_epoch,
-                            metadata: offset.metadata.clone(),
-                            commit_timestamp: now_ms,
-                        },
-                    );
-                }
-            }
+            group.offsets.extend(kept);
         }
         drop(inner);
         if let Err(code) = Self::await_durable(&written.0, written.1, now_ms) {
-            for idx in accepted {
-                if let Some(slot) = codes.get_mut(idx) {
-                    *slot = code;
-                }
-            }
+            fail_accepted(&mut codes, &accepted, code);
         }
         codes
     }
@@ -209,16 +185,11 @@ impl GroupCoordinator {
                 continue;
             }
             codes.push(errors::NONE);
-            if group.offsets.contains_key(&(topic.clone(), *partition)) {
-                let key = GroupRecordKey::OffsetCommit {
-                    group: group_id.to_owned(),
-                    topic: topic.clone(),
-                    partition: *partition,
-                };
-                if let Ok(key) = records::encode_key(&key) {
-                    records.push((key, None));
-                    deleted.push((topic.clone(), *partition));
-                }
+            if group.offsets.contains_key(&(topic.clone(), *partition))
+                && let Ok(key) = offset_commit_key(group_id, topic, *partition)
+            {
+                records.push((key, None));
+                deleted.push((topic.clone(), *partition));
             }
         }
         if !records.is_empty() {
@@ -234,6 +205,15 @@ impl GroupCoordinator {
             }
         }
         (errors::NONE, codes)
+    }
+}
+
+/// Sets the codes of the accepted offsets (at `accepted`) to `code`: their write failed.
+fn fail_accepted(codes: &mut [i16], accepted: &[usize], code: i16) {
+    for idx in accepted {
+        if let Some(slot) = codes.get_mut(*idx) {
+            *slot = code;
+        }
     }
 }
 

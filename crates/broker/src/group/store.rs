@@ -24,7 +24,9 @@ use seglog_storage::log::validator::AppendOrigin;
 
 use super::OFFSETS_TOPIC;
 use super::classic::group::{Group, GroupState, Member};
-use super::consumer::group::{ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions};
+use super::consumer::group::{
+    ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions, subscription_regex,
+};
 use super::coordinator::{GroupCoordinator, Inner};
 use super::offsets::Committed;
 use crate::errors;
@@ -74,10 +76,7 @@ impl GroupCoordinator {
         inner.partitions = partitions;
         for (group_id, value) in metadata {
             let Some(value) = value else { continue };
-            let group = inner
-                .groups
-                .entry(group_id.clone())
-                .or_insert_with(|| Group::new(&group_id, now_ms));
+            let group = group_entry(&mut inner, &group_id, now_ms);
             restore_group(group, value, now_ms);
         }
         let topic_counts = self.manager.topic_partition_counts();
@@ -91,19 +90,13 @@ impl GroupCoordinator {
             }
             let restored = restore_consumer_group(&live, &topic_names, &topic_counts, now_ms)
                 .map_err(|error| format!("group {group_id}: {error}"))?;
-            let group = inner
-                .groups
-                .entry(group_id.clone())
-                .or_insert_with(|| Group::new(&group_id, now_ms));
+            let group = group_entry(&mut inner, &group_id, now_ms);
             group.protocol_type = Some("consumer".to_owned());
             group.consumer = Some(restored);
         }
         for ((group_id, topic, partition), value) in offsets {
             let Some(value) = value else { continue };
-            let group = inner
-                .groups
-                .entry(group_id.clone())
-                .or_insert_with(|| Group::new(&group_id, now_ms));
+            let group = group_entry(&mut inner, &group_id, now_ms);
             group.offsets.insert(
                 (topic, partition),
                 Committed {
@@ -383,6 +376,11 @@ fn group_metadata_record(group: &Group) -> Result<KeyValue, seglog_format::Decod
     Ok((key, Some(records::encode_group_metadata_value(&value)?)))
 }
 
+/// The group `group_id`, created empty if there is none yet.
+fn group_entry<'a>(inner: &'a mut Inner, group_id: &str, now_ms: i64) -> &'a mut Group {
+    inner.groups.entry(group_id.to_owned()).or_insert_with(|| Group::new(group_id, now_ms))
+}
+
 /// Every live record of a group: its metadata (classic, or KIP-848's records) and its offsets.
 fn live_records(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeError> {
     let mut out = match &group.consumer {
@@ -394,21 +392,39 @@ fn live_records(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeErr
         None => vec![group_metadata_record(group)?],
     };
     for ((topic, partition), committed) in &group.offsets {
-        let key = records::encode_key(&GroupRecordKey::OffsetCommit {
-            group: group.group_id.clone(),
-            topic: topic.clone(),
-            partition: *partition,
-        })?;
-        let value = records::encode_offset_commit_value(&OffsetCommitValue {
-            offset: committed.offset,
-            leader_epoch: committed.leader_epoch,
-            metadata: committed.metadata.clone(),
-            commit_timestamp: committed.commit_timestamp,
-            expire_timestamp: -1,
-        })?;
-        out.push((key, Some(value)));
+        out.push(offset_commit_record(&group.group_id, topic, *partition, committed)?);
     }
     Ok(out)
+}
+
+/// The key of a committed offset's record.
+pub(super) fn offset_commit_key(
+    group_id: &str,
+    topic: &str,
+    partition: i32,
+) -> Result<Vec<u8>, seglog_format::DecodeError> {
+    records::encode_key(&GroupRecordKey::OffsetCommit {
+        group: group_id.to_owned(),
+        topic: topic.to_owned(),
+        partition,
+    })
+}
+
+/// A committed offset's record (Kafka's `OffsetCommitValue`, with no expiry, as Kafka 2.1+).
+pub(super) fn offset_commit_record(
+    group_id: &str,
+    topic: &str,
+    partition: i32,
+    committed: &Committed,
+) -> Result<KeyValue, seglog_format::DecodeError> {
+    let value = records::encode_offset_commit_value(&OffsetCommitValue {
+        offset: committed.offset,
+        leader_epoch: committed.leader_epoch,
+        metadata: committed.metadata.clone(),
+        commit_timestamp: committed.commit_timestamp,
+        expire_timestamp: -1,
+    })?;
+    Ok((offset_commit_key(group_id, topic, partition)?, Some(value)))
 }
 
 /// Tombstones for a group's offsets and metadata.
@@ -419,12 +435,7 @@ pub(super) fn tombstones(group: &Group) -> Result<Vec<KeyValue>, seglog_format::
         .flat_map(|consumer| consumer.persisted.keys().map(|key| (key.clone(), None)))
         .collect();
     for (topic, partition) in group.offsets.keys() {
-        let key = records::encode_key(&GroupRecordKey::OffsetCommit {
-            group: group.group_id.clone(),
-            topic: topic.clone(),
-            partition: *partition,
-        })?;
-        out.push((key, None));
+        out.push((offset_commit_key(&group.group_id, topic, *partition)?, None));
     }
     out.push((
         records::encode_key(&GroupRecordKey::GroupMetadata { group: group.group_id.clone() })?,
@@ -694,33 +705,22 @@ fn restore_consumer_group(
                 let value = records::decode_consumer_group_member_metadata_value(value)?;
                 let subscribed: BTreeSet<String> =
                     value.subscribed_topic_names.into_iter().collect();
-                let regex = value.subscribed_topic_regex.and_then(|pattern| {
-                    regex::Regex::new(&format!("^(?:{pattern})$"))
-                        .ok()
-                        .map(|compiled| (pattern, compiled))
-                });
-                consumer.members.insert(
-                    member.clone(),
-                    ConsumerMember {
-                        member_id: member,
-                        instance_id: value.instance_id,
-                        rack_id: value.rack_id,
-                        client_id: value.client_id,
-                        client_host: value.client_host,
-                        member_epoch: 0,
-                        previous_member_epoch: -1,
-                        rebalance_timeout_ms: value.rebalance_timeout_ms,
-                        resolved_topics: subscribed.clone(),
-                        subscribed_topics: subscribed,
-                        subscribed_regex: regex,
-                        server_assignor: value.server_assignor,
-                        assigned: BTreeSet::new(),
-                        pending_revocation: BTreeSet::new(),
-                        revoking_since_ms: None,
-                        last_heartbeat_ms: now_ms,
-                        sent_assignment: None,
-                    },
-                );
+                let regex = value
+                    .subscribed_topic_regex
+                    .and_then(|pattern| subscription_regex(&pattern).ok());
+                let restored = ConsumerMember {
+                    instance_id: value.instance_id,
+                    rack_id: value.rack_id,
+                    client_id: value.client_id,
+                    client_host: value.client_host,
+                    rebalance_timeout_ms: value.rebalance_timeout_ms,
+                    resolved_topics: subscribed.clone(),
+                    subscribed_topics: subscribed,
+                    subscribed_regex: regex,
+                    server_assignor: value.server_assignor,
+                    ..ConsumerMember::new(&member, now_ms)
+                };
+                consumer.members.insert(member, restored);
             }
             GroupRecordKey::ConsumerGroupTargetAssignmentMember { member, .. } => {
                 let value = records::decode_consumer_group_target_assignment_member_value(value)?;

@@ -115,6 +115,16 @@ impl Member {
     pub(crate) fn same_protocols(&self, protocols: &[(String, Bytes)]) -> bool {
         self.protocols == protocols
     }
+
+    /// Answers its waiting JoinGroup and SyncGroup, if any, with `error_code`.
+    pub(crate) fn fail_waiters(&mut self, error_code: i16) {
+        if let Some(waiter) = self.awaiting_join.take() {
+            let _ = waiter.send(JoinResult::error(&self.member_id, error_code));
+        }
+        if let Some(waiter) = self.awaiting_sync.take() {
+            let _ = waiter.send(SyncResult::error(error_code));
+        }
+    }
 }
 
 /// The join phase's timer: Kafka's `InitialDelayedJoin` or `DelayedJoin`.
@@ -187,6 +197,21 @@ impl Group {
 
     pub(crate) fn is_leader(&self, member_id: &str) -> bool {
         self.leader.as_deref() == Some(member_id)
+    }
+
+    /// Whether the group has KIP-848 members (then no classic member may join).
+    pub(crate) fn has_consumer_members(&self) -> bool {
+        self.consumer.as_ref().is_some_and(|consumer| !consumer.members.is_empty())
+    }
+
+    /// Drops every member's assignment and answers each waiting SyncGroup with `error_code`.
+    pub(crate) fn fail_syncs(&mut self, error_code: i16) {
+        for member in self.members.values_mut() {
+            member.assignment = Bytes::new();
+            if let Some(waiter) = member.awaiting_sync.take() {
+                let _ = waiter.send(SyncResult::error(error_code));
+            }
+        }
     }
 
     /// The longest rebalance timeout of the members (the join phase's bound).

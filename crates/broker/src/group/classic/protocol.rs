@@ -95,8 +95,8 @@ impl GroupCoordinator {
             reply(sender, errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
             return receiver;
         }
-        let consumer_members = group.consumer.as_ref().is_some_and(|c| !c.members.is_empty());
-        if consumer_members || !group.supports_protocols(&request.protocol_type, &request.protocols)
+        if group.has_consumer_members()
+            || !group.supports_protocols(&request.protocol_type, &request.protocols)
         {
             reply(sender, errors::INCONSISTENT_GROUP_PROTOCOL, &request.member_id);
             return receiver;
@@ -233,12 +233,7 @@ impl GroupCoordinator {
                             }
                         }
                         Err(code) => {
-                            for member in group.members.values_mut() {
-                                member.assignment = Bytes::new();
-                                if let Some(waiter) = member.awaiting_sync.take() {
-                                    let _ = waiter.send(SyncResult::error(code));
-                                }
-                            }
+                            group.fail_syncs(code);
                             prepare_rebalance(group, &self.config, now_ms);
                         }
                     }
@@ -489,12 +484,7 @@ fn replace_static_member(
         return false;
     };
     // The old instance is fenced: a waiting join or sync of its learns so.
-    if let Some(waiter) = old.awaiting_join.take() {
-        let _ = waiter.send(JoinResult::error(old_member_id, errors::FENCED_INSTANCE_ID));
-    }
-    if let Some(waiter) = old.awaiting_sync.take() {
-        let _ = waiter.send(SyncResult::error(errors::FENCED_INSTANCE_ID));
-    }
+    old.fail_waiters(errors::FENCED_INSTANCE_ID);
     let protocols_changed = !old.same_protocols(&request.protocols);
     let was_leader = group.is_leader(old_member_id);
     let mut member = new_member(new_member_id.to_owned(), request, sender, now_ms);
@@ -599,12 +589,7 @@ fn maybe_prepare_rebalance(group: &mut Group, config: &GroupConfig, now_ms: i64)
 /// with the initial delay, any other with the rebalance timeout.
 fn prepare_rebalance(group: &mut Group, config: &GroupConfig, now_ms: i64) {
     if group.is(GroupState::CompletingRebalance) {
-        for member in group.members.values_mut() {
-            member.assignment = Bytes::new();
-            if let Some(waiter) = member.awaiting_sync.take() {
-                let _ = waiter.send(SyncResult::error(errors::REBALANCE_IN_PROGRESS));
-            }
-        }
+        group.fail_syncs(errors::REBALANCE_IN_PROGRESS);
     }
     group.pending_sync.clear();
     group.sync_deadline_ms = None;
@@ -758,12 +743,7 @@ fn remove_member_and_update_group(
     now_ms: i64,
 ) {
     if let Some(mut member) = group.remove_member(member_id) {
-        if let Some(waiter) = member.awaiting_join.take() {
-            let _ = waiter.send(JoinResult::error(member_id, errors::UNKNOWN_MEMBER_ID));
-        }
-        if let Some(waiter) = member.awaiting_sync.take() {
-            let _ = waiter.send(SyncResult::error(errors::UNKNOWN_MEMBER_ID));
-        }
+        member.fail_waiters(errors::UNKNOWN_MEMBER_ID);
     }
     match group.state {
         GroupState::Dead | GroupState::Empty => {}

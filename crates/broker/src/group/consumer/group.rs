@@ -37,6 +37,37 @@ pub(crate) struct ConsumerMember {
     pub(crate) sent_assignment: Option<BTreeSet<Partition>>,
 }
 
+impl ConsumerMember {
+    /// A member that has just joined at epoch 0 and holds nothing; callers fill in what the
+    /// member told.
+    pub(crate) fn new(member_id: &str, now_ms: i64) -> Self {
+        Self {
+            member_id: member_id.to_owned(),
+            instance_id: None,
+            rack_id: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            member_epoch: 0,
+            previous_member_epoch: -1,
+            rebalance_timeout_ms: -1,
+            subscribed_topics: BTreeSet::new(),
+            subscribed_regex: None,
+            resolved_topics: BTreeSet::new(),
+            server_assignor: None,
+            assigned: BTreeSet::new(),
+            pending_revocation: BTreeSet::new(),
+            revoking_since_ms: None,
+            last_heartbeat_ms: now_ms,
+            sent_assignment: None,
+        }
+    }
+}
+
+/// A subscription pattern with its compiled form, which matches whole topic names only.
+pub(crate) fn subscription_regex(pattern: &str) -> Result<(String, regex::Regex), regex::Error> {
+    regex::Regex::new(&format!("^(?:{pattern})$")).map(|compiled| (pattern.to_owned(), compiled))
+}
+
 /// A KIP-848 group's membership (Kafka's `ConsumerGroup`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ConsumerGroup {
@@ -88,6 +119,15 @@ impl ConsumerGroup {
                 ASSIGNORS.iter().copied().find(|known| *known == name).unwrap_or(ASSIGNORS[0])
             },
         )
+    }
+
+    /// Removes a member and its target; whether it was there.
+    pub(crate) fn remove_member(&mut self, member_id: &str) -> bool {
+        let removed = self.members.remove(member_id).is_some();
+        if removed {
+            self.target.remove(member_id);
+        }
+        removed
     }
 
     /// Recomputes the target assignment when the group epoch moved past it.
@@ -144,23 +184,12 @@ pub(in crate::group) mod tests {
 
     pub(in crate::group) fn member(id: &str, topics: &[&str]) -> ConsumerMember {
         ConsumerMember {
-            member_id: id.to_owned(),
-            instance_id: None,
-            rack_id: None,
             client_id: "c".to_owned(),
             client_host: "/127.0.0.1".to_owned(),
-            member_epoch: 0,
-            previous_member_epoch: -1,
             rebalance_timeout_ms: 60_000,
             subscribed_topics: topics.iter().map(|t| (*t).to_owned()).collect(),
-            subscribed_regex: None,
             resolved_topics: topics.iter().map(|t| (*t).to_owned()).collect(),
-            server_assignor: None,
-            assigned: BTreeSet::new(),
-            pending_revocation: BTreeSet::new(),
-            revoking_since_ms: None,
-            last_heartbeat_ms: 0,
-            sent_assignment: None,
+            ..ConsumerMember::new(id, 0)
         }
     }
 }

@@ -10,7 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::assignor::ASSIGNORS;
-use super::group::{ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions};
+use super::group::{
+    ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions, subscription_regex,
+};
 use crate::errors;
 use crate::group::classic::group::{Group, GroupState};
 use crate::group::coordinator::GroupCoordinator;
@@ -126,9 +128,8 @@ impl GroupCoordinator {
             request.member_id.clone()
         };
         if request.member_epoch < 0 {
-            if consumer.members.remove(&member_id).is_some() {
+            if consumer.remove_member(&member_id) {
                 consumer.group_epoch += 1;
-                consumer.target.remove(&member_id);
             }
             if let Err(code) = self.persist_and_wait(&mut inner, &request.group_id, now_ms) {
                 return ConsumerHeartbeatResult::error(
@@ -235,8 +236,7 @@ pub(crate) fn expire_consumer_members(
     let changed = !expired.is_empty();
     for member_id in expired {
         tracing::info!(group = %group.group_id, %member_id, "consumer group member expired");
-        consumer.members.remove(&member_id);
-        consumer.target.remove(&member_id);
+        consumer.remove_member(&member_id);
         consumer.group_epoch += 1;
     }
     changed
@@ -255,8 +255,8 @@ fn check_heartbeat(
 ) -> Result<Option<(String, regex::Regex)>, ConsumerHeartbeatResult> {
     let regex = match request.subscribed_regex.as_deref() {
         None | Some("") => None,
-        Some(pattern) => match regex::Regex::new(&format!("^(?:{pattern})$")) {
-            Ok(compiled) => Some((pattern.to_owned(), compiled)),
+        Some(pattern) => match subscription_regex(pattern) {
+            Ok(regex) => Some(regex),
             Err(error) => {
                 return Err(ConsumerHeartbeatResult::error(
                     errors::INVALID_REGULAR_EXPRESSION,
@@ -307,30 +307,21 @@ fn join_member(
             .map(|member| member.member_id.clone())
             .collect();
         for old in previous {
-            consumer.members.remove(&old);
-            consumer.target.remove(&old);
+            consumer.remove_member(&old);
         }
     }
     consumer.members.insert(
         member_id.to_owned(),
         ConsumerMember {
-            member_id: member_id.to_owned(),
             instance_id: request.instance_id.clone(),
             rack_id: request.rack_id.clone(),
             client_id: request.client_id.clone(),
             client_host: request.client_host.clone(),
-            member_epoch: 0,
-            previous_member_epoch: -1,
             rebalance_timeout_ms: request.rebalance_timeout_ms,
             subscribed_topics: request.subscribed_topics.iter().flatten().cloned().collect(),
             subscribed_regex: regex,
-            resolved_topics: BTreeSet::new(),
             server_assignor: request.server_assignor.clone(),
-            assigned: BTreeSet::new(),
-            pending_revocation: BTreeSet::new(),
-            revoking_since_ms: None,
-            last_heartbeat_ms: now_ms,
-            sent_assignment: None,
+            ..ConsumerMember::new(member_id, now_ms)
         },
     );
 }
