@@ -235,17 +235,7 @@ impl GroupCoordinator {
         }
         // Groups that hold nothing (no member, pending member, offset or stored generation)
         // go at once, so a client inventing group ids cannot grow memory for long.
-        inner.groups.retain(|_, group| {
-            !(group.is(GroupState::Empty)
-                && group.generation_id == 0
-                && group.members.is_empty()
-                && group.pending_members.is_empty()
-                && group.offsets.is_empty()
-                && group
-                    .consumer
-                    .as_ref()
-                    .is_none_or(|c| c.members.is_empty() && c.group_epoch == 0))
-        });
+        inner.groups.retain(|_, group| !group.holds_nothing());
         self.bound_offsets_topic(&mut inner, now_ms);
     }
 }

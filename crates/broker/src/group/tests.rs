@@ -613,6 +613,34 @@ fn groups_holding_nothing_are_cleaned_up() {
 }
 
 #[test]
+fn a_failed_classic_join_leaves_an_empty_consumer_group_as_replay_would() {
+    let fs = SimFs::new();
+    let manager1 = manager(&fs);
+    let coordinator1 = coordinator(&manager1, small_config());
+    let meta = topics(&[("t", 4)]);
+    // A KIP-848 group whose only member left: empty, its epoch kept in its records.
+    let a = coordinator1.consumer_heartbeat(&consumer_heartbeat("member-a", 0), &meta, 0);
+    let leave = consumer_heartbeat("member-a", -1);
+    assert_eq!(coordinator1.consumer_heartbeat(&leave, &meta, 1).error_code, errors::NONE);
+    assert_eq!(a.member_epoch, 1);
+    assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
+    // A classic JoinGroup with a member id the group does not know fails; the group stays.
+    let mut join = coordinator1
+        .join(JoinRequest { group_id: "k".to_owned(), ..join_request("stranger", &["range"]) }, 2);
+    assert_eq!(ready(&mut join).unwrap().error_code, errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
+    coordinator1.tick(3);
+    assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
+    // A restart replays the same group.
+    manager1.shutdown().unwrap();
+    drop((coordinator1, manager1));
+    let manager2 = manager(&fs);
+    let coordinator2 = coordinator(&manager2, small_config());
+    assert_eq!(coordinator2.load(10).unwrap(), 1);
+    assert_eq!(coordinator2.consumer_group_state("k"), Some(("Empty", 0)));
+}
+
+#[test]
 fn consumer_protocol_groups_survive_a_restart_in_kafkas_records() {
     let fs = SimFs::new();
     let manager1 = manager(&fs);

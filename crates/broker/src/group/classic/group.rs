@@ -199,6 +199,21 @@ impl Group {
         self.leader.as_deref() == Some(member_id)
     }
 
+    /// Whether the group holds nothing: no member or pending member, no offset, no stored
+    /// generation and no KIP-848 epoch. Such a group leaves no record behind, so it can go at
+    /// once (replaying `__consumer_offsets` would not bring it back either).
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.is(GroupState::Empty)
+            && self.generation_id == 0
+            && self.members.is_empty()
+            && self.pending_members.is_empty()
+            && self.offsets.is_empty()
+            && self
+                .consumer
+                .as_ref()
+                .is_none_or(|consumer| consumer.members.is_empty() && consumer.group_epoch == 0)
+    }
+
     /// Whether the group has KIP-848 members (then no classic member may join).
     pub(crate) fn has_consumer_members(&self) -> bool {
         self.consumer.as_ref().is_some_and(|consumer| !consumer.members.is_empty())

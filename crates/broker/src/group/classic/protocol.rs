@@ -133,12 +133,7 @@ impl GroupCoordinator {
             join_known_member(group, request, sender, &config, now_ms);
         }
         let group_id = group.group_id.clone();
-        let unused = group.is(GroupState::Empty)
-            && group.members.is_empty()
-            && group.pending_members.is_empty()
-            && group.offsets.is_empty()
-            && group.generation_id == 0;
-        if unused {
+        if group.holds_nothing() {
             // A failed first join leaves nothing behind.
             inner.groups.remove(&group_id);
         } else if store {
