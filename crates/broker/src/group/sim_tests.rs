@@ -23,8 +23,9 @@ use seglog_storage::io::SimFs;
 use seglog_storage::manager::{LogManager, ManualClock};
 use tokio::sync::{Notify, oneshot};
 
-use super::consumer::Partition;
+use super::classic::group::GroupState;
 use super::*;
+use crate::errors;
 
 /// SplitMix64.
 struct Rng(u64);

@@ -9,10 +9,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use seglog_storage::config::BrokerLogConfig;
 use seglog_storage::io::SimFs;
+use seglog_storage::log::partition_log::TopicPartition;
 use seglog_storage::manager::{LogManager, ManualClock};
 use tokio::sync::{Notify, oneshot};
 
+use super::store::partition_for;
 use super::*;
+use crate::errors;
 
 fn manager(fs: &SimFs) -> Arc<LogManager> {
     let config =
@@ -24,6 +27,32 @@ fn manager(fs: &SimFs) -> Arc<LogManager> {
 
 fn coordinator(manager: &Arc<LogManager>, config: GroupConfig) -> GroupCoordinator {
     GroupCoordinator::new(Arc::clone(manager), config, Arc::new(Notify::new()))
+}
+
+/// A clean restart: the logs are shut down and opened again, with a new coordinator (not
+/// loaded yet).
+fn restart(
+    fs: &SimFs,
+    old_manager: Arc<LogManager>,
+    old_coordinator: GroupCoordinator,
+    config: GroupConfig,
+) -> (Arc<LogManager>, GroupCoordinator) {
+    old_manager.shutdown().unwrap();
+    drop((old_coordinator, old_manager));
+    let manager = manager(fs);
+    let coordinator = coordinator(&manager, config);
+    (manager, coordinator)
+}
+
+/// An offset to commit with no leader epoch and no metadata.
+fn offset_to_commit(topic: &str, partition: i32, offset: i64) -> OffsetToCommit {
+    OffsetToCommit {
+        topic: topic.to_owned(),
+        partition,
+        offset,
+        leader_epoch: -1,
+        metadata: String::new(),
+    }
 }
 
 fn small_config() -> GroupConfig {
@@ -99,11 +128,9 @@ fn commit(
     now_ms: i64,
 ) -> Vec<i16> {
     let offsets = [OffsetToCommit {
-        topic: "t".to_owned(),
-        partition: 0,
-        offset,
         leader_epoch: 0,
         metadata: "m".to_owned(),
+        ..offset_to_commit("t", 0, offset)
     }];
     coordinator.commit_offsets("g", generation_id, member_id, None, &offsets, now_ms)
 }
@@ -111,20 +138,6 @@ fn commit(
 fn committed(coordinator: &GroupCoordinator) -> i64 {
     let fetched = coordinator.fetch_offsets("g", Some(vec![("t".to_owned(), vec![0])])).unwrap();
     fetched[0].1[0].1.as_ref().map_or(-1, |committed| committed.offset)
-}
-
-#[test]
-fn partition_for_matches_java_string_hash_code() {
-    assert_eq!(java_hash_code("abc"), 96_354);
-    assert_eq!(java_hash_code(""), 0);
-    // "polygenelubricants" hashes to Integer.MIN_VALUE in Java: Kafka's Utils.abs makes it 0.
-    assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
-    assert_eq!(partition_for("polygenelubricants", 50), 0);
-    assert_eq!(partition_for("abc", 50), 4);
-    // Negative hashes: "console-consumer-1" style ids must still land in range.
-    for id in ["console-consumer-12345", "zzzzzzzzzzzzzz", "g"] {
-        assert!((0..50).contains(&partition_for(id, 50)), "{id}");
-    }
 }
 
 #[test]
@@ -266,13 +279,7 @@ fn protocol_generation_and_membership_errors() {
     assert_eq!(commit(&coordinator, -1, "", 5, 50), vec![errors::UNKNOWN_MEMBER_ID]);
     assert_eq!(commit(&coordinator, 1, &m1, 5, 60), vec![errors::NONE]);
     assert_eq!(committed(&coordinator), 5);
-    let big = OffsetToCommit {
-        topic: "t".to_owned(),
-        partition: 1,
-        offset: 1,
-        leader_epoch: -1,
-        metadata: "x".repeat(4097),
-    };
+    let big = OffsetToCommit { metadata: "x".repeat(4097), ..offset_to_commit("t", 1, 1) };
     assert_eq!(
         coordinator.commit_offsets("g", 1, &m1, None, &[big], 70),
         vec![errors::OFFSET_METADATA_TOO_LARGE]
@@ -342,12 +349,9 @@ fn offsets_and_groups_survive_a_restart_and_a_crash() {
         3,
     );
     assert!(ready(&mut synced).is_some());
-    manager1.shutdown().unwrap();
-    drop((coordinator1, manager1));
 
     // A clean restart: offsets and the stable group come back.
-    let manager2 = manager(&fs);
-    let coordinator2 = coordinator(&manager2, config.clone());
+    let (manager2, coordinator2) = restart(&fs, manager1, coordinator1, config.clone());
     assert_eq!(coordinator2.load(10).unwrap(), 2);
     assert_eq!(committed(&coordinator2), 42);
     let summary = coordinator2.describe_group("h").unwrap();
@@ -407,13 +411,7 @@ fn delete_group_and_offsets_write_tombstones() {
     let manager1 = manager(&fs);
     let coordinator1 = coordinator(&manager1, small_config());
     assert_eq!(commit(&coordinator1, -1, "", 7, 0), vec![errors::NONE]);
-    let offsets = [OffsetToCommit {
-        topic: "u".to_owned(),
-        partition: 2,
-        offset: 9,
-        leader_epoch: -1,
-        metadata: String::new(),
-    }];
+    let offsets = [offset_to_commit("u", 2, 9)];
     assert_eq!(coordinator1.commit_offsets("g", -1, "", None, &offsets, 1), vec![errors::NONE]);
     assert_eq!(
         coordinator1.delete_offsets("g", &[("u".to_owned(), 2)], 2),
@@ -423,10 +421,7 @@ fn delete_group_and_offsets_write_tombstones() {
     assert_eq!(all.len(), 1, "only t is left: {all:?}");
     assert_eq!(coordinator1.delete_group("g", 3), errors::NONE);
     assert_eq!(committed(&coordinator1), -1);
-    manager1.shutdown().unwrap();
-    drop((coordinator1, manager1));
-    let manager2 = manager(&fs);
-    let coordinator2 = coordinator(&manager2, small_config());
+    let (_manager2, coordinator2) = restart(&fs, manager1, coordinator1, small_config());
     assert_eq!(coordinator2.load(10).unwrap(), 0, "the tombstones hold after a restart");
     assert_eq!(committed(&coordinator2), -1);
 }
@@ -483,13 +478,7 @@ fn consumer_protocol_members_join_reconcile_fence_and_leave() {
     assert!(got.is_disjoint(&kept));
     assert_eq!(coordinator.consumer_group_state("k"), Some(("Stable", 2)));
     // Commits carry the member epoch.
-    let offsets = [OffsetToCommit {
-        topic: "t".to_owned(),
-        partition: 0,
-        offset: 1,
-        leader_epoch: -1,
-        metadata: String::new(),
-    }];
+    let offsets = [offset_to_commit("t", 0, 1)];
     assert_eq!(
         coordinator.commit_offsets("k", 2, "member-b", None, &offsets, 41),
         vec![errors::NONE]
@@ -616,11 +605,33 @@ fn groups_holding_nothing_are_cleaned_up() {
     assert!(coordinator1.describe_group("g").is_some(), "not before the check");
     coordinator1.tick(610_001);
     assert!(coordinator1.describe_group("g").is_none());
-    manager1.shutdown().unwrap();
-    drop((coordinator1, manager1));
-    let manager2 = manager(&fs);
-    let coordinator2 = coordinator(&manager2, config);
+    let (_manager2, coordinator2) = restart(&fs, manager1, coordinator1, config);
     assert_eq!(coordinator2.load(0).unwrap(), 0, "the tombstone holds after a restart");
+}
+
+#[test]
+fn a_failed_classic_join_leaves_an_empty_consumer_group_as_replay_would() {
+    let fs = SimFs::new();
+    let manager1 = manager(&fs);
+    let coordinator1 = coordinator(&manager1, small_config());
+    let meta = topics(&[("t", 4)]);
+    // A KIP-848 group whose only member left: empty, its epoch kept in its records.
+    let a = coordinator1.consumer_heartbeat(&consumer_heartbeat("member-a", 0), &meta, 0);
+    let leave = consumer_heartbeat("member-a", -1);
+    assert_eq!(coordinator1.consumer_heartbeat(&leave, &meta, 1).error_code, errors::NONE);
+    assert_eq!(a.member_epoch, 1);
+    assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
+    // A classic JoinGroup with a member id the group does not know fails; the group stays.
+    let mut join = coordinator1
+        .join(JoinRequest { group_id: "k".to_owned(), ..join_request("stranger", &["range"]) }, 2);
+    assert_eq!(ready(&mut join).unwrap().error_code, errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
+    coordinator1.tick(3);
+    assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
+    // A restart replays the same group.
+    let (_manager2, coordinator2) = restart(&fs, manager1, coordinator1, small_config());
+    assert_eq!(coordinator2.load(10).unwrap(), 1);
+    assert_eq!(coordinator2.consumer_group_state("k"), Some(("Empty", 0)));
 }
 
 #[test]
@@ -641,22 +652,13 @@ fn consumer_protocol_groups_survive_a_restart_in_kafkas_records() {
     let b2 =
         coordinator1.consumer_heartbeat(&consumer_heartbeat("member-b", b.member_epoch), &meta, 4);
     assert_eq!(b2.assignment.as_ref().map(BTreeSet::len), Some(2));
-    let offsets = [OffsetToCommit {
-        topic: "t".to_owned(),
-        partition: 1,
-        offset: 9,
-        leader_epoch: -1,
-        metadata: String::new(),
-    }];
+    let offsets = [offset_to_commit("t", 1, 9)];
     assert_eq!(
         coordinator1.commit_offsets("k", 2, "member-b", None, &offsets, 5),
         vec![errors::NONE]
     );
-    manager1.shutdown().unwrap();
-    drop((coordinator1, manager1));
 
-    let manager2 = manager(&fs);
-    let coordinator2 = coordinator(&manager2, small_config());
+    let (manager2, coordinator2) = restart(&fs, manager1, coordinator1, small_config());
     assert_eq!(coordinator2.load(100).unwrap(), 1);
     assert_eq!(coordinator2.consumer_group_state("k"), Some(("Stable", 2)));
     {
@@ -678,10 +680,7 @@ fn consumer_protocol_groups_survive_a_restart_in_kafkas_records() {
     assert_eq!(fetched[0].1[0].1.as_ref().map(|c| c.offset), Some(9));
     // Leaving writes tombstones: after another restart only member-a is there.
     coordinator2.consumer_heartbeat(&consumer_heartbeat("member-b", -1), &meta, 102);
-    manager2.shutdown().unwrap();
-    drop((coordinator2, manager2));
-    let manager3 = manager(&fs);
-    let coordinator3 = coordinator(&manager3, small_config());
+    let (_manager3, coordinator3) = restart(&fs, manager2, coordinator2, small_config());
     coordinator3.load(200).unwrap();
     let inner = coordinator3.lock();
     let consumer = inner.groups["k"].consumer.as_ref().unwrap();

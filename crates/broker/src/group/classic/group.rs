@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use crate::group::consumer::group::ConsumerGroup;
+use crate::group::offsets::Committed;
+
 /// Kafka's `GroupState` for classic groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GroupState {
@@ -112,15 +115,16 @@ impl Member {
     pub(crate) fn same_protocols(&self, protocols: &[(String, Bytes)]) -> bool {
         self.protocols == protocols
     }
-}
 
-/// A committed offset (Kafka's `OffsetAndMetadata`) and where it is in `__consumer_offsets`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Committed {
-    pub(crate) offset: i64,
-    pub(crate) leader_epoch: i32,
-    pub(crate) metadata: String,
-    pub(crate) commit_timestamp: i64,
+    /// Answers its waiting JoinGroup and SyncGroup, if any, with `error_code`.
+    pub(crate) fn fail_waiters(&mut self, error_code: i16) {
+        if let Some(waiter) = self.awaiting_join.take() {
+            let _ = waiter.send(JoinResult::error(&self.member_id, error_code));
+        }
+        if let Some(waiter) = self.awaiting_sync.take() {
+            let _ = waiter.send(SyncResult::error(error_code));
+        }
+    }
 }
 
 /// The join phase's timer: Kafka's `InitialDelayedJoin` or `DelayedJoin`.
@@ -157,7 +161,7 @@ pub(crate) struct Group {
     pub(crate) pending_sync: HashSet<String>,
     pub(crate) sync_deadline_ms: Option<i64>,
     /// Set when the group uses the KIP-848 consumer protocol (then `members` stays empty).
-    pub(crate) consumer: Option<super::consumer::ConsumerGroup>,
+    pub(crate) consumer: Option<ConsumerGroup>,
 }
 
 impl Group {
@@ -193,6 +197,36 @@ impl Group {
 
     pub(crate) fn is_leader(&self, member_id: &str) -> bool {
         self.leader.as_deref() == Some(member_id)
+    }
+
+    /// Whether the group holds nothing: no member or pending member, no offset, no stored
+    /// generation and no KIP-848 epoch. Such a group leaves no record behind, so it can go at
+    /// once (replaying `__consumer_offsets` would not bring it back either).
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.is(GroupState::Empty)
+            && self.generation_id == 0
+            && self.members.is_empty()
+            && self.pending_members.is_empty()
+            && self.offsets.is_empty()
+            && self
+                .consumer
+                .as_ref()
+                .is_none_or(|consumer| consumer.members.is_empty() && consumer.group_epoch == 0)
+    }
+
+    /// Whether the group has KIP-848 members (then no classic member may join).
+    pub(crate) fn has_consumer_members(&self) -> bool {
+        self.consumer.as_ref().is_some_and(|consumer| !consumer.members.is_empty())
+    }
+
+    /// Drops every member's assignment and answers each waiting SyncGroup with `error_code`.
+    pub(crate) fn fail_syncs(&mut self, error_code: i16) {
+        for member in self.members.values_mut() {
+            member.assignment = Bytes::new();
+            if let Some(waiter) = member.awaiting_sync.take() {
+                let _ = waiter.send(SyncResult::error(error_code));
+            }
+        }
     }
 
     /// The longest rebalance timeout of the members (the join phase's bound).

@@ -1,19 +1,21 @@
 //! ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) on the coordinator: joining,
 //! leaving, fencing, subscription changes, the target assignment and each member's
-//! reconciliation (see `consumer.rs`), and the timers of these members.
+//! reconciliation (see `reconcile.rs`), and the timers of these members.
 //!
 //! A group's state is written to `__consumer_offsets` in Kafka's `ConsumerGroup*` records
 //! (keys 3 and 5 to 8): after each change, the records that differ from the last write and
-//! tombstones for members gone, in one batch, before the heartbeat is answered; `load`
-//! replays them, so members go on at their epochs after a restart.
+//! tombstones for members gone, in one batch, before the heartbeat is answered (`store.rs`);
+//! `load` replays them, so members go on at their epochs after a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use seglog_format::group::{self as records, GroupRecordKey};
-
-use super::consumer::{ASSIGNORS, ConsumerGroup, ConsumerMember, Partition};
-use super::{Group, GroupCoordinator, GroupState};
+use super::assignor::ASSIGNORS;
+use super::group::{
+    ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions, subscription_regex,
+};
 use crate::errors;
+use crate::group::classic::group::{Group, GroupState};
+use crate::group::coordinator::GroupCoordinator;
 
 /// A ConsumerGroupHeartbeat, as the coordinator needs it.
 #[derive(Debug, Clone)]
@@ -126,9 +128,8 @@ impl GroupCoordinator {
             request.member_id.clone()
         };
         if request.member_epoch < 0 {
-            if consumer.members.remove(&member_id).is_some() {
+            if consumer.remove_member(&member_id) {
                 consumer.group_epoch += 1;
-                consumer.target.remove(&member_id);
             }
             if let Err(code) = self.persist_and_wait(&mut inner, &request.group_id, now_ms) {
                 return ConsumerHeartbeatResult::error(
@@ -184,20 +185,6 @@ impl GroupCoordinator {
         result
     }
 
-    /// [`Self::persist_consumer_group`], then waits until the write is durable under the
-    /// topic's mode.
-    pub(super) fn persist_and_wait(
-        &self,
-        inner: &mut super::Inner,
-        group_id: &str,
-        now_ms: i64,
-    ) -> Result<(), i16> {
-        match self.persist_consumer_group(inner, group_id, now_ms)? {
-            Some((log, last_offset)) => Self::await_durable(&log, last_offset, now_ms),
-            None => Ok(()),
-        }
-    }
-
     /// The state and member count of a KIP-848 group, for tests and tools.
     pub fn consumer_group_state(&self, group_id: &str) -> Option<(&'static str, usize)> {
         let inner = self.lock();
@@ -249,8 +236,7 @@ pub(crate) fn expire_consumer_members(
     let changed = !expired.is_empty();
     for member_id in expired {
         tracing::info!(group = %group.group_id, %member_id, "consumer group member expired");
-        consumer.members.remove(&member_id);
-        consumer.target.remove(&member_id);
+        consumer.remove_member(&member_id);
         consumer.group_epoch += 1;
     }
     changed
@@ -269,8 +255,8 @@ fn check_heartbeat(
 ) -> Result<Option<(String, regex::Regex)>, ConsumerHeartbeatResult> {
     let regex = match request.subscribed_regex.as_deref() {
         None | Some("") => None,
-        Some(pattern) => match regex::Regex::new(&format!("^(?:{pattern})$")) {
-            Ok(compiled) => Some((pattern.to_owned(), compiled)),
+        Some(pattern) => match subscription_regex(pattern) {
+            Ok(regex) => Some(regex),
             Err(error) => {
                 return Err(ConsumerHeartbeatResult::error(
                     errors::INVALID_REGULAR_EXPRESSION,
@@ -321,30 +307,21 @@ fn join_member(
             .map(|member| member.member_id.clone())
             .collect();
         for old in previous {
-            consumer.members.remove(&old);
-            consumer.target.remove(&old);
+            consumer.remove_member(&old);
         }
     }
     consumer.members.insert(
         member_id.to_owned(),
         ConsumerMember {
-            member_id: member_id.to_owned(),
             instance_id: request.instance_id.clone(),
             rack_id: request.rack_id.clone(),
             client_id: request.client_id.clone(),
             client_host: request.client_host.clone(),
-            member_epoch: 0,
-            previous_member_epoch: -1,
             rebalance_timeout_ms: request.rebalance_timeout_ms,
             subscribed_topics: request.subscribed_topics.iter().flatten().cloned().collect(),
             subscribed_regex: regex,
-            resolved_topics: BTreeSet::new(),
             server_assignor: request.server_assignor.clone(),
-            assigned: BTreeSet::new(),
-            pending_revocation: BTreeSet::new(),
-            revoking_since_ms: None,
-            last_heartbeat_ms: now_ms,
-            sent_assignment: None,
+            ..ConsumerMember::new(member_id, now_ms)
         },
     );
 }
@@ -396,281 +373,4 @@ fn update_member(
         member.rebalance_timeout_ms = request.rebalance_timeout_ms;
     }
     Ok(changed)
-}
-
-/// Resolves each member's subscription against the topics there are now (a pattern matches
-/// topics created since) and notes the partition counts; whether anything changed.
-fn refresh_subscriptions(consumer: &mut ConsumerGroup, topics: &BTreeMap<String, i32>) -> bool {
-    let mut changed = false;
-    for member in consumer.members.values_mut() {
-        let mut resolved = member.subscribed_topics.clone();
-        if let Some((_, pattern)) = &member.subscribed_regex {
-            resolved.extend(
-                topics
-                    .keys()
-                    .filter(|topic| !topic.starts_with("__") && pattern.is_match(topic))
-                    .cloned(),
-            );
-        }
-        if resolved != member.resolved_topics {
-            member.resolved_topics = resolved;
-            changed = true;
-        }
-    }
-    let metadata: BTreeMap<String, i32> = consumer
-        .members
-        .values()
-        .flat_map(|member| member.resolved_topics.iter())
-        .map(|topic| (topic.clone(), topics.get(topic).copied().unwrap_or(0)))
-        .collect();
-    if metadata != consumer.subscribed_metadata {
-        consumer.subscribed_metadata = metadata;
-        changed = true;
-    }
-    changed
-}
-
-// -------------------------------------------------------------------- durable state
-
-/// Kafka's `MemberState` byte: 0 stable, 1 unrevoked partitions, 2 unreleased partitions.
-fn member_state(member: &ConsumerMember, target: Option<&BTreeSet<Partition>>) -> i8 {
-    if !member.pending_revocation.is_empty() {
-        1
-    } else if target.is_some_and(|target| *target != member.assigned) {
-        2
-    } else {
-        0
-    }
-}
-
-fn by_topic_id(
-    partitions: &BTreeSet<Partition>,
-    topic_id: &dyn Fn(&str) -> Option<[u8; 16]>,
-) -> Vec<records::TopicPartitions> {
-    let mut grouped: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for (topic, partition) in partitions {
-        grouped.entry(topic.as_str()).or_default().push(*partition);
-    }
-    grouped
-        .into_iter()
-        .filter_map(|(topic, partitions)| {
-            topic_id(topic).map(|topic_id| records::TopicPartitions { topic_id, partitions })
-        })
-        .collect()
-}
-
-/// The records that describe a KIP-848 group now (Kafka's `ConsumerGroup*` records, keys 3 and
-/// 5 to 8), key bytes to value bytes.
-fn consumer_records(
-    group_id: &str,
-    consumer: &ConsumerGroup,
-    topic_id: &dyn Fn(&str) -> Option<[u8; 16]>,
-) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, seglog_format::DecodeError> {
-    let group = || group_id.to_owned();
-    let mut out = BTreeMap::new();
-    out.insert(
-        records::encode_key(&GroupRecordKey::ConsumerGroupMetadata { group: group() })?,
-        records::encode_consumer_group_metadata_value(&records::ConsumerGroupMetadataValue {
-            epoch: consumer.group_epoch,
-        }),
-    );
-    out.insert(
-        records::encode_key(&GroupRecordKey::ConsumerGroupTargetAssignmentMetadata {
-            group: group(),
-        })?,
-        records::encode_consumer_group_target_assignment_metadata_value(
-            &records::ConsumerGroupTargetAssignmentMetadataValue {
-                assignment_epoch: consumer.assignment_epoch,
-            },
-        ),
-    );
-    for member in consumer.members.values() {
-        let member_key = || member.member_id.clone();
-        out.insert(
-            records::encode_key(&GroupRecordKey::ConsumerGroupMemberMetadata {
-                group: group(),
-                member: member_key(),
-            })?,
-            records::encode_consumer_group_member_metadata_value(
-                &records::ConsumerGroupMemberMetadataValue {
-                    instance_id: member.instance_id.clone(),
-                    rack_id: member.rack_id.clone(),
-                    client_id: member.client_id.clone(),
-                    client_host: member.client_host.clone(),
-                    subscribed_topic_names: member.subscribed_topics.iter().cloned().collect(),
-                    subscribed_topic_regex: member
-                        .subscribed_regex
-                        .as_ref()
-                        .map(|(text, _)| text.clone()),
-                    rebalance_timeout_ms: member.rebalance_timeout_ms,
-                    server_assignor: member.server_assignor.clone(),
-                },
-            )?,
-        );
-        let target = consumer.target.get(&member.member_id);
-        out.insert(
-            records::encode_key(&GroupRecordKey::ConsumerGroupTargetAssignmentMember {
-                group: group(),
-                member: member_key(),
-            })?,
-            records::encode_consumer_group_target_assignment_member_value(
-                &records::ConsumerGroupTargetAssignmentMemberValue {
-                    topic_partitions: by_topic_id(&target.cloned().unwrap_or_default(), topic_id),
-                },
-            )?,
-        );
-        out.insert(
-            records::encode_key(&GroupRecordKey::ConsumerGroupCurrentMemberAssignment {
-                group: group(),
-                member: member_key(),
-            })?,
-            records::encode_consumer_group_current_member_assignment_value(
-                &records::ConsumerGroupCurrentMemberAssignmentValue {
-                    member_epoch: member.member_epoch,
-                    previous_member_epoch: member.previous_member_epoch,
-                    state: member_state(member, target),
-                    assigned_partitions: by_topic_id(&member.assigned, topic_id),
-                    partitions_pending_revocation: by_topic_id(
-                        &member.pending_revocation,
-                        topic_id,
-                    ),
-                },
-            )?,
-        );
-    }
-    Ok(out)
-}
-
-impl GroupCoordinator {
-    /// Writes what changed in a KIP-848 group since its last write (new or changed records,
-    /// tombstones for those gone) as one batch. Returns the write to wait for, if any.
-    pub(super) fn persist_consumer_group(
-        &self,
-        inner: &mut super::Inner,
-        group_id: &str,
-        now_ms: i64,
-    ) -> Result<Option<(std::sync::Arc<seglog_storage::log::partition_log::PartitionLog>, i64)>, i16>
-    {
-        let Some(consumer) = inner.groups.get(group_id).and_then(|group| group.consumer.as_ref())
-        else {
-            return Ok(None);
-        };
-        let manager = std::sync::Arc::clone(&self.manager);
-        let topic_id = move |topic: &str| manager.topic_id(topic);
-        let desired = consumer_records(group_id, consumer, &topic_id).map_err(|error| {
-            tracing::warn!(%error, group = group_id, "cannot encode a consumer group's records");
-            errors::UNKNOWN_SERVER_ERROR
-        })?;
-        let mut writes: Vec<super::KeyValue> = desired
-            .iter()
-            .filter(|(key, value)| consumer.persisted.get(*key) != Some(*value))
-            .map(|(key, value)| (key.clone(), Some(value.clone())))
-            .collect();
-        writes.extend(
-            consumer
-                .persisted
-                .keys()
-                .filter(|key| !desired.contains_key(*key))
-                .map(|key| (key.clone(), None)),
-        );
-        if writes.is_empty() {
-            return Ok(None);
-        }
-        let written = self.append(inner, group_id, &writes, now_ms)?;
-        if let Some(consumer) =
-            inner.groups.get_mut(group_id).and_then(|group| group.consumer.as_mut())
-        {
-            consumer.persisted = desired;
-        }
-        Ok(Some(written))
-    }
-}
-
-/// A KIP-848 group from its live records after a replay: members keep their epochs and
-/// partitions and must heartbeat within their session from now.
-pub(super) fn restore_consumer_group(
-    live: &BTreeMap<Vec<u8>, Vec<u8>>,
-    topic_names: &BTreeMap<[u8; 16], String>,
-    topic_counts: &BTreeMap<String, i32>,
-    now_ms: i64,
-) -> Result<ConsumerGroup, seglog_format::DecodeError> {
-    let partitions = |topics: &[records::TopicPartitions]| -> BTreeSet<Partition> {
-        topics
-            .iter()
-            .filter_map(|topic| topic_names.get(&topic.topic_id).map(|name| (name, topic)))
-            .flat_map(|(name, topic)| topic.partitions.iter().map(move |p| (name.clone(), *p)))
-            .collect()
-    };
-    let mut consumer = ConsumerGroup { persisted: live.clone(), ..ConsumerGroup::default() };
-    let mut current = BTreeMap::new();
-    for (key, value) in live {
-        match records::decode_key(key)? {
-            GroupRecordKey::ConsumerGroupMetadata { .. } => {
-                consumer.group_epoch = records::decode_consumer_group_metadata_value(value)?.epoch;
-            }
-            GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { .. } => {
-                consumer.assignment_epoch =
-                    records::decode_consumer_group_target_assignment_metadata_value(value)?
-                        .assignment_epoch;
-            }
-            GroupRecordKey::ConsumerGroupMemberMetadata { member, .. } => {
-                let value = records::decode_consumer_group_member_metadata_value(value)?;
-                let subscribed: BTreeSet<String> =
-                    value.subscribed_topic_names.into_iter().collect();
-                let regex = value.subscribed_topic_regex.and_then(|pattern| {
-                    regex::Regex::new(&format!("^(?:{pattern})$"))
-                        .ok()
-                        .map(|compiled| (pattern, compiled))
-                });
-                consumer.members.insert(
-                    member.clone(),
-                    ConsumerMember {
-                        member_id: member,
-                        instance_id: value.instance_id,
-                        rack_id: value.rack_id,
-                        client_id: value.client_id,
-                        client_host: value.client_host,
-                        member_epoch: 0,
-                        previous_member_epoch: -1,
-                        rebalance_timeout_ms: value.rebalance_timeout_ms,
-                        resolved_topics: subscribed.clone(),
-                        subscribed_topics: subscribed,
-                        subscribed_regex: regex,
-                        server_assignor: value.server_assignor,
-                        assigned: BTreeSet::new(),
-                        pending_revocation: BTreeSet::new(),
-                        revoking_since_ms: None,
-                        last_heartbeat_ms: now_ms,
-                        sent_assignment: None,
-                    },
-                );
-            }
-            GroupRecordKey::ConsumerGroupTargetAssignmentMember { member, .. } => {
-                let value = records::decode_consumer_group_target_assignment_member_value(value)?;
-                consumer.target.insert(member, partitions(&value.topic_partitions));
-            }
-            GroupRecordKey::ConsumerGroupCurrentMemberAssignment { member, .. } => {
-                current.insert(
-                    member,
-                    records::decode_consumer_group_current_member_assignment_value(value)?,
-                );
-            }
-            _ => {}
-        }
-    }
-    for (member_id, value) in current {
-        if let Some(member) = consumer.members.get_mut(&member_id) {
-            member.member_epoch = value.member_epoch;
-            member.previous_member_epoch = value.previous_member_epoch;
-            member.assigned = partitions(&value.assigned_partitions);
-            member.pending_revocation = partitions(&value.partitions_pending_revocation);
-            if !member.pending_revocation.is_empty() {
-                member.revoking_since_ms = Some(now_ms);
-            }
-        }
-    }
-    // The subscriptions as of now, so that the first heartbeat moves the epoch only if the
-    // topics changed while the broker was down.
-    refresh_subscriptions(&mut consumer, topic_counts);
-    Ok(consumer)
 }

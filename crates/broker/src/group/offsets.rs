@@ -1,0 +1,256 @@
+//! Committed offsets (the offset half of Kafka's `GroupMetadataManager`, `OffsetMetadataManager`
+//! in Kafka 4): OffsetCommit with `doCommitOffsets`' checks for both protocols, answered once
+//! its records are durable; OffsetFetch; OffsetDelete, refused for topics a group subscribes to.
+
+use std::collections::BTreeMap;
+
+use super::classic::group::{Group, GroupState};
+use super::classic::protocol::check_member;
+use super::coordinator::GroupCoordinator;
+use super::store::{offset_commit_key, offset_commit_record};
+use crate::errors;
+
+/// A committed offset (Kafka's `OffsetAndMetadata`) and where it is in `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Committed {
+    pub(crate) offset: i64,
+    pub(crate) leader_epoch: i32,
+    pub(crate) metadata: String,
+    pub(crate) commit_timestamp: i64,
+}
+
+/// One partition's offset in an OffsetCommit.
+#[derive(Debug, Clone)]
+pub(crate) struct OffsetToCommit {
+    pub(crate) topic: String,
+    pub(crate) partition: i32,
+    pub(crate) offset: i64,
+    pub(crate) leader_epoch: i32,
+    pub(crate) metadata: String,
+}
+
+/// Committed offsets by topic, then partition (`None`: nothing committed).
+pub(crate) type FetchedOffsets = Vec<(String, Vec<(i32, Option<Committed>)>)>;
+
+/// Topics and their partitions, as a request names them.
+pub(crate) type TopicPartitions = Vec<(String, Vec<i32>)>;
+
+impl GroupCoordinator {
+    /// OffsetCommit (Kafka's `handleCommitOffsets`): one error code per offset, in order.
+    pub(crate) fn commit_offsets(
+        &self,
+        group_id: &str,
+        generation_id: i32,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        offsets: &[OffsetToCommit],
+        now_ms: i64,
+    ) -> Vec<i16> {
+        let all = |code: i16| vec![code; offsets.len()];
+        if group_id.is_empty() {
+            return all(errors::INVALID_GROUP_ID);
+        }
+        let mut inner = self.lock();
+        if inner.shutting_down {
+            return all(errors::COORDINATOR_NOT_AVAILABLE);
+        }
+        if !inner.groups.contains_key(group_id) {
+            if generation_id >= 0 {
+                return all(errors::ILLEGAL_GENERATION);
+            }
+            inner.groups.insert(group_id.to_owned(), Group::new(group_id, now_ms));
+        }
+        let Some(group) = inner.groups.get_mut(group_id) else {
+            return all(errors::COORDINATOR_NOT_AVAILABLE);
+        };
+        let code = check_commit(group, generation_id, member_id, group_instance_id, now_ms);
+        if code != errors::NONE {
+            return all(code);
+        }
+        let mut codes = Vec::with_capacity(offsets.len());
+        let mut records = Vec::new();
+        // The accepted offsets: where their codes are, and what the group keeps once written.
+        let mut accepted = Vec::new();
+        let mut kept = Vec::new();
+        for offset in offsets {
+            if offset.metadata.len() > self.config.offset_metadata_max_bytes {
+                codes.push(errors::OFFSET_METADATA_TOO_LARGE);
+                continue;
+            }
+            let committed = Committed {
+                offset: offset.offset,
+                leader_epoch: offset.leader_epoch,
+                metadata: offset.metadata.clone(),
+                commit_timestamp: now_ms,
+            };
+            match offset_commit_record(group_id, &offset.topic, offset.partition, &committed) {
+                Ok(record) => {
+                    records.push(record);
+                    accepted.push(codes.len());
+                    codes.push(errors::NONE);
+                    kept.push(((offset.topic.clone(), offset.partition), committed));
+                }
+                Err(_) => codes.push(errors::INVALID_REQUEST),
+            }
+        }
+        if records.is_empty() {
+            return codes;
+        }
+        let written = match self.append(&mut inner, group_id, &records, now_ms) {
+            Ok(written) => written,
+            Err(code) => {
+                fail_accepted(&mut codes, &accepted, code);
+                return codes;
+            }
+        };
+        if let Some(group) = inner.groups.get_mut(group_id) {
+            group.offsets.extend(kept);
+        }
+        drop(inner);
+        if let Err(code) = Self::await_durable(&written.0, written.1, now_ms) {
+            fail_accepted(&mut codes, &accepted, code);
+        }
+        codes
+    }
+
+    /// OffsetFetch for one group: `None` topics means every committed offset. Unknown groups and
+    /// partitions answer offset -1, as Kafka does.
+    pub(crate) fn fetch_offsets(
+        &self,
+        group_id: &str,
+        topics: Option<Vec<(String, Vec<i32>)>>,
+    ) -> Result<FetchedOffsets, i16> {
+        let inner = self.lock();
+        if inner.shutting_down {
+            return Err(errors::COORDINATOR_NOT_AVAILABLE);
+        }
+        let group = inner.groups.get(group_id);
+        let Some(topics) = topics else {
+            let mut by_topic: BTreeMap<String, Vec<(i32, Option<Committed>)>> = BTreeMap::new();
+            for ((topic, partition), committed) in
+                group.map(|group| &group.offsets).into_iter().flatten()
+            {
+                by_topic
+                    .entry(topic.clone())
+                    .or_default()
+                    .push((*partition, Some(committed.clone())));
+            }
+            return Ok(by_topic.into_iter().collect());
+        };
+        Ok(topics
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let found = partitions
+                    .into_iter()
+                    .map(|partition| {
+                        let committed = group.and_then(|group| {
+                            group.offsets.get(&(topic.clone(), partition)).cloned()
+                        });
+                        (partition, committed)
+                    })
+                    .collect();
+                (topic, found)
+            })
+            .collect())
+    }
+
+    /// OffsetDelete (Kafka's `handleDeleteOffsets`): the group's error, and each partition's.
+    pub(crate) fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+        now_ms: i64,
+    ) -> (i16, Vec<i16>) {
+        let mut inner = self.lock();
+        let Some(group) = inner.groups.get(group_id) else {
+            return (errors::GROUP_ID_NOT_FOUND, Vec::new());
+        };
+        if group.is(GroupState::Dead) {
+            return (errors::GROUP_ID_NOT_FOUND, Vec::new());
+        }
+        let subscribed = if group.is(GroupState::Empty) {
+            Some(std::collections::HashSet::new())
+        } else {
+            group.subscribed_topics()
+        };
+        let Some(subscribed) = subscribed else {
+            return (errors::NON_EMPTY_GROUP, Vec::new());
+        };
+        let mut codes = Vec::with_capacity(partitions.len());
+        let mut records = Vec::new();
+        let mut deleted = Vec::new();
+        for (topic, partition) in partitions {
+            if subscribed.contains(topic) {
+                codes.push(errors::GROUP_SUBSCRIBED_TO_TOPIC);
+                continue;
+            }
+            codes.push(errors::NONE);
+            if group.offsets.contains_key(&(topic.clone(), *partition))
+                && let Ok(key) = offset_commit_key(group_id, topic, *partition)
+            {
+                records.push((key, None));
+                deleted.push((topic.clone(), *partition));
+            }
+        }
+        if !records.is_empty() {
+            match self.append(&mut inner, group_id, &records, now_ms) {
+                Ok(_) => {
+                    if let Some(group) = inner.groups.get_mut(group_id) {
+                        for key in deleted {
+                            group.offsets.remove(&key);
+                        }
+                    }
+                }
+                Err(code) => return (code, Vec::new()),
+            }
+        }
+        (errors::NONE, codes)
+    }
+}
+
+/// Sets the codes of the accepted offsets (at `accepted`) to `code`: their write failed.
+fn fail_accepted(codes: &mut [i16], accepted: &[usize], code: i16) {
+    for idx in accepted {
+        if let Some(slot) = codes.get_mut(*idx) {
+            *slot = code;
+        }
+    }
+}
+
+/// Kafka's `doCommitOffsets` checks: a standalone commit (generation < 0) needs an empty
+/// group; a member's needs its generation, and not during CompletingRebalance.
+fn check_commit(
+    group: &mut Group,
+    generation_id: i32,
+    member_id: &str,
+    group_instance_id: Option<&str>,
+    now_ms: i64,
+) -> i16 {
+    if let Some(consumer) = group.consumer.as_mut().filter(|c| !c.members.is_empty()) {
+        // A KIP-848 group: the member epoch stands in for the generation.
+        return match consumer.members.get_mut(member_id) {
+            None => errors::UNKNOWN_MEMBER_ID,
+            Some(member) if member.member_epoch != generation_id => errors::STALE_MEMBER_EPOCH,
+            Some(member) => {
+                member.last_heartbeat_ms = now_ms;
+                errors::NONE
+            }
+        };
+    }
+    if group.is(GroupState::Dead) {
+        errors::COORDINATOR_NOT_AVAILABLE
+    } else if generation_id < 0 && group.is(GroupState::Empty) {
+        errors::NONE
+    } else if group.is(GroupState::CompletingRebalance) {
+        errors::REBALANCE_IN_PROGRESS
+    } else if let Some(code) = check_member(group, member_id, group_instance_id) {
+        code
+    } else if generation_id != group.generation_id {
+        errors::ILLEGAL_GENERATION
+    } else {
+        if let Some(member) = group.members.get_mut(member_id) {
+            member.last_heartbeat_ms = now_ms;
+        }
+        errors::NONE
+    }
+}

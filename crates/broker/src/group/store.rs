@@ -1,0 +1,772 @@
+//! Loading from and writing to `__consumer_offsets` (Kafka's `GroupMetadataManager`:
+//! `storeGroup`, `loadGroupsAndOffsets`, and the records of `GroupCoordinatorRecordHelpers`):
+//! which partition a group lives in, the append and its wait for durability, a classic group's
+//! metadata record, a KIP-848 group's `ConsumerGroup*` records (written as differences from the
+//! last write), tombstones, the replay at start, and the bound on each partition.
+//!
+//! Until log compaction exists, `__consumer_offsets` stays bounded by rewriting: when a
+//! partition grows past `offsets.topic.segment.bytes` and past twice its live state, the live
+//! state (every committed offset and group of that partition) is appended again and the log
+//! start offset moves to the first rewritten record, so retention deletes the older segments.
+//! A crash part-way leaves the old start in place and replays to the same state.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use seglog_format::group::{
+    self as records, GroupMetadataValue, GroupRecordKey, MemberMetadata, OffsetCommitValue,
+};
+use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+use seglog_storage::config::DurabilityMode;
+use seglog_storage::log::partition_log::{Isolation, PartitionLog, TopicPartition};
+use seglog_storage::log::validator::AppendOrigin;
+
+use super::OFFSETS_TOPIC;
+use super::classic::group::{Group, GroupState, Member};
+use super::consumer::group::{
+    ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions, subscription_regex,
+};
+use super::coordinator::{GroupCoordinator, Inner};
+use super::offsets::Committed;
+use crate::errors;
+
+/// The largest batch the coordinator writes at once (below `message.max.bytes`' default).
+const WRITE_BATCH_BYTES_MAX: usize = 512 * 1024;
+
+/// How much of `__consumer_offsets` one read during loading returns.
+const LOAD_READ_BYTES_MAX: u32 = 8 << 20;
+
+/// Java's `String.hashCode` over UTF-16 code units.
+fn java_hash_code(text: &str) -> i32 {
+    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
+}
+
+/// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`.
+pub(super) fn partition_for(group_id: &str, partitions: i32) -> i32 {
+    let hash = java_hash_code(group_id);
+    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
+    if partitions <= 0 { 0 } else { abs % partitions }
+}
+
+/// One record to write: key and value (`None`: a tombstone).
+pub(super) type KeyValue = (Vec<u8>, Option<Vec<u8>>);
+
+impl GroupCoordinator {
+    /// Loads every group and committed offset from `__consumer_offsets`, if it exists (Kafka's
+    /// `GroupMetadataManager.loadGroupsAndOffsets`), replaying each partition from its log
+    /// start. Called once before the broker serves. Returns how many groups were loaded.
+    pub fn load(&self, now_ms: i64) -> Result<usize, String> {
+        let partitions =
+            self.manager.topic_partition_counts().get(OFFSETS_TOPIC).copied().unwrap_or(0);
+        let mut offsets: BTreeMap<(String, String, i32), Option<OffsetCommitValue>> =
+            BTreeMap::new();
+        let mut metadata: BTreeMap<String, Option<GroupMetadataValue>> = BTreeMap::new();
+        let mut consumer: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+        for partition in 0..partitions {
+            let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+            let log = self
+                .manager
+                .get_log(&tp)
+                .map_err(|error| format!("{OFFSETS_TOPIC}-{partition}: {error}"))?;
+            replay_partition(&log, &mut offsets, &mut metadata, &mut consumer)
+                .map_err(|error| format!("{OFFSETS_TOPIC}-{partition}: {error}"))?;
+        }
+        let mut inner = self.lock();
+        inner.partitions = partitions;
+        for (group_id, value) in metadata {
+            let Some(value) = value else { continue };
+            let group = group_entry(&mut inner, &group_id, now_ms);
+            restore_group(group, value, now_ms);
+        }
+        let topic_counts = self.manager.topic_partition_counts();
+        let topic_names: BTreeMap<[u8; 16], String> = topic_counts
+            .keys()
+            .filter_map(|name| self.manager.topic_id(name).map(|id| (id, name.clone())))
+            .collect();
+        for (group_id, live) in consumer {
+            if live.is_empty() {
+                continue;
+            }
+            let restored = restore_consumer_group(&live, &topic_names, &topic_counts, now_ms)
+                .map_err(|error| format!("group {group_id}: {error}"))?;
+            let group = group_entry(&mut inner, &group_id, now_ms);
+            group.protocol_type = Some("consumer".to_owned());
+            group.consumer = Some(restored);
+        }
+        for ((group_id, topic, partition), value) in offsets {
+            let Some(value) = value else { continue };
+            let group = group_entry(&mut inner, &group_id, now_ms);
+            group.offsets.insert(
+                (topic, partition),
+                Committed {
+                    offset: value.offset,
+                    leader_epoch: value.leader_epoch,
+                    metadata: value.metadata,
+                    commit_timestamp: value.commit_timestamp,
+                },
+            );
+        }
+        Ok(inner.groups.len())
+    }
+
+    /// Creates `__consumer_offsets` if it does not exist yet (Kafka creates it on the first
+    /// FindCoordinator), and returns its partition count.
+    pub(crate) fn ensure_offsets_topic(&self) -> Result<i32, i16> {
+        let mut inner = self.lock();
+        self.ensure_offsets_topic_locked(&mut inner)
+    }
+
+    pub(super) fn ensure_offsets_topic_locked(&self, inner: &mut Inner) -> Result<i32, i16> {
+        if inner.partitions > 0 {
+            return Ok(inner.partitions);
+        }
+        if let Some(count) = self.manager.topic_partition_counts().get(OFFSETS_TOPIC) {
+            inner.partitions = *count;
+            return Ok(*count);
+        }
+        let overrides = BTreeMap::from([
+            ("cleanup.policy".to_owned(), "compact".to_owned()),
+            ("compression.type".to_owned(), "producer".to_owned()),
+            ("segment.bytes".to_owned(), self.config.offsets_topic_segment_bytes.to_string()),
+        ]);
+        match self.manager.create_topic(
+            OFFSETS_TOPIC,
+            self.config.offsets_topic_partitions,
+            overrides,
+        ) {
+            Ok(_) => {
+                tracing::info!(
+                    partitions = self.config.offsets_topic_partitions,
+                    "created {OFFSETS_TOPIC}"
+                );
+                inner.partitions = self.config.offsets_topic_partitions;
+                Ok(inner.partitions)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot create {OFFSETS_TOPIC}");
+                Err(errors::COORDINATOR_NOT_AVAILABLE)
+            }
+        }
+    }
+
+    /// Appends records to the group's partition of `__consumer_offsets`. Returns the log and
+    /// the last offset written, for [`Self::await_durable`].
+    pub(super) fn append(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        records: &[KeyValue],
+        now_ms: i64,
+    ) -> Result<(Arc<PartitionLog>, i64), i16> {
+        let partitions = self.ensure_offsets_topic_locked(inner)?;
+        let partition = partition_for(group_id, partitions);
+        inner.appended_partitions.insert(partition);
+        self.append_to(partition, records, now_ms)
+    }
+
+    fn append_to(
+        &self,
+        partition: i32,
+        records: &[KeyValue],
+        now_ms: i64,
+    ) -> Result<(Arc<PartitionLog>, i64), i16> {
+        let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+        let log = self.manager.get_log(&tp).map_err(|error| {
+            tracing::warn!(%error, partition, "{OFFSETS_TOPIC} partition unavailable");
+            errors::COORDINATOR_NOT_AVAILABLE
+        })?;
+        let leader_epoch = log.latest_leader_epoch().ok().flatten().unwrap_or(0).max(0);
+        let mut last_offset = -1;
+        let mut rest = records;
+        while !rest.is_empty() {
+            let mut builder = RecordBatchBuilder::new(Compression::None);
+            let mut taken = 0;
+            for (key, value) in rest {
+                if taken > 0
+                    && builder.estimated_size_bytes()
+                        + key.len()
+                        + value.as_ref().map_or(0, Vec::len)
+                        > WRITE_BATCH_BYTES_MAX
+                {
+                    break;
+                }
+                builder
+                    .push(now_ms, Some(key), value.as_deref(), &[])
+                    .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+                taken += 1;
+            }
+            rest = rest.get(taken..).unwrap_or_default();
+            let batch = builder.build().map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+            let info = log
+                .append_as_leader(&batch, leader_epoch, AppendOrigin::Coordinator, now_ms)
+                .map_err(|error| {
+                    tracing::warn!(%error, partition, "cannot append to {OFFSETS_TOPIC}");
+                    errors::COORDINATOR_NOT_AVAILABLE
+                })?;
+            let _ = log.maybe_increment_leader_high_watermark();
+            last_offset = info.last_offset;
+        }
+        self.appended.notify_waiters();
+        Ok((log, last_offset))
+    }
+
+    /// Waits until `last_offset` is durable under the topic's durability mode (acks=-1, as
+    /// Kafka's `offsets.commit.required.acks`).
+    pub(super) fn await_durable(
+        log: &PartitionLog,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> Result<(), i16> {
+        if log.durability().is_ok_and(|mode| mode == DurabilityMode::GroupCommit) {
+            log.sync_to(last_offset + 1, now_ms).map_err(|error| {
+                tracing::warn!(%error, "{OFFSETS_TOPIC} fsync failed");
+                errors::COORDINATOR_NOT_AVAILABLE
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes a group's metadata record (Kafka's `storeGroup`).
+    pub(super) fn store_group(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        now_ms: i64,
+    ) -> Result<(), i16> {
+        let Some(group) = inner.groups.get(group_id) else { return Ok(()) };
+        let record = group_metadata_record(group).map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+        let (log, last_offset) = self.append(inner, group_id, &[record], now_ms)?;
+        Self::await_durable(&log, last_offset, now_ms)
+    }
+
+    /// [`Self::persist_consumer_group`], then waits until the write is durable under the
+    /// topic's mode.
+    pub(super) fn persist_and_wait(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        now_ms: i64,
+    ) -> Result<(), i16> {
+        match self.persist_consumer_group(inner, group_id, now_ms)? {
+            Some((log, last_offset)) => Self::await_durable(&log, last_offset, now_ms),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes what changed in a KIP-848 group since its last write (new or changed records,
+    /// tombstones for those gone) as one batch. Returns the write to wait for, if any.
+    fn persist_consumer_group(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        now_ms: i64,
+    ) -> Result<Option<(Arc<PartitionLog>, i64)>, i16> {
+        let Some(consumer) = inner.groups.get(group_id).and_then(|group| group.consumer.as_ref())
+        else {
+            return Ok(None);
+        };
+        let manager = Arc::clone(&self.manager);
+        let topic_id = move |topic: &str| manager.topic_id(topic);
+        let desired = consumer_records(group_id, consumer, &topic_id).map_err(|error| {
+            tracing::warn!(%error, group = group_id, "cannot encode a consumer group's records");
+            errors::UNKNOWN_SERVER_ERROR
+        })?;
+        let mut writes: Vec<KeyValue> = desired
+            .iter()
+            .filter(|(key, value)| consumer.persisted.get(*key) != Some(*value))
+            .map(|(key, value)| (key.clone(), Some(value.clone())))
+            .collect();
+        writes.extend(
+            consumer
+                .persisted
+                .keys()
+                .filter(|key| !desired.contains_key(*key))
+                .map(|key| (key.clone(), None)),
+        );
+        if writes.is_empty() {
+            return Ok(None);
+        }
+        let written = self.append(inner, group_id, &writes, now_ms)?;
+        if let Some(consumer) =
+            inner.groups.get_mut(group_id).and_then(|group| group.consumer.as_mut())
+        {
+            consumer.persisted = desired;
+        }
+        Ok(Some(written))
+    }
+
+    /// Rewrites any partition of `__consumer_offsets` that outgrew its bound (see the module
+    /// documentation).
+    pub(super) fn bound_offsets_topic(&self, inner: &mut Inner, now_ms: i64) {
+        // Only a partition written since the last check can have outgrown its bound.
+        for partition in std::mem::take(&mut inner.appended_partitions) {
+            let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+            let Ok(log) = self.manager.get_log(&tp) else { continue };
+            let Ok(size) = log.size_bytes() else { continue };
+            if size <= self.config.offsets_topic_segment_bytes {
+                continue;
+            }
+            let mut live = Vec::new();
+            for group in inner.groups.values() {
+                if partition_for(&group.group_id, inner.partitions) == partition
+                    && let Ok(records) = live_records(group)
+                {
+                    live.extend(records);
+                }
+            }
+            let live_bytes: u64 = live
+                .iter()
+                .map(|(key, value)| (key.len() + value.as_ref().map_or(0, Vec::len) + 16) as u64)
+                .sum();
+            if live_bytes.saturating_mul(2) >= size {
+                continue;
+            }
+            let Ok(start) = log.log_end_offset() else { continue };
+            if !live.is_empty() && self.append_to(partition, &live, now_ms).is_err() {
+                continue;
+            }
+            let new_start =
+                if live.is_empty() { log.log_end_offset().unwrap_or(start) } else { start };
+            match log.maybe_increment_log_start_offset(new_start) {
+                Ok(_) => {
+                    let deleted = log.delete_old_segments(now_ms).unwrap_or(0);
+                    tracing::info!(
+                        partition,
+                        size,
+                        live_bytes,
+                        new_start,
+                        deleted,
+                        "rewrote {OFFSETS_TOPIC} partition to its live state"
+                    );
+                }
+                Err(error) => {
+                    tracing::warn!(%error, partition, "cannot advance {OFFSETS_TOPIC} log start");
+                }
+            }
+        }
+    }
+}
+
+fn group_metadata_record(group: &Group) -> Result<KeyValue, seglog_format::DecodeError> {
+    let key =
+        records::encode_key(&GroupRecordKey::GroupMetadata { group: group.group_id.clone() })?;
+    let protocol = group.protocol.clone().unwrap_or_default();
+    let value = GroupMetadataValue {
+        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+        generation: group.generation_id,
+        protocol: group.protocol.clone(),
+        leader: group.leader.clone(),
+        current_state_timestamp: group.state_timestamp_ms,
+        members: group
+            .members
+            .values()
+            .map(|member| MemberMetadata {
+                member_id: member.member_id.clone(),
+                group_instance_id: member.group_instance_id.clone(),
+                client_id: member.client_id.clone(),
+                client_host: member.client_host.clone(),
+                rebalance_timeout: member.rebalance_timeout_ms,
+                session_timeout: member.session_timeout_ms,
+                subscription: member.metadata(&protocol).to_vec(),
+                assignment: member.assignment.to_vec(),
+            })
+            .collect(),
+    };
+    Ok((key, Some(records::encode_group_metadata_value(&value)?)))
+}
+
+/// The group `group_id`, created empty if there is none yet.
+fn group_entry<'a>(inner: &'a mut Inner, group_id: &str, now_ms: i64) -> &'a mut Group {
+    inner.groups.entry(group_id.to_owned()).or_insert_with(|| Group::new(group_id, now_ms))
+}
+
+/// Every live record of a group: its metadata (classic, or KIP-848's records) and its offsets.
+fn live_records(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeError> {
+    let mut out = match &group.consumer {
+        Some(consumer) => consumer
+            .persisted
+            .iter()
+            .map(|(key, value)| (key.clone(), Some(value.clone())))
+            .collect(),
+        None => vec![group_metadata_record(group)?],
+    };
+    for ((topic, partition), committed) in &group.offsets {
+        out.push(offset_commit_record(&group.group_id, topic, *partition, committed)?);
+    }
+    Ok(out)
+}
+
+/// The key of a committed offset's record.
+pub(super) fn offset_commit_key(
+    group_id: &str,
+    topic: &str,
+    partition: i32,
+) -> Result<Vec<u8>, seglog_format::DecodeError> {
+    records::encode_key(&GroupRecordKey::OffsetCommit {
+        group: group_id.to_owned(),
+        topic: topic.to_owned(),
+        partition,
+    })
+}
+
+/// A committed offset's record (Kafka's `OffsetCommitValue`, with no expiry, as Kafka 2.1+).
+pub(super) fn offset_commit_record(
+    group_id: &str,
+    topic: &str,
+    partition: i32,
+    committed: &Committed,
+) -> Result<KeyValue, seglog_format::DecodeError> {
+    let value = records::encode_offset_commit_value(&OffsetCommitValue {
+        offset: committed.offset,
+        leader_epoch: committed.leader_epoch,
+        metadata: committed.metadata.clone(),
+        commit_timestamp: committed.commit_timestamp,
+        expire_timestamp: -1,
+    })?;
+    Ok((offset_commit_key(group_id, topic, partition)?, Some(value)))
+}
+
+/// Tombstones for a group's offsets and metadata.
+pub(super) fn tombstones(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeError> {
+    let mut out: Vec<KeyValue> = group
+        .consumer
+        .iter()
+        .flat_map(|consumer| consumer.persisted.keys().map(|key| (key.clone(), None)))
+        .collect();
+    for (topic, partition) in group.offsets.keys() {
+        out.push((offset_commit_key(&group.group_id, topic, *partition)?, None));
+    }
+    out.push((
+        records::encode_key(&GroupRecordKey::GroupMetadata { group: group.group_id.clone() })?,
+        None,
+    ));
+    Ok(out)
+}
+
+/// Replays one partition of `__consumer_offsets` from its log start.
+fn replay_partition(
+    log: &PartitionLog,
+    offsets: &mut BTreeMap<(String, String, i32), Option<OffsetCommitValue>>,
+    metadata: &mut BTreeMap<String, Option<GroupMetadataValue>>,
+    consumer: &mut BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
+) -> Result<(), String> {
+    let end = log.log_end_offset().map_err(|error| error.to_string())?;
+    let mut next = log.log_start_offset().map_err(|error| error.to_string())?;
+    let limits = DecodeLimits::default();
+    while next < end {
+        let data = log
+            .read(next, LOAD_READ_BYTES_MAX, Isolation::LogEnd, true)
+            .map_err(|error| error.to_string())?;
+        if data.records.is_empty() {
+            break;
+        }
+        let before = next;
+        for entry in Batches::new(&data.records) {
+            let entry = entry.map_err(|error| error.to_string())?;
+            let batch = entry.batch;
+            next = next.max(batch.last_offset() + 1);
+            if batch.is_control_batch() {
+                continue;
+            }
+            let batch_records = batch.records(limits).map_err(|error| error.to_string())?;
+            for record in &batch_records {
+                let record = record.map_err(|error| error.to_string())?;
+                if record.offset < before {
+                    continue;
+                }
+                let Some(key) = record.key else { continue };
+                match records::decode_key(key) {
+                    Ok(GroupRecordKey::OffsetCommit { group, topic, partition }) => {
+                        let value = record
+                            .value
+                            .map(records::decode_offset_commit_value)
+                            .transpose()
+                            .map_err(|error| format!("offset {}: {error}", record.offset))?;
+                        offsets.insert((group, topic, partition), value);
+                    }
+                    Ok(GroupRecordKey::GroupMetadata { group }) => {
+                        let value = record
+                            .value
+                            .map(records::decode_group_metadata_value)
+                            .transpose()
+                            .map_err(|error| format!("offset {}: {error}", record.offset))?;
+                        metadata.insert(group, value);
+                    }
+                    Ok(
+                        GroupRecordKey::ConsumerGroupMetadata { group }
+                        | GroupRecordKey::ConsumerGroupMemberMetadata { group, .. }
+                        | GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { group }
+                        | GroupRecordKey::ConsumerGroupTargetAssignmentMember { group, .. }
+                        | GroupRecordKey::ConsumerGroupCurrentMemberAssignment { group, .. },
+                    ) => {
+                        // KIP-848 records: kept as bytes, decoded once the replay is done.
+                        let live = consumer.entry(group).or_default();
+                        match record.value {
+                            Some(value) => live.insert(key.to_vec(), value.to_vec()),
+                            None => live.remove(key),
+                        };
+                    }
+                    Ok(GroupRecordKey::Other(version)) => {
+                        tracing::debug!(
+                            version,
+                            offset = record.offset,
+                            "skipping a record of a later group schema"
+                        );
+                    }
+                    Err(error) => return Err(format!("offset {}: {error}", record.offset)),
+                }
+            }
+        }
+        if next <= before {
+            return Err(format!("no progress reading at offset {before}"));
+        }
+    }
+    Ok(())
+}
+
+/// A group as its last metadata record left it: stable with its members if it had any (they
+/// keep their generation and must heartbeat within their session), else empty.
+fn restore_group(group: &mut Group, value: GroupMetadataValue, now_ms: i64) {
+    group.protocol_type =
+        if value.protocol_type.is_empty() { None } else { Some(value.protocol_type) };
+    group.generation_id = value.generation;
+    group.protocol = value.protocol;
+    group.leader = value.leader;
+    group.members.clear();
+    group.static_members.clear();
+    let protocol = group.protocol.clone().unwrap_or_default();
+    for member in value.members {
+        if let Some(instance) = &member.group_instance_id {
+            group.static_members.insert(instance.clone(), member.member_id.clone());
+        }
+        group.members.insert(
+            member.member_id.clone(),
+            Member {
+                member_id: member.member_id,
+                group_instance_id: member.group_instance_id,
+                client_id: member.client_id,
+                client_host: member.client_host,
+                session_timeout_ms: member.session_timeout,
+                rebalance_timeout_ms: member.rebalance_timeout,
+                protocols: vec![(protocol.clone(), Bytes::from(member.subscription))],
+                assignment: Bytes::from(member.assignment),
+                awaiting_join: None,
+                awaiting_sync: None,
+                last_heartbeat_ms: now_ms,
+                is_new: false,
+            },
+        );
+    }
+    let state = if group.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
+    group.transition(
+        state,
+        if value.current_state_timestamp > 0 { value.current_state_timestamp } else { now_ms },
+    );
+}
+
+/// Kafka's `MemberState` byte: 0 stable, 1 unrevoked partitions, 2 unreleased partitions.
+fn member_state(member: &ConsumerMember, target: Option<&BTreeSet<Partition>>) -> i8 {
+    if !member.pending_revocation.is_empty() {
+        1
+    } else if target.is_some_and(|target| *target != member.assigned) {
+        2
+    } else {
+        0
+    }
+}
+
+fn by_topic_id(
+    partitions: &BTreeSet<Partition>,
+    topic_id: &dyn Fn(&str) -> Option<[u8; 16]>,
+) -> Vec<records::TopicPartitions> {
+    let mut grouped: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in partitions {
+        grouped.entry(topic.as_str()).or_default().push(*partition);
+    }
+    grouped
+        .into_iter()
+        .filter_map(|(topic, partitions)| {
+            topic_id(topic).map(|topic_id| records::TopicPartitions { topic_id, partitions })
+        })
+        .collect()
+}
+
+/// The records that describe a KIP-848 group now (Kafka's `ConsumerGroup*` records, keys 3 and
+/// 5 to 8), key bytes to value bytes.
+fn consumer_records(
+    group_id: &str,
+    consumer: &ConsumerGroup,
+    topic_id: &dyn Fn(&str) -> Option<[u8; 16]>,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, seglog_format::DecodeError> {
+    let group = || group_id.to_owned();
+    let mut out = BTreeMap::new();
+    out.insert(
+        records::encode_key(&GroupRecordKey::ConsumerGroupMetadata { group: group() })?,
+        records::encode_consumer_group_metadata_value(&records::ConsumerGroupMetadataValue {
+            epoch: consumer.group_epoch,
+        }),
+    );
+    out.insert(
+        records::encode_key(&GroupRecordKey::ConsumerGroupTargetAssignmentMetadata {
+            group: group(),
+        })?,
+        records::encode_consumer_group_target_assignment_metadata_value(
+            &records::ConsumerGroupTargetAssignmentMetadataValue {
+                assignment_epoch: consumer.assignment_epoch,
+            },
+        ),
+    );
+    for member in consumer.members.values() {
+        let member_key = || member.member_id.clone();
+        out.insert(
+            records::encode_key(&GroupRecordKey::ConsumerGroupMemberMetadata {
+                group: group(),
+                member: member_key(),
+            })?,
+            records::encode_consumer_group_member_metadata_value(
+                &records::ConsumerGroupMemberMetadataValue {
+                    instance_id: member.instance_id.clone(),
+                    rack_id: member.rack_id.clone(),
+                    client_id: member.client_id.clone(),
+                    client_host: member.client_host.clone(),
+                    subscribed_topic_names: member.subscribed_topics.iter().cloned().collect(),
+                    subscribed_topic_regex: member
+                        .subscribed_regex
+                        .as_ref()
+                        .map(|(text, _)| text.clone()),
+                    rebalance_timeout_ms: member.rebalance_timeout_ms,
+                    server_assignor: member.server_assignor.clone(),
+                },
+            )?,
+        );
+        let target = consumer.target.get(&member.member_id);
+        out.insert(
+            records::encode_key(&GroupRecordKey::ConsumerGroupTargetAssignmentMember {
+                group: group(),
+                member: member_key(),
+            })?,
+            records::encode_consumer_group_target_assignment_member_value(
+                &records::ConsumerGroupTargetAssignmentMemberValue {
+                    topic_partitions: by_topic_id(&target.cloned().unwrap_or_default(), topic_id),
+                },
+            )?,
+        );
+        out.insert(
+            records::encode_key(&GroupRecordKey::ConsumerGroupCurrentMemberAssignment {
+                group: group(),
+                member: member_key(),
+            })?,
+            records::encode_consumer_group_current_member_assignment_value(
+                &records::ConsumerGroupCurrentMemberAssignmentValue {
+                    member_epoch: member.member_epoch,
+                    previous_member_epoch: member.previous_member_epoch,
+                    state: member_state(member, target),
+                    assigned_partitions: by_topic_id(&member.assigned, topic_id),
+                    partitions_pending_revocation: by_topic_id(
+                        &member.pending_revocation,
+                        topic_id,
+                    ),
+                },
+            )?,
+        );
+    }
+    Ok(out)
+}
+
+/// A KIP-848 group from its live records after a replay: members keep their epochs and
+/// partitions and must heartbeat within their session from now.
+fn restore_consumer_group(
+    live: &BTreeMap<Vec<u8>, Vec<u8>>,
+    topic_names: &BTreeMap<[u8; 16], String>,
+    topic_counts: &BTreeMap<String, i32>,
+    now_ms: i64,
+) -> Result<ConsumerGroup, seglog_format::DecodeError> {
+    let partitions = |topics: &[records::TopicPartitions]| -> BTreeSet<Partition> {
+        topics
+            .iter()
+            .filter_map(|topic| topic_names.get(&topic.topic_id).map(|name| (name, topic)))
+            .flat_map(|(name, topic)| topic.partitions.iter().map(move |p| (name.clone(), *p)))
+            .collect()
+    };
+    let mut consumer = ConsumerGroup { persisted: live.clone(), ..ConsumerGroup::default() };
+    let mut current = BTreeMap::new();
+    for (key, value) in live {
+        match records::decode_key(key)? {
+            GroupRecordKey::ConsumerGroupMetadata { .. } => {
+                consumer.group_epoch = records::decode_consumer_group_metadata_value(value)?.epoch;
+            }
+            GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { .. } => {
+                consumer.assignment_epoch =
+                    records::decode_consumer_group_target_assignment_metadata_value(value)?
+                        .assignment_epoch;
+            }
+            GroupRecordKey::ConsumerGroupMemberMetadata { member, .. } => {
+                let value = records::decode_consumer_group_member_metadata_value(value)?;
+                let subscribed: BTreeSet<String> =
+                    value.subscribed_topic_names.into_iter().collect();
+                let regex = value
+                    .subscribed_topic_regex
+                    .and_then(|pattern| subscription_regex(&pattern).ok());
+                let restored = ConsumerMember {
+                    instance_id: value.instance_id,
+                    rack_id: value.rack_id,
+                    client_id: value.client_id,
+                    client_host: value.client_host,
+                    rebalance_timeout_ms: value.rebalance_timeout_ms,
+                    resolved_topics: subscribed.clone(),
+                    subscribed_topics: subscribed,
+                    subscribed_regex: regex,
+                    server_assignor: value.server_assignor,
+                    ..ConsumerMember::new(&member, now_ms)
+                };
+                consumer.members.insert(member, restored);
+            }
+            GroupRecordKey::ConsumerGroupTargetAssignmentMember { member, .. } => {
+                let value = records::decode_consumer_group_target_assignment_member_value(value)?;
+                consumer.target.insert(member, partitions(&value.topic_partitions));
+            }
+            GroupRecordKey::ConsumerGroupCurrentMemberAssignment { member, .. } => {
+                current.insert(
+                    member,
+                    records::decode_consumer_group_current_member_assignment_value(value)?,
+                );
+            }
+            _ => {}
+        }
+    }
+    for (member_id, value) in current {
+        if let Some(member) = consumer.members.get_mut(&member_id) {
+            member.member_epoch = value.member_epoch;
+            member.previous_member_epoch = value.previous_member_epoch;
+            member.assigned = partitions(&value.assigned_partitions);
+            member.pending_revocation = partitions(&value.partitions_pending_revocation);
+            if !member.pending_revocation.is_empty() {
+                member.revoking_since_ms = Some(now_ms);
+            }
+        }
+    }
+    // The subscriptions as of now, so that the first heartbeat moves the epoch only if the
+    // topics changed while the broker was down.
+    refresh_subscriptions(&mut consumer, topic_counts);
+    Ok(consumer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_for_matches_java_string_hash_code() {
+        assert_eq!(java_hash_code("abc"), 96_354);
+        assert_eq!(java_hash_code(""), 0);
+        // "polygenelubricants" hashes to Integer.MIN_VALUE in Java: Kafka's Utils.abs makes it 0.
+        assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
+        assert_eq!(partition_for("polygenelubricants", 50), 0);
+        assert_eq!(partition_for("abc", 50), 4);
+        // Negative hashes: "console-consumer-1" style ids must still land in range.
+        for id in ["console-consumer-12345", "zzzzzzzzzzzzzz", "g"] {
+            assert!((0..50).contains(&partition_for(id, 50)), "{id}");
+        }
+    }
+}
