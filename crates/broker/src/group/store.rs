@@ -19,6 +19,7 @@ use seglog_format::group::{
 };
 use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
 use seglog_storage::config::DurabilityMode;
+use seglog_storage::config::{BrokerCompressionType, CleanupPolicy, topic};
 use seglog_storage::log::partition_log::{Isolation, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
@@ -126,9 +127,9 @@ impl GroupCoordinator {
             return Ok(*count);
         }
         let overrides = BTreeMap::from([
-            ("cleanup.policy".to_owned(), "compact".to_owned()),
-            ("compression.type".to_owned(), "producer".to_owned()),
-            ("segment.bytes".to_owned(), self.config.offsets_topic_segment_bytes.to_string()),
+            (topic::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
+            (topic::COMPRESSION_TYPE.to_owned(), BrokerCompressionType::Producer.name().to_owned()),
+            (topic::SEGMENT_BYTES.to_owned(), self.config.offsets_topic_segment_bytes.to_string()),
         ]);
         match self.manager.create_topic(
             OFFSETS_TOPIC,
