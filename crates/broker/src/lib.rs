@@ -12,6 +12,7 @@ mod errors;
 pub mod group;
 mod handlers;
 mod metrics;
+mod replica;
 pub mod server;
 
 use std::net::SocketAddr;
@@ -48,6 +49,8 @@ pub struct Broker {
     manager: Arc<LogManager>,
     /// Woken after every append, so that waiting fetches look again.
     appended: Arc<tokio::sync::Notify>,
+    /// The one append path (Produce; the coordinator holds its own over the same logs).
+    replicas: replica::ReplicaManager,
     /// The group coordinator (every group: a single node coordinates them all).
     groups: group::GroupCoordinator,
     cluster_id: String,
@@ -72,7 +75,17 @@ impl Broker {
             config.groups.clone(),
             Arc::clone(&appended),
         );
-        Self { config, manager, appended, groups, cluster_id, advertised_host, advertised_port }
+        let replicas = replica::ReplicaManager::new(Arc::clone(&manager), Arc::clone(&appended));
+        Self {
+            config,
+            manager,
+            appended,
+            replicas,
+            groups,
+            cluster_id,
+            advertised_host,
+            advertised_port,
+        }
     }
 
     /// The log manager, for tests and tools in the same process.

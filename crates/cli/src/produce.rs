@@ -147,13 +147,11 @@ pub(crate) fn run(args: &ProduceArgs) -> Result<()> {
         let bytes = batch.builder.build()?;
         let tp = TopicPartition { topic: args.topic.clone(), partition };
         let log = manager.get_log(&tp)?;
+        // The only replica leads: what it appends is committed (the high watermark moves with
+        // it), and the high-watermark checkpoint written at close says so, as the broker's would.
         let info = log
-            .append_as_leader(&bytes, 0, AppendOrigin::Client, now_ms())
+            .append_as_sole_leader(&bytes, AppendOrigin::Client, now_ms())
             .with_context(|| format!("cannot append to {tp}"))?;
-        // The only replica leads: what it appended is committed, and the high-watermark
-        // checkpoint written at close says so (as the broker's would).
-        log.maybe_increment_leader_high_watermark()
-            .with_context(|| format!("cannot move the high watermark of {tp}"))?;
         let range = ranges.entry(partition).or_insert((info.first_offset, info.last_offset));
         range.1 = info.last_offset;
         appended.entry(partition).or_default().push((info.last_offset + 1, batch.first_record_idx));

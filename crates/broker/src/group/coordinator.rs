@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use seglog_storage::manager::LogManager;
+
+use crate::replica::ReplicaManager;
 use tokio::sync::Notify;
 
 use super::GroupConfig;
@@ -41,7 +43,8 @@ pub struct GroupCoordinator {
     pub(super) manager: Arc<LogManager>,
     pub(super) config: GroupConfig,
     inner: Mutex<Inner>,
-    pub(super) appended: Arc<Notify>,
+    /// Every write to `__consumer_offsets` goes through the broker's one append path.
+    pub(super) replicas: ReplicaManager,
     pub(super) member_ids: MemberIds,
 }
 
@@ -79,10 +82,10 @@ impl GroupCoordinator {
         appended: Arc<Notify>,
     ) -> Self {
         Self {
+            replicas: ReplicaManager::new(Arc::clone(&manager), appended),
             manager,
             config,
             inner: Mutex::new(Inner::default()),
-            appended,
             member_ids: MemberIds { seed: RandomState::new(), counter: AtomicU64::new(0) },
         }
     }

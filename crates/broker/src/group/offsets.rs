@@ -107,7 +107,7 @@ impl GroupCoordinator {
             group.offsets.extend(kept);
         }
         drop(inner);
-        if let Err(code) = Self::await_durable(&written.0, written.1, now_ms) {
+        if let Err(code) = Self::await_durable(&written.0, &written.1, now_ms) {
             fail_accepted(&mut codes, &accepted, code);
         }
         codes

@@ -18,9 +18,8 @@ use seglog_format::group::{
     self as records, GroupMetadataValue, GroupRecordKey, MemberMetadata, OffsetCommitValue,
 };
 use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
-use seglog_storage::config::DurabilityMode;
 use seglog_storage::config::{BrokerCompressionType, CleanupPolicy, topic};
-use seglog_storage::log::partition_log::{Isolation, PartitionLog, TopicPartition};
+use seglog_storage::log::partition_log::{AppendInfo, Isolation, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
 use super::OFFSETS_TOPIC;
@@ -31,6 +30,7 @@ use super::consumer::group::{
 use super::coordinator::{GroupCoordinator, Inner};
 use super::offsets::Committed;
 use crate::errors;
+use crate::replica::{Acks, ReplicaManager};
 
 /// The largest batch the coordinator writes at once (below `message.max.bytes`' default).
 const WRITE_BATCH_BYTES_MAX: usize = 512 * 1024;
@@ -152,14 +152,14 @@ impl GroupCoordinator {
     }
 
     /// Appends records to the group's partition of `__consumer_offsets`. Returns the log and
-    /// the last offset written, for [`Self::await_durable`].
+    /// the last append, for [`Self::await_durable`].
     pub(super) fn append(
         &self,
         inner: &mut Inner,
         group_id: &str,
         records: &[KeyValue],
         now_ms: i64,
-    ) -> Result<(Arc<PartitionLog>, i64), i16> {
+    ) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
         let partition = partition_for(group_id, partitions);
         inner.appended_partitions.insert(partition);
@@ -171,14 +171,9 @@ impl GroupCoordinator {
         partition: i32,
         records: &[KeyValue],
         now_ms: i64,
-    ) -> Result<(Arc<PartitionLog>, i64), i16> {
+    ) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
         let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
-        let log = self.manager.get_log(&tp).map_err(|error| {
-            tracing::warn!(%error, partition, "{OFFSETS_TOPIC} partition unavailable");
-            errors::COORDINATOR_NOT_AVAILABLE
-        })?;
-        let leader_epoch = log.latest_leader_epoch().ok().flatten().unwrap_or(0).max(0);
-        let mut last_offset = -1;
+        let mut written = None;
         let mut rest = records;
         while !rest.is_empty() {
             let mut builder = RecordBatchBuilder::new(Compression::None);
@@ -199,33 +194,29 @@ impl GroupCoordinator {
             }
             rest = rest.get(taken..).unwrap_or_default();
             let batch = builder.build().map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
-            let info = log
-                .append_as_leader(&batch, leader_epoch, AppendOrigin::Coordinator, now_ms)
+            let appended = self
+                .replicas
+                .append(&tp, &batch, AppendOrigin::Coordinator, Acks::Leader, now_ms)
                 .map_err(|error| {
                     tracing::warn!(%error, partition, "cannot append to {OFFSETS_TOPIC}");
                     errors::COORDINATOR_NOT_AVAILABLE
                 })?;
-            let _ = log.maybe_increment_leader_high_watermark();
-            last_offset = info.last_offset;
+            written = Some(appended);
         }
-        self.appended.notify_waiters();
-        Ok((log, last_offset))
+        written.ok_or(errors::UNKNOWN_SERVER_ERROR)
     }
 
-    /// Waits until `last_offset` is durable under the topic's durability mode (acks=-1, as
+    /// Waits until the append `info` is durable under the topic's durability mode (acks=-1, as
     /// Kafka's `offsets.commit.required.acks`).
     pub(super) fn await_durable(
         log: &PartitionLog,
-        last_offset: i64,
+        info: &AppendInfo,
         now_ms: i64,
     ) -> Result<(), i16> {
-        if log.durability().is_ok_and(|mode| mode == DurabilityMode::GroupCommit) {
-            log.sync_to(last_offset + 1, now_ms).map_err(|error| {
-                tracing::warn!(%error, "{OFFSETS_TOPIC} fsync failed");
-                errors::COORDINATOR_NOT_AVAILABLE
-            })?;
-        }
-        Ok(())
+        ReplicaManager::await_acks(log, info, Acks::All, now_ms).map_err(|error| {
+            tracing::warn!(%error, "{OFFSETS_TOPIC} fsync failed");
+            errors::COORDINATOR_NOT_AVAILABLE
+        })
     }
 
     /// Writes a group's metadata record (Kafka's `storeGroup`).
@@ -237,8 +228,8 @@ impl GroupCoordinator {
     ) -> Result<(), i16> {
         let Some(group) = inner.groups.get(group_id) else { return Ok(()) };
         let record = group_metadata_record(group).map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
-        let (log, last_offset) = self.append(inner, group_id, &[record], now_ms)?;
-        Self::await_durable(&log, last_offset, now_ms)
+        let (log, info) = self.append(inner, group_id, &[record], now_ms)?;
+        Self::await_durable(&log, &info, now_ms)
     }
 
     /// [`Self::persist_consumer_group`], then waits until the write is durable under the
@@ -250,7 +241,7 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> Result<(), i16> {
         match self.persist_consumer_group(inner, group_id, now_ms)? {
-            Some((log, last_offset)) => Self::await_durable(&log, last_offset, now_ms),
+            Some((log, info)) => Self::await_durable(&log, &info, now_ms),
             None => Ok(()),
         }
     }
@@ -262,7 +253,7 @@ impl GroupCoordinator {
         inner: &mut Inner,
         group_id: &str,
         now_ms: i64,
-    ) -> Result<Option<(Arc<PartitionLog>, i64)>, i16> {
+    ) -> Result<Option<(Arc<PartitionLog>, AppendInfo)>, i16> {
         let Some(consumer) = inner.groups.get(group_id).and_then(|group| group.consumer.as_ref())
         else {
             return Ok(None);

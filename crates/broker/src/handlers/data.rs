@@ -21,12 +21,12 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
 };
 use seglog_storage::Error;
-use seglog_storage::config::DurabilityMode;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
 use super::{TopicIds, blocking, now_ms, str_bytes};
 use crate::dispatch::{Reply, encode};
+use crate::replica::{Acks, AppendError};
 use crate::{Broker, errors};
 
 /// Kafka's broker `fetch.max.bytes` default: the most one Fetch response carries.
@@ -162,29 +162,22 @@ fn append_partition(
     records: Option<Bytes>,
     acks: i16,
 ) -> PartitionProduceResponse {
-    if !matches!(acks, -1..=1) {
+    let Some(acks) = Acks::from_wire(acks) else {
         return produce_error(partition, errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1");
-    }
-    if topic == crate::group::OFFSETS_TOPIC || topic == "__transaction_state" {
-        // Only the coordinators write the internal topics (Kafka's ReplicaManager).
-        return produce_error(
-            partition,
-            errors::INVALID_TOPIC_EXCEPTION,
-            &format!("Cannot append to internal topic {topic}"),
-        );
-    }
+    };
     let Some(records) = records else {
         return produce_error(partition, errors::CORRUPT_MESSAGE, "the record set is null");
     };
-    let log = match broker.manager.get_log(&tp(topic, partition)) {
-        Ok(log) => log,
-        Err(error) => return produce_error(partition, errors::code(&error), &error.to_string()),
-    };
-    let leader_epoch = Broker::leader_epoch(&log);
     let started = Instant::now();
-    let info = match log.append_as_leader(&records, leader_epoch, AppendOrigin::Client, now_ms()) {
-        Ok(info) => info,
-        Err(error) => {
+    let tp = tp(topic, partition);
+    let info = match broker.replicas.append(&tp, &records, AppendOrigin::Client, acks, now_ms()) {
+        Ok((_, info)) => info,
+        Err(AppendError::InternalTopic(_)) => {
+            // Only the coordinators write the internal topics (Kafka's ReplicaManager).
+            let message = format!("Cannot append to internal topic {topic}");
+            return produce_error(partition, errors::INVALID_TOPIC_EXCEPTION, &message);
+        }
+        Err(AppendError::Storage(error)) => {
             tracing::debug!(topic, partition, %error, "produce refused");
             let mut response = produce_error(partition, errors::code(&error), &error.to_string());
             if let Error::Validation(validation) = &error {
@@ -201,24 +194,13 @@ fn append_partition(
             return response;
         }
     };
-    let _ = log.maybe_increment_leader_high_watermark();
-    broker.appended.notify_waiters();
     ::metrics::counter!("seglog_records_in_total").increment(info.n_records as u64);
+    ::metrics::histogram!("seglog_produce_durable_seconds").record(started.elapsed().as_secs_f64());
     let mut response = PartitionProduceResponse::default();
     response.index = partition;
     response.base_offset = info.first_offset;
     response.log_append_time_ms = info.log_append_time;
     response.log_start_offset = info.log_start_offset;
-    if acks == -1 && info.durable_offset <= info.last_offset {
-        let group_commit = log.durability().is_ok_and(|mode| mode == DurabilityMode::GroupCommit);
-        if group_commit {
-            // Group commit: this request's fsync is shared with every append made meanwhile.
-            if let Err(error) = log.sync_to(info.last_offset + 1, now_ms()) {
-                return produce_error(partition, errors::code(&error), &error.to_string());
-            }
-        }
-    }
-    ::metrics::histogram!("seglog_produce_durable_seconds").record(started.elapsed().as_secs_f64());
     response
 }
 
@@ -357,35 +339,46 @@ fn read_partitions(
             match broker.manager.get_log(&tp(name, partition.partition)) {
                 Err(error) => data.error_code = errors::code(&error),
                 Ok(log) => {
-                    let leader_epoch = Broker::leader_epoch(&log);
+                    let limit = usize::try_from(partition.partition_max_bytes.max(0))
+                        .unwrap_or(0)
+                        .min(remaining);
+                    // The records and the offsets that bounded them, under one lock.
+                    let read = log.read_info(
+                        partition.fetch_offset,
+                        u32::try_from(limit).unwrap_or(u32::MAX),
+                        isolation,
+                        min_one_message,
+                    );
+                    let read = match read {
+                        Ok(read) => read,
+                        Err(error) => {
+                            data.error_code = errors::code(&error);
+                            reads.push(PartitionRead { topic_idx, data, bytes });
+                            continue;
+                        }
+                    };
+                    let leader_epoch = read.leader_epoch.unwrap_or(0).max(0);
                     let epoch_check =
                         errors::check_leader_epoch(partition.current_leader_epoch, leader_epoch);
-                    data.high_watermark = log.high_watermark().unwrap_or(-1);
-                    data.last_stable_offset = log.last_stable_offset().unwrap_or(-1);
+                    data.high_watermark = read.high_watermark;
+                    data.last_stable_offset = read.last_stable_offset;
                     if version >= 5 {
-                        data.log_start_offset = log.log_start_offset().unwrap_or(-1);
+                        data.log_start_offset = read.log_start_offset;
                     }
                     if epoch_check == errors::NONE {
-                        let limit = usize::try_from(partition.partition_max_bytes.max(0))
-                            .unwrap_or(0)
-                            .min(remaining);
-                        match log.read(
-                            partition.fetch_offset,
-                            u32::try_from(limit).unwrap_or(u32::MAX),
-                            isolation,
-                            min_one_message,
-                        ) {
-                            Ok(read) => {
-                                bytes = read.records.len();
+                        match read.data {
+                            Ok(fetched) => {
+                                bytes = fetched.records.len();
                                 if bytes > 0 {
                                     min_one_message = false;
                                 }
                                 remaining = remaining.saturating_sub(bytes);
-                                data.records = Some(Bytes::from(read.records));
+                                data.records = Some(Bytes::from(fetched.records));
                             }
                             Err(error) => data.error_code = errors::code(&error),
                         }
                     } else {
+                        // A fenced or unknown epoch gets no records (read under the same lock).
                         data.error_code = epoch_check;
                     }
                     let stale_leader = data.error_code == errors::NOT_LEADER_OR_FOLLOWER
@@ -545,16 +538,12 @@ pub(crate) async fn offset_for_leader_epoch(
                             Broker::leader_epoch(&log),
                         );
                         if end.error_code == errors::NONE {
-                            match (log.leader_epochs(), log.log_end_offset()) {
-                                (Ok(epochs), Ok(log_end)) => {
-                                    let (epoch, offset) =
-                                        end_offset_for(&epochs, partition.leader_epoch, log_end);
+                            match log.end_offset_for_epoch(partition.leader_epoch) {
+                                Ok((epoch, offset)) => {
                                     end.leader_epoch = epoch;
                                     end.end_offset = offset;
                                 }
-                                (Err(error), _) | (_, Err(error)) => {
-                                    end.error_code = errors::code(&error);
-                                }
+                                Err(error) => end.error_code = errors::code(&error),
                             }
                         }
                     }
@@ -567,39 +556,4 @@ pub(crate) async fn offset_for_leader_epoch(
     })
     .await?;
     encode(&response, version)
-}
-
-/// Kafka's `LeaderEpochFileCache.endOffsetFor` over `(epoch, start offset)` entries in order.
-pub(crate) fn end_offset_for(epochs: &[(i32, i64)], requested: i32, log_end: i64) -> (i32, i64) {
-    let Some(&(latest, _)) = epochs.last() else { return (-1, -1) };
-    if requested < 0 {
-        return (-1, -1);
-    }
-    if requested == latest {
-        return (latest, log_end);
-    }
-    let Some(&(_, higher_start)) = epochs.iter().find(|(epoch, _)| *epoch > requested) else {
-        return (-1, -1);
-    };
-    match epochs.iter().rev().find(|(epoch, _)| *epoch <= requested) {
-        Some(&(floor, _)) => (floor, higher_start),
-        None => (requested, higher_start),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::end_offset_for;
-
-    #[test]
-    fn end_offset_for_follows_kafka() {
-        let epochs = [(0, 0), (2, 10), (5, 30)];
-        assert_eq!(end_offset_for(&epochs, 5, 42), (5, 42));
-        assert_eq!(end_offset_for(&epochs, 2, 42), (2, 30));
-        assert_eq!(end_offset_for(&epochs, 3, 42), (2, 30));
-        assert_eq!(end_offset_for(&epochs, 6, 42), (-1, -1));
-        assert_eq!(end_offset_for(&[(3, 5)], 1, 9), (1, 5));
-        assert_eq!(end_offset_for(&[], 0, 9), (-1, -1));
-        assert_eq!(end_offset_for(&epochs, -1, 42), (-1, -1));
-    }
 }

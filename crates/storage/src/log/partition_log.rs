@@ -78,6 +78,31 @@ pub struct AppendInfo {
     pub n_records: usize,
     /// Every offset below this is durable (fsynced) when the append returns.
     pub durable_offset: i64,
+    /// The high watermark after the append (moved to the log end by
+    /// [`PartitionLog::append_as_sole_leader`], else as it was).
+    pub high_watermark: i64,
+    /// The topic's durability mode at the append, so that the caller need not ask again.
+    pub durability: DurabilityMode,
+}
+
+/// What one read of a partition saw, all under one lock (Kafka's `LogReadInfo`): the records
+/// and the offsets that bounded them, so a Fetch never reports a watermark other than the one
+/// its read stopped at.
+#[derive(Debug)]
+pub struct LogReadInfo {
+    /// The records, or why they could not be read (an offset out of range): the offsets below
+    /// are answered either way.
+    pub data: Result<FetchData>,
+    /// The high watermark.
+    pub high_watermark: i64,
+    /// The last stable offset (the high watermark until transactions exist).
+    pub last_stable_offset: i64,
+    /// The log start offset.
+    pub log_start_offset: i64,
+    /// The log end offset.
+    pub log_end_offset: i64,
+    /// The latest leader epoch of the epoch cache, if it has any entry.
+    pub leader_epoch: Option<i32>,
 }
 
 /// A timestamp search result (Kafka's `TimestampAndOffset`); timestamp -1 for special searches.
@@ -340,69 +365,111 @@ impl PartitionLog {
         origin: AppendOrigin,
         now_ms: i64,
     ) -> Result<AppendInfo> {
-        let info = {
+        let (info, flush_messages) = {
             let mut state = self.write_state()?;
-            let validation = validation_config(&state.config);
-            let next_offset = state.local.log_end_offset();
-            let validated = validate_and_assign_offsets(
-                records,
-                next_offset,
-                leader_epoch,
-                now_ms,
-                origin,
-                &validation,
-            )
-            .map_err(Error::Validation)?;
-            let producer = idempotent_batch(&validated);
-            if let Some(batch) = &producer {
-                let check = state
-                    .producers
-                    .check(batch.producer_id, batch.epoch, batch.first_seq, batch.last_seq)
-                    .map_err(Error::Validation)?;
-                if let ProducerCheck::Duplicate(original) = check {
-                    // A retry of an appended batch: its original offsets, nothing written.
-                    let info = AppendInfo {
-                        first_offset: original.first_offset,
-                        last_offset: original.last_offset,
-                        max_timestamp: -1,
-                        log_append_time: -1,
-                        log_start_offset: state.log_start_offset,
-                        n_records: 0,
-                        durable_offset: state.local.recovery_point(),
-                    };
-                    drop(state);
-                    return Ok(info);
-                }
-            }
-            let result = append_validated(&mut state, &validated, now_ms);
-            poison(&mut state, result)?
+            let info = Self::append_locked(&mut state, records, leader_epoch, origin, now_ms)?;
+            (info, state.config.flush_messages)
         };
-        self.after_append(info, now_ms)
+        self.after_append(info, flush_messages, now_ms)
+    }
+
+    /// The append of a leader that is its partition's only replica (Kafka's
+    /// `Partition.appendRecordsToLeader` with ISR = {self}), under one lock: the leader epoch is
+    /// the latest the log has (0 for a new log), the records are validated and appended, and the
+    /// high watermark moves to the log end. The result carries everything a produce answers
+    /// with and the durability mode, so the caller takes no lock again; the durability mode is
+    /// then applied as in [`append_as_leader`](Self::append_as_leader).
+    pub fn append_as_sole_leader(
+        &self,
+        records: &[u8],
+        origin: AppendOrigin,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let (info, flush_messages) = {
+            let mut state = self.write_state()?;
+            let leader_epoch = state.epoch_cache.latest_epoch().unwrap_or(0).max(0);
+            let mut info = Self::append_locked(&mut state, records, leader_epoch, origin, now_ms)?;
+            if state.high_watermark.message_offset < state.local.log_end_offset() {
+                state.high_watermark = state.local.next_offset_metadata();
+            }
+            info.high_watermark = state.high_watermark.message_offset;
+            (info, state.config.flush_messages)
+        };
+        self.after_append(info, flush_messages, now_ms)
+    }
+
+    /// Validates `records` as a leader (assigning offsets from the log end, stamping
+    /// `leader_epoch`), answers a duplicate of an idempotent producer's batch with its original
+    /// offsets, and appends.
+    fn append_locked(
+        state: &mut State,
+        records: &[u8],
+        leader_epoch: i32,
+        origin: AppendOrigin,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        let validation = validation_config(&state.config);
+        let next_offset = state.local.log_end_offset();
+        let validated = validate_and_assign_offsets(
+            records,
+            next_offset,
+            leader_epoch,
+            now_ms,
+            origin,
+            &validation,
+        )
+        .map_err(Error::Validation)?;
+        let producer = idempotent_batch(&validated);
+        if let Some(batch) = &producer {
+            let check = state
+                .producers
+                .check(batch.producer_id, batch.epoch, batch.first_seq, batch.last_seq)
+                .map_err(Error::Validation)?;
+            if let ProducerCheck::Duplicate(original) = check {
+                // A retry of an appended batch: its original offsets, nothing written.
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset,
+                    last_offset: original.last_offset,
+                    max_timestamp: -1,
+                    log_append_time: -1,
+                    log_start_offset: state.log_start_offset,
+                    n_records: 0,
+                    durable_offset: state.local.recovery_point(),
+                    high_watermark: state.high_watermark.message_offset,
+                    durability: state.config.durability,
+                });
+            }
+        }
+        let result = append_validated(state, &validated, now_ms);
+        poison(state, result)
     }
 
     /// Appends batches that already carry offsets (a follower, or a restore): they must start at
     /// or after the log end offset and increase.
     pub fn append_as_follower(&self, records: &[u8], now_ms: i64) -> Result<AppendInfo> {
-        let info = {
+        let (info, flush_messages) = {
             let mut state = self.write_state()?;
             let validation = validation_config(&state.config);
             let log_end_offset = state.local.log_end_offset();
             let validated = analyze_follower_append(records, log_end_offset, &validation)
                 .map_err(Error::Validation)?;
             let result = append_validated(&mut state, &validated, now_ms);
-            poison(&mut state, result)?
+            (poison(&mut state, result)?, state.config.flush_messages)
         };
-        self.after_append(info, now_ms)
+        self.after_append(info, flush_messages, now_ms)
     }
 
     /// Applies the durability mode once the append is in the page cache.
-    fn after_append(&self, mut info: AppendInfo, now_ms: i64) -> Result<AppendInfo> {
-        let (durability, flush_messages, recovery_point) = {
-            let state = self.read_state()?;
-            (state.config.durability, state.config.flush_messages, state.local.recovery_point())
-        };
-        let unflushed = info.last_offset + 1 - recovery_point;
-        if durability == DurabilityMode::FsyncEveryAppend || unflushed >= flush_messages {
+    /// `flush_messages` is the topic's `flush.messages`, read under the append's lock.
+    fn after_append(
+        &self,
+        mut info: AppendInfo,
+        flush_messages: i64,
+        now_ms: i64,
+    ) -> Result<AppendInfo> {
+        // `durable_offset` is the recovery point when the append was made.
+        let unflushed = info.last_offset + 1 - info.durable_offset;
+        if info.durability == DurabilityMode::FsyncEveryAppend || unflushed >= flush_messages {
             info.durable_offset = self.flush(now_ms)?;
         }
         Ok(info)
@@ -505,20 +572,49 @@ impl PartitionLog {
         isolation: Isolation,
         min_one_message: bool,
     ) -> Result<FetchData> {
+        self.read_info(start_offset, max_bytes, isolation, min_one_message)?.data
+    }
+
+    /// [`read`](Self::read), with the offsets that bounded it, all under one lock (Kafka's
+    /// `UnifiedLog.read` returning a `LogReadInfo`). Only an offline log is an `Err`; an offset
+    /// out of range is in [`LogReadInfo::data`].
+    pub fn read_info(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: Isolation,
+        min_one_message: bool,
+    ) -> Result<LogReadInfo> {
         let state = self.read_state()?;
         let log_end_offset = state.local.log_end_offset();
-        if start_offset < state.log_start_offset || start_offset > log_end_offset {
-            return Err(Error::OffsetOutOfRange {
+        let data = if start_offset < state.log_start_offset || start_offset > log_end_offset {
+            Err(Error::OffsetOutOfRange {
                 requested: start_offset,
                 log_start: state.log_start_offset,
                 log_end: log_end_offset,
-            });
-        }
-        let bound = match isolation {
-            Isolation::LogEnd => state.local.next_offset_metadata(),
-            Isolation::HighWatermark | Isolation::TxnCommitted => state.high_watermark,
+            })
+        } else {
+            let bound = match isolation {
+                Isolation::LogEnd => state.local.next_offset_metadata(),
+                Isolation::HighWatermark | Isolation::TxnCommitted => state.high_watermark,
+            };
+            state.local.read(start_offset, max_bytes, min_one_message, bound)
         };
-        state.local.read(start_offset, max_bytes, min_one_message, bound)
+        Ok(LogReadInfo {
+            data,
+            high_watermark: state.high_watermark.message_offset,
+            last_stable_offset: state.high_watermark.message_offset,
+            log_start_offset: state.log_start_offset,
+            log_end_offset,
+            leader_epoch: state.epoch_cache.latest_epoch(),
+        })
+    }
+
+    /// The end offset of `requested_epoch` (OffsetForLeaderEpoch): `(epoch, end offset)` from the
+    /// leader-epoch cache, as Kafka's `LeaderEpochFileCache.endOffsetFor`.
+    pub fn end_offset_for_epoch(&self, requested_epoch: i32) -> Result<(i32, i64)> {
+        let state = self.read_state()?;
+        Ok(state.epoch_cache.end_offset_for(requested_epoch, state.local.log_end_offset()))
     }
 
     /// Sets the high watermark, clamped to `[log start, log end]` (Kafka's
@@ -871,6 +967,8 @@ fn append_validated(
         log_start_offset: state.log_start_offset,
         n_records: validated.n_records,
         durable_offset: state.local.recovery_point(),
+        high_watermark: state.high_watermark.message_offset,
+        durability: state.config.durability,
     })
 }
 

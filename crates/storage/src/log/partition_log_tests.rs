@@ -514,6 +514,8 @@ fn crash_after_each_step_of_roll_and_segment_delete() {
                         log_start_offset: 0,
                         n_records: 0,
                         durable_offset: 0,
+                        high_watermark: 0,
+                        durability: DurabilityMode::PageCache,
                     }),
             };
             fs.set_fault_plan(FaultPlan::None);
@@ -854,4 +856,54 @@ fn a_real_kafka_partition_loads_its_producers_from_the_snapshot() {
     // header; the retry is answered with its original offset.
     let retry = leader(&log, &idempotent_batch(6000, 0, 2859, 1));
     assert_eq!((retry.first_offset, retry.last_offset, retry.n_records), (3526, 3526, 0));
+}
+
+/// The sole leader's append: one locked call validates, appends at the log end under the
+/// latest leader epoch and moves the high watermark there; the result says so, with the
+/// durability mode, so the broker takes no lock again.
+#[test]
+fn a_sole_leaders_append_moves_the_high_watermark_in_the_same_call() {
+    let fs = SimFs::new();
+    let config = LogConfig { durability: DurabilityMode::GroupCommit, ..LogConfig::default() };
+    let log = open(&fs, config);
+    append(&log, 3, 1_000);
+    assert_eq!(log.high_watermark().unwrap(), 0, "a plain leader append leaves it");
+    let info = log.append_as_sole_leader(&producer_batch(2, 2_000), AppendOrigin::Client, 2_000);
+    let info = info.unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (3, 4));
+    assert_eq!(info.high_watermark, 5);
+    assert_eq!(log.high_watermark().unwrap(), 5);
+    assert_eq!(info.durability, DurabilityMode::GroupCommit);
+    assert_eq!(log.latest_leader_epoch().unwrap(), Some(0));
+}
+
+/// `read_info` answers the records with the offsets that bounded them; an offset out of range
+/// is in `data`, the offsets still answered.
+#[test]
+fn read_info_returns_the_records_with_the_watermarks_of_the_same_moment() {
+    let fs = SimFs::new();
+    let log = open(&fs, LogConfig::default());
+    log.append_as_sole_leader(&producer_batch(4, 1_000), AppendOrigin::Client, 1_000).unwrap();
+    append(&log, 2, 2_000);
+    let read = log.read_info(0, u32::MAX, Isolation::HighWatermark, true).unwrap();
+    assert_eq!((read.high_watermark, read.last_stable_offset), (4, 4));
+    assert_eq!((read.log_start_offset, read.log_end_offset), (0, 6));
+    assert_eq!(read.leader_epoch, Some(0));
+    let records = read.data.unwrap().records;
+    let n_records: usize = Batches::new(&records)
+        .map(|item| item.unwrap().batch.records(DecodeLimits::default()).unwrap().iter().count())
+        .sum();
+    assert_eq!(n_records, 4, "bounded by the high watermark it reports");
+    let past = log.read_info(7, u32::MAX, Isolation::HighWatermark, true).unwrap();
+    assert_eq!(past.high_watermark, 4);
+    assert!(
+        matches!(
+            past.data,
+            Err(Error::OffsetOutOfRange { requested: 7, log_start: 0, log_end: 6 })
+        ),
+        "{:?}",
+        past.data.map(|data| data.records.len())
+    );
+    assert_eq!(log.end_offset_for_epoch(0).unwrap(), (0, 6));
+    assert_eq!(log.end_offset_for_epoch(1).unwrap(), (-1, -1));
 }

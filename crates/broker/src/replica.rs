@@ -1,0 +1,105 @@
+//! `ReplicaManager` (Kafka's `ReplicaManager.appendRecords`): the one place where "append to a
+//! partition as its leader, with these acks" happens, for Produce and the group coordinator
+//! (and later the transaction coordinator and follower fetches). One node is the only replica
+//! of every partition, so an append moves the high watermark to the log end in the same locked
+//! storage call, and acks=-1 waits only for the topic's durability mode.
+
+use std::sync::Arc;
+
+use seglog_storage::config::DurabilityMode;
+use seglog_storage::log::partition_log::{AppendInfo, PartitionLog, TopicPartition};
+use seglog_storage::log::validator::AppendOrigin;
+use seglog_storage::manager::LogManager;
+use seglog_storage::{Error, Result};
+
+/// The internal topics only their coordinators write (Kafka's `Topic.isInternal`).
+pub(crate) const INTERNAL_TOPICS: [&str; 2] = [crate::group::OFFSETS_TOPIC, "__transaction_state"];
+
+/// What a producer waits for (Kafka's `acks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acks {
+    /// `acks=0`: nothing (the request gets no response).
+    None,
+    /// `acks=1`: the leader's append.
+    Leader,
+    /// `acks=-1` (`all`): every in-sync replica, which on one node means the topic's durability
+    /// mode: at once for `page-cache` (Kafka's meaning on one replica) and
+    /// `fsync-every-append`, after the covering fsync for `group-commit`.
+    All,
+}
+
+impl Acks {
+    /// Kafka's wire value, or `None` for one outside -1..=1 (INVALID_REQUIRED_ACKS).
+    pub(crate) fn from_wire(acks: i16) -> Option<Self> {
+        match acks {
+            0 => Some(Self::None),
+            1 => Some(Self::Leader),
+            -1 => Some(Self::All),
+            _ => None,
+        }
+    }
+}
+
+/// Appends as leader and waits as the acks say (Kafka's `ReplicaManager`, the part one node
+/// needs).
+#[derive(Debug)]
+pub(crate) struct ReplicaManager {
+    manager: Arc<LogManager>,
+    /// Woken after every append, so that waiting fetches look again.
+    appended: Arc<tokio::sync::Notify>,
+}
+
+/// Why an append was refused before storage saw it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AppendError {
+    /// A client wrote to an internal topic (Kafka's INVALID_TOPIC_EXCEPTION).
+    #[error("Cannot append to internal topic {0}")]
+    InternalTopic(String),
+    /// Storage refused or failed (its error carries the code).
+    #[error(transparent)]
+    Storage(#[from] Error),
+}
+
+impl ReplicaManager {
+    pub(crate) fn new(manager: Arc<LogManager>, appended: Arc<tokio::sync::Notify>) -> Self {
+        Self { manager, appended }
+    }
+
+    /// Appends `records` to `tp` as its leader (one locked storage call: leader epoch,
+    /// validation, offsets, high watermark), wakes waiting fetches, then waits as `acks` and the
+    /// topic's durability mode say. Clients may not write the internal topics.
+    pub(crate) fn append(
+        &self,
+        tp: &TopicPartition,
+        records: &[u8],
+        origin: AppendOrigin,
+        acks: Acks,
+        now_ms: i64,
+    ) -> std::result::Result<(Arc<PartitionLog>, AppendInfo), AppendError> {
+        if origin == AppendOrigin::Client && INTERNAL_TOPICS.contains(&tp.topic.as_str()) {
+            return Err(AppendError::InternalTopic(tp.topic.clone()));
+        }
+        let log = self.manager.get_log(tp)?;
+        let info = log.append_as_sole_leader(records, origin, now_ms)?;
+        self.appended.notify_waiters();
+        Self::await_acks(&log, &info, acks, now_ms)?;
+        Ok((log, info))
+    }
+
+    /// Waits until `info`'s append satisfies `acks`: the one place the durability decision
+    /// is made. `fsync-every-append` is durable when the append returns and `page-cache`
+    /// acknowledges the page cache; `group-commit` shares the next fsync with every append
+    /// made meanwhile (`PartitionLog::sync_to`).
+    pub(crate) fn await_acks(
+        log: &PartitionLog,
+        info: &AppendInfo,
+        acks: Acks,
+        now_ms: i64,
+    ) -> Result<()> {
+        let durable = info.durable_offset > info.last_offset;
+        if acks == Acks::All && !durable && info.durability == DurabilityMode::GroupCommit {
+            log.sync_to(info.last_offset + 1, now_ms)?;
+        }
+        Ok(())
+    }
+}
