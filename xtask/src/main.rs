@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod sizes;
 mod tidy;
 
 use std::process::ExitCode;

@@ -50,6 +50,7 @@ pub(crate) fn check(root: &Path) -> Vec<String> {
             problems.push(format!("{shown}: not UTF-8"));
             continue;
         };
+        problems.extend(crate::sizes::check_file(&shown, &text));
         if !text.starts_with("//!") {
             problems.push(format!("{shown}: must start with a `//!` doc line"));
         }
@@ -74,6 +75,7 @@ pub(crate) fn check(root: &Path) -> Vec<String> {
         }
     }
     problems.extend(check_layers(root));
+    problems.extend(crate::sizes::stale_allowances(root));
     problems
 }
 

@@ -7,6 +7,7 @@ pub mod epoch_cache;
 pub mod load;
 pub mod local_log;
 pub mod partition_log;
+mod producer_rebuild;
 pub mod producer_state;
 pub mod segments;
 pub mod validator;

@@ -10,7 +10,7 @@
 //! the new segment's base offset, written without an fsync, which the next flush does) and one at
 //! clean close (at the log end offset, durable). At open the newest valid snapshot at or below
 //! the log end offset is loaded and the batch headers after it are replayed
-//! (`partition_log::rebuild_producer_state`); a corrupt snapshot is deleted and an older one (or
+//! (`producer_rebuild::rebuild_producer_state`); a corrupt snapshot is deleted and an older one (or
 //! the log itself, from the log start) is used instead. Snapshots go with their segments:
 //! retention deletes those below the new log start offset, truncation those above the new log
 //! end offset.
