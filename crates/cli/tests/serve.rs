@@ -123,19 +123,7 @@ fn kcat_lists_produces_and_consumes() {
     let broker = Broker::start(dir.path());
     let lines: String = (1..=1000).map(|i| format!("line-{i}\n")).collect();
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
-        let mut producer = Command::new(&kcat)
-            .args(["-b", &broker.addr, "-P", "-t", "kcat", "-z", codec, "-X", "acks=all"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kcat runs");
-        producer.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
-        let output = producer.wait_with_output().expect("kcat -P");
-        assert!(
-            output.status.success(),
-            "kcat -P -z {codec}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        kcat_produce(&kcat, &broker.addr, "kcat", &["-z", codec], &lines);
     }
     let output = Command::new(&kcat)
         .args(["-b", &broker.addr, "-C", "-t", "kcat", "-e", "-f", "%o %s\n"])
@@ -411,6 +399,24 @@ fn serve_refuses_a_bad_config_naming_the_key() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
+/// Produces `lines` to `topic` with kcat (acks=all, and `extra` flags), which must succeed.
+fn kcat_produce(kcat: &Path, addr: &str, topic: &str, extra: &[&str], lines: &str) {
+    let mut producer = Command::new(kcat)
+        .args(["-b", addr, "-P", "-t", topic, "-X", "acks=all"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kcat runs");
+    producer.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
+    let output = producer.wait_with_output().expect("kcat -P");
+    assert!(
+        output.status.success(),
+        "kcat -P {extra:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Every value of `topic` from the beginning, through kcat (a plain consumer, no group).
 fn kcat_values(kcat: &Path, addr: &str, topic: &str) -> Vec<String> {
     let output = Command::new(kcat)
@@ -451,15 +457,7 @@ fn restart_after_sigkill_serves_every_acknowledged_record() {
         let broker = Broker::start_with(dir.path(), "127.0.0.1:0", &extra);
         let addr = broker.addr.clone();
         let lines: String = (0..500).map(|i| format!("after-{i}\n")).collect();
-        let mut producer = Command::new(&kcat)
-            .args(["-b", &addr, "-P", "-t", "after", "-X", "acks=all"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kcat runs");
-        producer.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
-        let output = producer.wait_with_output().expect("kcat -P");
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        kcat_produce(&kcat, &addr, "after", &[], &lines);
         assert_eq!(kcat_values(&kcat, &addr, "after").len(), 500, "{mode}: all acknowledged");
 
         let mut load = Command::new(&python)
