@@ -575,18 +575,13 @@ impl ReportMap {
             .iter()
             .enumerate()
             .map(|(idx, (key, _))| {
-                let hash = scala_improve_hash(java_string_hash(key));
+                let hash = scala_improve_hash(seglog_format::java::string_hash(key));
                 (scala_bucket(hash, self.table_len), hash, idx)
             })
             .collect();
         order.sort_unstable();
         order.into_iter().filter_map(|(_, _, idx)| self.entries.get(idx))
     }
-}
-
-/// Java's `String.hashCode` (over UTF-16 code units).
-fn java_string_hash(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
 }
 
 /// Scala 2.13's `improveHash`: the high 16 bits folded into the low ones.
@@ -3163,10 +3158,10 @@ mod coordinator {
     }
 
     /// Java's `TopicPartition.hashCode`.
-    fn topic_partition_hash(topic: &str, partition: i32) -> i32 {
+    pub(super) fn topic_partition_hash(topic: &str, partition: i32) -> i32 {
         31i32
             .wrapping_mul(31i32.wrapping_add(partition))
-            .wrapping_add(super::java_string_hash(topic))
+            .wrapping_add(seglog_format::java::string_hash(topic))
     }
 
     /// Scala 2.13's `tableSizeFor`.
@@ -3234,12 +3229,15 @@ mod tests {
     }
 
     #[test]
-    fn java_string_hash_matches_java() {
-        // Values of `String.hashCode` in Java.
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("abc"), 96_354);
-        assert_eq!(java_string_hash("hello"), 99_162_322);
-        assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
+    fn topic_partition_hash_matches_java() {
+        // `TopicPartition.hashCode` = 31 * (31 + partition) + topic.hashCode(); "abc".hashCode()
+        // is 96354, and "polygenelubricants".hashCode() is Integer.MIN_VALUE.
+        assert_eq!(coordinator::topic_partition_hash("abc", 0), 961 + 96_354);
+        assert_eq!(coordinator::topic_partition_hash("abc", 2), 31 * 33 + 96_354);
+        assert_eq!(
+            coordinator::topic_partition_hash("polygenelubricants", 0),
+            i32::MIN.wrapping_add(961)
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod entry;
 pub mod error;
 pub mod group;
 pub mod index;
+pub mod java;
 pub mod legacy;
 pub mod names;
 pub mod producer_snapshot;

@@ -192,14 +192,9 @@ impl MemberIds {
     }
 }
 
-/// Java's `String.hashCode` over UTF-16 code units.
-fn java_hash_code(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
-}
-
 /// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`.
 pub(crate) fn partition_for(group_id: &str, partitions: i32) -> i32 {
-    let hash = java_hash_code(group_id);
+    let hash = seglog_format::java::string_hash(group_id);
     let abs = if hash == i32::MIN { 0 } else { hash.abs() };
     if partitions <= 0 { 0 } else { abs % partitions }
 }
