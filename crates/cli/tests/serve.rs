@@ -193,7 +193,11 @@ fn python_clients_produce_and_consume() {
     assert_eq!(stdout.matches(": 500 records in order").count(), 4, "{stdout}");
     // kafka-python takes seglog for Kafka 4.1 (Produce v13), not an older release.
     assert_eq!(stdout.matches("kafka-python infers broker version 4.1\n").count(), 2, "{stdout}");
-    assert_eq!(stdout.matches("KafkaAdminClient infers broker version 4.1\n").count(), 1, "{stdout}");
+    assert_eq!(
+        stdout.matches("KafkaAdminClient infers broker version 4.1\n").count(),
+        1,
+        "{stdout}"
+    );
     assert!(broker.terminate().success());
 }
 
