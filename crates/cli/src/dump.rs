@@ -19,6 +19,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use seglog_format::compression::DECOMPRESSED_BYTES_MAX_DEFAULT;
+use seglog_format::schema::kraft;
+use seglog_format::schema::message::{Message, to_json};
 use seglog_format::{
     AbortedTxn, Batches, Compression, ControlRecordType, DecodeLimits, EndTransactionMarker,
     LegacyEntry, OffsetIndexEntry, Record, RecordBatch, TimeIndexEntry, TimestampType,
@@ -1069,13 +1071,18 @@ fn legacy_records(
     Ok(())
 }
 
+/// A KRaft control record's value as Kafka's JSON.
+fn kraft_json(message: &Message, value: &[u8]) -> std::result::Result<String, String> {
+    kraft::decode(message, value).map(|value| to_json(&value)).map_err(|error| error.to_string())
+}
+
 /// Renders the control-record part of a record line.
 fn control_info(format: Format, record: &Record<'_>) -> std::result::Result<String, String> {
     let key = record.key.ok_or("control record without a key")?;
     let kind = ControlRecordType::parse_key(key).map_err(|error| error.to_string())?;
     let value = record.value.unwrap_or_default();
-    let json = |name: &str, message: &message::Message| {
-        kraft::decode(message, value).map(|json| format!(" {name} {json}"))
+    let json = |name: &str, message: &Message| {
+        kraft_json(message, value).map(|json| format!(" {name} {json}"))
     };
     match kind {
         ControlRecordType::Abort | ControlRecordType::Commit => {
@@ -1995,945 +2002,20 @@ mod producer_snapshot {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Kafka "message" structs (the generated `*Data` readers and `*JsonConverter` writers)
-// ---------------------------------------------------------------------------------------------
-
-/// Reads Kafka's schema-described messages (the JSON schemas under `common/message`) the way the
-/// generated Java classes do, and writes them as the generated `JsonConverter`s and Jackson do.
-mod message {
-    use std::fmt::Write as _;
-
-    /// An inclusive range of versions; empty when `lo > hi`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) struct Versions {
-        lo: i16,
-        hi: i16,
-    }
-
-    impl Versions {
-        pub(super) const NONE: Self = Self { lo: 1, hi: 0 };
-
-        pub(super) const fn range(lo: i16, hi: i16) -> Self {
-            Self { lo, hi }
-        }
-
-        /// `N+`.
-        pub(super) const fn from(lo: i16) -> Self {
-            Self { lo, hi: i16::MAX }
-        }
-
-        /// Exactly `N`.
-        pub(super) const fn only(version: i16) -> Self {
-            Self { lo: version, hi: version }
-        }
-
-        pub(super) fn contains(self, version: i16) -> bool {
-            self.lo <= version && version <= self.hi
-        }
-    }
-
-    /// A field type.
-    #[derive(Debug, Clone, Copy)]
-    pub(super) enum Ty {
-        Int8,
-        Int16,
-        Uint16,
-        Int32,
-        Int64,
-        Uuid,
-        Str,
-        Bytes,
-        Struct(&'static Struct),
-        Array(&'static Ty),
-    }
-
-    /// A tagged field's default: the JSON writer omits a tagged field holding it.
-    #[derive(Debug, Clone, Copy)]
-    pub(super) enum Default {
-        Int(i64),
-        Null,
-    }
-
-    /// One field of a struct.
-    #[derive(Debug, Clone, Copy)]
-    pub(super) struct Field {
-        /// The JSON name (Kafka's `camelCaseName`).
-        pub(super) name: &'static str,
-        pub(super) ty: Ty,
-        pub(super) versions: Versions,
-        pub(super) nullable: Versions,
-        /// The tag, the tagged versions and the default.
-        pub(super) tag: Option<(u32, Versions, Default)>,
-    }
-
-    impl Field {
-        pub(super) const fn new(name: &'static str, ty: Ty, versions: Versions) -> Self {
-            Self { name, ty, versions, nullable: Versions::NONE, tag: None }
-        }
-
-        pub(super) const fn nullable(mut self, versions: Versions) -> Self {
-            self.nullable = versions;
-            self
-        }
-
-        /// A tagged field (present only as a tag in `versions`).
-        pub(super) const fn tagged(
-            mut self,
-            tag: u32,
-            versions: Versions,
-            default: Default,
-        ) -> Self {
-            self.tag = Some((tag, versions, default));
-            self
-        }
-
-        fn is_tagged_in(&self, version: i16) -> bool {
-            self.tag.is_some_and(|(_, versions, _)| versions.contains(version))
-        }
-    }
-
-    /// A struct: a message or a nested structure.
-    #[derive(Debug)]
-    pub(super) struct Struct {
-        pub(super) name: &'static str,
-        pub(super) versions: Versions,
-        pub(super) fields: &'static [Field],
-    }
-
-    /// A top-level message.
-    #[derive(Debug)]
-    pub(super) struct Message {
-        pub(super) root: Struct,
-        pub(super) flexible: Versions,
-    }
-
-    /// A decoded value.
-    #[derive(Debug, Clone, PartialEq)]
-    pub(super) enum Value {
-        Null,
-        Int(i64),
-        Uuid([u8; 16]),
-        Str(String),
-        Bytes(Vec<u8>),
-        Array(Vec<Value>),
-        Object(Vec<(&'static str, Value)>),
-    }
-
-    impl Value {
-        /// The field `name` of an object.
-        pub(super) fn get(&self, name: &str) -> Option<&Value> {
-            match self {
-                Self::Object(fields) => {
-                    fields.iter().find(|(key, _)| *key == name).map(|(_, value)| value)
-                }
-                _ => None,
-            }
-        }
-
-        pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
-            match self {
-                Self::Object(fields) => {
-                    fields.iter_mut().find(|(key, _)| *key == name).map(|(_, value)| value)
-                }
-                _ => None,
-            }
-        }
-
-        pub(super) fn as_int(&self) -> Option<i64> {
-            match self {
-                Self::Int(value) => Some(*value),
-                _ => None,
-            }
-        }
-
-        pub(super) fn as_str(&self) -> Option<&str> {
-            match self {
-                Self::Str(text) => Some(text),
-                _ => None,
-            }
-        }
-    }
-
-    /// Java's message for a `BufferUnderflowException` (it has none).
-    const UNDERFLOW: &str = "null";
-
-    /// A big-endian reader with Kafka's `ByteBufferAccessor` failures.
-    pub(super) struct Reader<'a> {
-        bytes: &'a [u8],
-        at: usize,
-    }
-
-    impl<'a> Reader<'a> {
-        pub(super) fn new(bytes: &'a [u8]) -> Self {
-            Self { bytes, at: 0 }
-        }
-
-        pub(super) fn remaining(&self) -> usize {
-            self.bytes.len() - self.at
-        }
-
-        fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
-            let chunk = self
-                .bytes
-                .get(self.at..)
-                .and_then(<[u8]>::first_chunk::<N>)
-                .ok_or_else(|| UNDERFLOW.to_owned())?;
-            self.at += N;
-            Ok(*chunk)
-        }
-
-        pub(super) fn i16(&mut self) -> Result<i16, String> {
-            self.take::<2>().map(i16::from_be_bytes)
-        }
-
-        fn i32(&mut self) -> Result<i32, String> {
-            self.take::<4>().map(i32::from_be_bytes)
-        }
-
-        fn unsigned_varint(&mut self) -> Result<i32, String> {
-            let mut value: u32 = 0;
-            for idx in 0..5 {
-                let [byte] = self.take::<1>()?;
-                value |= u32::from(byte & 0x7F) << (7 * idx);
-                if byte & 0x80 == 0 {
-                    return Ok(value as i32);
-                }
-            }
-            Err(format!(
-                "Varint is too long, the most significant bit in the 5th byte is set, converted value: {value:x}"
-            ))
-        }
-
-        fn array(&mut self, size: i32) -> Result<&'a [u8], String> {
-            let remaining = self.remaining();
-            let len = usize::try_from(size).unwrap_or(0);
-            if len > remaining {
-                return Err(format!(
-                    "Error reading byte array of {size} byte(s): only {remaining} byte(s) available"
-                ));
-            }
-            let bytes = self.bytes.get(self.at..self.at + len).unwrap_or_default();
-            self.at += len;
-            Ok(bytes)
-        }
-    }
-
-    /// Reads a message at `version`, as the generated `read(Readable, short)` does.
-    pub(super) fn read(
-        message: &Message,
-        reader: &mut Reader<'_>,
-        version: i16,
-    ) -> Result<Value, String> {
-        read_struct(&message.root, reader, version, message.flexible.contains(version))
-    }
-
-    fn read_struct(
-        st: &Struct,
-        reader: &mut Reader<'_>,
-        version: i16,
-        flexible: bool,
-    ) -> Result<Value, String> {
-        if !st.versions.contains(version) {
-            return Err(format!("Can't read version {version} of {}", st.name));
-        }
-        let mut fields: Vec<(&'static str, Value)> = Vec::with_capacity(st.fields.len());
-        let mut tagged: Vec<(usize, Value)> = Vec::new();
-        for field in st.fields {
-            if field.versions.contains(version) && !field.is_tagged_in(version) {
-                let value = read_value(
-                    field.name,
-                    &field.ty,
-                    field.nullable.contains(version),
-                    reader,
-                    version,
-                    flexible,
-                    false,
-                )?;
-                fields.push((field.name, value));
-            } else if field.versions.contains(version) {
-                // A tagged field: its default until the tag section says otherwise.
-                let default = match field.tag {
-                    Some((_, _, Default::Int(value))) => Value::Int(value),
-                    _ => Value::Null,
-                };
-                tagged.push((fields.len(), default.clone()));
-                fields.push((field.name, default));
-            }
-        }
-        if flexible {
-            let n_tagged = reader.unsigned_varint()?;
-            for _ in 0..n_tagged {
-                let tag = reader.unsigned_varint()? as u32;
-                let size = reader.unsigned_varint()?;
-                let known =
-                    st.fields.iter().find(|field| field.tag.is_some_and(|(t, ..)| t == tag));
-                match known {
-                    Some(field) if field.is_tagged_in(version) => {
-                        let value = read_value(
-                            field.name,
-                            &field.ty,
-                            field.nullable.contains(version),
-                            reader,
-                            version,
-                            flexible,
-                            true,
-                        )?;
-                        if let Some(slot) = fields.iter_mut().find(|(name, _)| *name == field.name)
-                        {
-                            slot.1 = value;
-                        }
-                    }
-                    Some(_) => return Err(format!("Tag {tag} is not valid for version {version}")),
-                    None => {
-                        reader.array(size)?;
-                    }
-                }
-            }
-        }
-        // The JSON writer leaves out tagged fields that hold their default.
-        for (idx, default) in tagged.into_iter().rev() {
-            if fields.get(idx).is_some_and(|(_, value)| *value == default) {
-                fields.remove(idx);
-            }
-        }
-        Ok(Value::Object(fields))
-    }
-
-    fn read_length(reader: &mut Reader<'_>, flexible: bool, short: bool) -> Result<i32, String> {
-        if flexible {
-            Ok(reader.unsigned_varint()?.wrapping_sub(1))
-        } else if short {
-            reader.i16().map(i32::from)
-        } else {
-            reader.i32()
-        }
-    }
-
-    /// Reads one value of type `ty`; `name` is the field's name in error messages (with
-    /// ` element` for the items of an array of strings or bytes, as Kafka's generated code says).
-    fn read_value(
-        name: &str,
-        ty: &Ty,
-        nullable: bool,
-        reader: &mut Reader<'_>,
-        version: i16,
-        flexible: bool,
-        tagged: bool,
-    ) -> Result<Value, String> {
-        let null_or_fail = || {
-            if nullable {
-                Ok(Value::Null)
-            } else {
-                Err(format!("non-nullable field {name} was serialized as null"))
-            }
-        };
-        Ok(match ty {
-            Ty::Int8 => Value::Int(i64::from(i8::from_be_bytes(reader.take::<1>()?))),
-            Ty::Int16 => Value::Int(i64::from(reader.i16()?)),
-            Ty::Uint16 => Value::Int(i64::from(reader.take::<2>().map(u16::from_be_bytes)?)),
-            Ty::Int32 => Value::Int(i64::from(reader.i32()?)),
-            Ty::Int64 => Value::Int(reader.take::<8>().map(i64::from_be_bytes)?),
-            Ty::Uuid => Value::Uuid(reader.take::<16>()?),
-            Ty::Str => {
-                let len = read_length(reader, flexible, true)?;
-                if len < 0 {
-                    return null_or_fail();
-                }
-                if len > 0x7fff {
-                    return Err(format!("string field {name} had invalid length {len}"));
-                }
-                Value::Str(String::from_utf8_lossy(reader.array(len)?).into_owned())
-            }
-            Ty::Bytes => {
-                let len = read_length(reader, flexible, false)?;
-                if len < 0 {
-                    return null_or_fail();
-                }
-                Value::Bytes(reader.array(len)?.to_vec())
-            }
-            Ty::Struct(st) => {
-                let present = if !nullable {
-                    true
-                } else if tagged {
-                    reader.unsigned_varint()? > 0
-                } else {
-                    i8::from_be_bytes(reader.take::<1>()?) >= 0
-                };
-                if present { read_struct(st, reader, version, flexible)? } else { Value::Null }
-            }
-            Ty::Array(element) => {
-                let len = read_length(reader, flexible, false)?;
-                if len < 0 {
-                    return null_or_fail();
-                }
-                let remaining = reader.remaining();
-                if len as usize > remaining {
-                    return Err(format!(
-                        "Tried to allocate a collection of size {len}, but there are only \
-                         {remaining} bytes remaining."
-                    ));
-                }
-                let element_name = format!("{name} element");
-                let mut items = Vec::with_capacity(len as usize);
-                for _ in 0..len {
-                    items.push(read_value(
-                        &element_name,
-                        element,
-                        false,
-                        reader,
-                        version,
-                        flexible,
-                        false,
-                    )?);
-                }
-                Value::Array(items)
-            }
-        })
-    }
-
-    /// Jackson's compact JSON for a value.
-    pub(super) fn to_json(value: &Value) -> String {
-        let mut json = String::new();
-        write_json(value, &mut json);
-        json
-    }
-
-    pub(super) fn write_json(value: &Value, json: &mut String) {
-        match value {
-            Value::Null => json.push_str("null"),
-            Value::Int(number) => {
-                let _ = write!(json, "{number}");
-            }
-            Value::Uuid(bytes) => {
-                json.push('"');
-                json.push_str(&base64(bytes, URL_SAFE, false));
-                json.push('"');
-            }
-            Value::Str(text) => write_json_string(text, json),
-            Value::Bytes(bytes) => {
-                json.push('"');
-                json.push_str(&base64(bytes, STANDARD, true));
-                json.push('"');
-            }
-            Value::Array(items) => {
-                json.push('[');
-                for (idx, item) in items.iter().enumerate() {
-                    if idx > 0 {
-                        json.push(',');
-                    }
-                    write_json(item, json);
-                }
-                json.push(']');
-            }
-            Value::Object(fields) => {
-                json.push('{');
-                for (idx, (name, item)) in fields.iter().enumerate() {
-                    if idx > 0 {
-                        json.push(',');
-                    }
-                    write_json_string(name, json);
-                    json.push(':');
-                    write_json(item, json);
-                }
-                json.push('}');
-            }
-        }
-    }
-
-    /// A JSON string as Jackson escapes it: `"` and `\`, and control characters (short forms for
-    /// `\b \t \n \f \r`, `\u00XX` otherwise).
-    pub(super) fn write_json_string(text: &str, json: &mut String) {
-        json.push('"');
-        for ch in text.chars() {
-            match ch {
-                '"' => json.push_str("\\\""),
-                '\\' => json.push_str("\\\\"),
-                '\u{8}' => json.push_str("\\b"),
-                '\t' => json.push_str("\\t"),
-                '\n' => json.push_str("\\n"),
-                '\u{c}' => json.push_str("\\f"),
-                '\r' => json.push_str("\\r"),
-                ch if (ch as u32) < 0x20 => {
-                    let _ = write!(json, "\\u{:04X}", ch as u32);
-                }
-                ch => json.push(ch),
-            }
-        }
-        json.push('"');
-    }
-
-    pub(super) const STANDARD: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-    /// Base64 (Jackson's default for binary: standard alphabet, padded; Kafka's `Uuid`: URL-safe,
-    /// unpadded).
-    pub(super) fn base64(bytes: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
-        let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
-        for chunk in bytes.chunks(3) {
-            let b =
-                [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            let n_chars = chunk.len() + 1;
-            for idx in 0..4 {
-                if idx < n_chars {
-                    text.push(char::from(alphabet[((n >> (18 - 6 * idx)) & 0x3F) as usize]));
-                } else if pad {
-                    text.push('=');
-                }
-            }
-        }
-        text
-    }
-}
-
-/// The KRaft control records DumpLogSegments prints as JSON (spec §1.7), as their schemas in
-/// Kafka's `clients/src/main/resources/common/message` describe them (all version 0, flexible).
-mod kraft {
-    use super::message::{Field, Message, Reader, Struct, Ty, Versions, read, to_json};
-
-    const ALL: Versions = Versions::from(0);
-
-    pub(super) static SNAPSHOT_HEADER: Message = Message {
-        root: Struct {
-            name: "SnapshotHeaderRecord",
-            versions: Versions::only(0),
-            fields: &[
-                Field::new("version", Ty::Int16, ALL),
-                Field::new("lastContainedLogTimestamp", Ty::Int64, ALL),
-            ],
-        },
-        flexible: ALL,
-    };
-
-    pub(super) static SNAPSHOT_FOOTER: Message = Message {
-        root: Struct {
-            name: "SnapshotFooterRecord",
-            versions: Versions::only(0),
-            fields: &[Field::new("version", Ty::Int16, ALL)],
-        },
-        flexible: ALL,
-    };
-
-    pub(super) static KRAFT_VERSION: Message = Message {
-        root: Struct {
-            name: "KRaftVersionRecord",
-            versions: Versions::only(0),
-            fields: &[
-                Field::new("version", Ty::Int16, ALL),
-                Field::new("kRaftVersion", Ty::Int16, ALL),
-            ],
-        },
-        flexible: ALL,
-    };
-
-    static ENDPOINT: Struct = Struct {
-        name: "Endpoint",
-        versions: ALL,
-        fields: &[
-            Field::new("name", Ty::Str, ALL),
-            Field::new("host", Ty::Str, ALL),
-            Field::new("port", Ty::Uint16, ALL),
-        ],
-    };
-
-    static KRAFT_VERSION_FEATURE: Struct = Struct {
-        name: "KRaftVersionFeature",
-        versions: ALL,
-        fields: &[
-            Field::new("minSupportedVersion", Ty::Int16, ALL),
-            Field::new("maxSupportedVersion", Ty::Int16, ALL),
-        ],
-    };
-
-    static VOTER: Struct = Struct {
-        name: "Voter",
-        versions: ALL,
-        fields: &[
-            Field::new("voterId", Ty::Int32, ALL),
-            Field::new("voterDirectoryId", Ty::Uuid, ALL),
-            Field::new("endpoints", Ty::Array(&Ty::Struct(&ENDPOINT)), ALL),
-            Field::new("kRaftVersionFeature", Ty::Struct(&KRAFT_VERSION_FEATURE), ALL),
-        ],
-    };
-
-    pub(super) static VOTERS: Message = Message {
-        root: Struct {
-            name: "VotersRecord",
-            versions: Versions::only(0),
-            fields: &[
-                Field::new("version", Ty::Int16, ALL),
-                Field::new("voters", Ty::Array(&Ty::Struct(&VOTER)), ALL),
-            ],
-        },
-        flexible: ALL,
-    };
-
-    /// The JSON of a control record value, read at version 0 as `ControlRecordUtils` does.
-    pub(super) fn decode(message: &Message, value: &[u8]) -> Result<String, String> {
-        read(message, &mut Reader::new(value), 0).map(|value| to_json(&value))
-    }
-}
-
 /// `--offsets-decoder` (`__consumer_offsets`, Kafka's `OffsetsMessageParser` with
 /// `GroupCoordinatorRecordSerde`) and `--transaction-log-decoder` (`__transaction_state`, Kafka's
 /// `TransactionLog.formatRecordKeyAndValue`). The record layouts are those of the schemas in
 /// Kafka's `group-coordinator`, `clients` and `transaction-coordinator` modules.
 mod coordinator {
     use seglog_format::Record;
-
-    use super::message::{
-        Default, Field, Message, Reader, Struct, Ty, Value, Versions, read, to_json,
+    use seglog_format::schema::group_messages::{
+        CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, schemas,
     };
-
-    const ALL: Versions = Versions::from(0);
-
-    const fn key(name: &'static str, version: i16, fields: &'static [Field]) -> Message {
-        Message {
-            root: Struct { name, versions: Versions::only(version), fields },
-            flexible: Versions::NONE,
-        }
-    }
-
-    const fn value(name: &'static str, fields: &'static [Field]) -> Message {
-        Message { root: Struct { name, versions: Versions::only(0), fields }, flexible: ALL }
-    }
-
-    const fn group_id(version: i16) -> Field {
-        Field::new("groupId", Ty::Str, Versions::only(version))
-    }
-
-    const fn member_id(version: i16) -> Field {
-        Field::new("memberId", Ty::Str, Versions::only(version))
-    }
-
-    static OFFSET_COMMIT_KEY: Message = Message {
-        root: Struct {
-            name: "OffsetCommitKey",
-            versions: Versions::range(0, 1),
-            fields: &[
-                Field::new("group", Ty::Str, Versions::range(0, 1)),
-                Field::new("topic", Ty::Str, Versions::range(0, 1)),
-                Field::new("partition", Ty::Int32, Versions::range(0, 1)),
-            ],
-        },
-        flexible: Versions::NONE,
+    use seglog_format::schema::message::{Reader, Value, read, read_versioned, to_json};
+    use seglog_format::schema::transaction::{
+        self, TransactionLogKey, TransactionState, is_missing_version,
     };
-    static GROUP_METADATA_KEY: Message =
-        key("GroupMetadataKey", 2, &[Field::new("group", Ty::Str, Versions::only(2))]);
-    static CONSUMER_GROUP_METADATA_KEY: Message =
-        key("ConsumerGroupMetadataKey", 3, &[group_id(3)]);
-    static CONSUMER_GROUP_PARTITION_METADATA_KEY: Message =
-        key("ConsumerGroupPartitionMetadataKey", 4, &[group_id(4)]);
-    static CONSUMER_GROUP_MEMBER_METADATA_KEY: Message =
-        key("ConsumerGroupMemberMetadataKey", 5, &[group_id(5), member_id(5)]);
-    static CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message =
-        key("ConsumerGroupTargetAssignmentMetadataKey", 6, &[group_id(6)]);
-    static CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message =
-        key("ConsumerGroupTargetAssignmentMemberKey", 7, &[group_id(7), member_id(7)]);
-    static CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message =
-        key("ConsumerGroupCurrentMemberAssignmentKey", 8, &[group_id(8), member_id(8)]);
-    static SHARE_GROUP_PARTITION_METADATA_KEY: Message =
-        key("ShareGroupPartitionMetadataKey", 9, &[group_id(9)]);
-    static SHARE_GROUP_MEMBER_METADATA_KEY: Message =
-        key("ShareGroupMemberMetadataKey", 10, &[group_id(10), member_id(10)]);
-    static SHARE_GROUP_METADATA_KEY: Message = key("ShareGroupMetadataKey", 11, &[group_id(11)]);
-    static SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY: Message =
-        key("ShareGroupTargetAssignmentMetadataKey", 12, &[group_id(12)]);
-    static SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY: Message =
-        key("ShareGroupTargetAssignmentMemberKey", 13, &[group_id(13), member_id(13)]);
-    static SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY: Message =
-        key("ShareGroupCurrentMemberAssignmentKey", 14, &[group_id(14), member_id(14)]);
-    static SHARE_GROUP_STATE_PARTITION_METADATA_KEY: Message =
-        key("ShareGroupStatePartitionMetadataKey", 15, &[group_id(15)]);
-
-    static OFFSET_COMMIT_VALUE: Message = Message {
-        root: Struct {
-            name: "OffsetCommitValue",
-            versions: Versions::range(0, 4),
-            fields: &[
-                Field::new("offset", Ty::Int64, ALL),
-                Field::new("leaderEpoch", Ty::Int32, Versions::from(3)),
-                Field::new("metadata", Ty::Str, ALL),
-                Field::new("commitTimestamp", Ty::Int64, ALL),
-                Field::new("expireTimestamp", Ty::Int64, Versions::only(1)),
-            ],
-        },
-        flexible: Versions::from(4),
-    };
-
-    static MEMBER_METADATA: Struct = Struct {
-        name: "MemberMetadata",
-        versions: ALL,
-        fields: &[
-            Field::new("memberId", Ty::Str, ALL),
-            Field::new("groupInstanceId", Ty::Str, Versions::from(3)).nullable(Versions::from(3)),
-            Field::new("clientId", Ty::Str, ALL),
-            Field::new("clientHost", Ty::Str, ALL),
-            Field::new("rebalanceTimeout", Ty::Int32, Versions::from(1)),
-            Field::new("sessionTimeout", Ty::Int32, ALL),
-            Field::new("subscription", Ty::Bytes, ALL),
-            Field::new("assignment", Ty::Bytes, ALL),
-        ],
-    };
-
-    static GROUP_METADATA_VALUE: Message = Message {
-        root: Struct {
-            name: "GroupMetadataValue",
-            versions: Versions::range(0, 4),
-            fields: &[
-                Field::new("protocolType", Ty::Str, ALL),
-                Field::new("generation", Ty::Int32, ALL),
-                Field::new("protocol", Ty::Str, ALL).nullable(ALL),
-                Field::new("leader", Ty::Str, ALL).nullable(ALL),
-                Field::new("currentStateTimestamp", Ty::Int64, Versions::from(2)),
-                Field::new("members", Ty::Array(&Ty::Struct(&MEMBER_METADATA)), ALL),
-            ],
-        },
-        flexible: Versions::from(4),
-    };
-
-    static PARTITION_METADATA: Struct = Struct {
-        name: "PartitionMetadata",
-        versions: ALL,
-        fields: &[
-            Field::new("partition", Ty::Int32, ALL),
-            Field::new("racks", Ty::Array(&Ty::Str), ALL),
-        ],
-    };
-
-    static TOPIC_METADATA: Struct = Struct {
-        name: "TopicMetadata",
-        versions: ALL,
-        fields: &[
-            Field::new("topicId", Ty::Uuid, ALL),
-            Field::new("topicName", Ty::Str, ALL),
-            Field::new("numPartitions", Ty::Int32, ALL),
-            Field::new("partitionMetadata", Ty::Array(&Ty::Struct(&PARTITION_METADATA)), ALL),
-        ],
-    };
-
-    static TOPIC_PARTITIONS: Struct = Struct {
-        name: "TopicPartitions",
-        versions: ALL,
-        fields: &[
-            Field::new("topicId", Ty::Uuid, ALL),
-            Field::new("partitions", Ty::Array(&Ty::Int32), ALL),
-        ],
-    };
-
-    static CLASSIC_PROTOCOL: Struct = Struct {
-        name: "ClassicProtocol",
-        versions: ALL,
-        fields: &[Field::new("name", Ty::Str, ALL), Field::new("metadata", Ty::Bytes, ALL)],
-    };
-
-    static CLASSIC_MEMBER_METADATA: Struct = Struct {
-        name: "ClassicMemberMetadata",
-        versions: ALL,
-        fields: &[
-            Field::new("sessionTimeoutMs", Ty::Int32, ALL),
-            Field::new("supportedProtocols", Ty::Array(&Ty::Struct(&CLASSIC_PROTOCOL)), ALL),
-        ],
-    };
-
-    static CONSUMER_GROUP_METADATA_VALUE: Message =
-        value("ConsumerGroupMetadataValue", &[Field::new("epoch", Ty::Int32, ALL)]);
-    static CONSUMER_GROUP_PARTITION_METADATA_VALUE: Message = value(
-        "ConsumerGroupPartitionMetadataValue",
-        &[Field::new("topics", Ty::Array(&Ty::Struct(&TOPIC_METADATA)), ALL)],
-    );
-    static CONSUMER_GROUP_MEMBER_METADATA_VALUE: Message = value(
-        "ConsumerGroupMemberMetadataValue",
-        &[
-            Field::new("instanceId", Ty::Str, ALL).nullable(ALL),
-            Field::new("rackId", Ty::Str, ALL).nullable(ALL),
-            Field::new("clientId", Ty::Str, ALL),
-            Field::new("clientHost", Ty::Str, ALL),
-            Field::new("subscribedTopicNames", Ty::Array(&Ty::Str), ALL),
-            Field::new("subscribedTopicRegex", Ty::Str, ALL).nullable(ALL),
-            Field::new("rebalanceTimeoutMs", Ty::Int32, ALL),
-            Field::new("serverAssignor", Ty::Str, ALL).nullable(ALL),
-            Field::new("classicMemberMetadata", Ty::Struct(&CLASSIC_MEMBER_METADATA), ALL)
-                .nullable(ALL)
-                .tagged(0, ALL, Default::Null),
-        ],
-    );
-    static CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message = value(
-        "ConsumerGroupTargetAssignmentMetadataValue",
-        &[Field::new("assignmentEpoch", Ty::Int32, ALL)],
-    );
-    static CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = value(
-        "ConsumerGroupTargetAssignmentMemberValue",
-        &[Field::new("topicPartitions", Ty::Array(&Ty::Struct(&TOPIC_PARTITIONS)), ALL)],
-    );
-    static CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = value(
-        "ConsumerGroupCurrentMemberAssignmentValue",
-        &[
-            Field::new("memberEpoch", Ty::Int32, ALL),
-            Field::new("previousMemberEpoch", Ty::Int32, ALL),
-            Field::new("state", Ty::Int8, ALL),
-            Field::new("assignedPartitions", Ty::Array(&Ty::Struct(&TOPIC_PARTITIONS)), ALL),
-            Field::new(
-                "partitionsPendingRevocation",
-                Ty::Array(&Ty::Struct(&TOPIC_PARTITIONS)),
-                ALL,
-            ),
-        ],
-    );
-    static SHARE_GROUP_PARTITION_METADATA_VALUE: Message = value(
-        "ShareGroupPartitionMetadataValue",
-        &[Field::new("topics", Ty::Array(&Ty::Struct(&TOPIC_METADATA)), ALL)],
-    );
-    static SHARE_GROUP_MEMBER_METADATA_VALUE: Message = value(
-        "ShareGroupMemberMetadataValue",
-        &[
-            Field::new("rackId", Ty::Str, ALL).nullable(ALL),
-            Field::new("clientId", Ty::Str, ALL),
-            Field::new("clientHost", Ty::Str, ALL),
-            Field::new("subscribedTopicNames", Ty::Array(&Ty::Str), ALL),
-        ],
-    );
-    static SHARE_GROUP_METADATA_VALUE: Message =
-        value("ShareGroupMetadataValue", &[Field::new("epoch", Ty::Int32, ALL)]);
-    static SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE: Message = value(
-        "ShareGroupTargetAssignmentMetadataValue",
-        &[Field::new("assignmentEpoch", Ty::Int32, ALL)],
-    );
-    static SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE: Message = value(
-        "ShareGroupTargetAssignmentMemberValue",
-        &[Field::new("topicPartitions", Ty::Array(&Ty::Struct(&TOPIC_PARTITIONS)), ALL)],
-    );
-    static SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE: Message = value(
-        "ShareGroupCurrentMemberAssignmentValue",
-        &[
-            Field::new("memberEpoch", Ty::Int32, ALL),
-            Field::new("previousMemberEpoch", Ty::Int32, ALL),
-            Field::new("state", Ty::Int8, ALL),
-            Field::new("assignedPartitions", Ty::Array(&Ty::Struct(&TOPIC_PARTITIONS)), ALL),
-        ],
-    );
-
-    static TOPIC_PARTITIONS_INFO: Struct = Struct {
-        name: "TopicPartitionsInfo",
-        versions: ALL,
-        fields: &[
-            Field::new("topicId", Ty::Uuid, ALL),
-            Field::new("topicName", Ty::Str, ALL),
-            Field::new("partitions", Ty::Array(&Ty::Int32), ALL),
-        ],
-    };
-
-    static TOPIC_INFO: Struct = Struct {
-        name: "TopicInfo",
-        versions: ALL,
-        fields: &[Field::new("topicId", Ty::Uuid, ALL), Field::new("topicName", Ty::Str, ALL)],
-    };
-
-    static SHARE_GROUP_STATE_PARTITION_METADATA_VALUE: Message = value(
-        "ShareGroupStatePartitionMetadataValue",
-        &[
-            Field::new("initializedTopics", Ty::Array(&Ty::Struct(&TOPIC_PARTITIONS_INFO)), ALL),
-            Field::new("deletingTopics", Ty::Array(&Ty::Struct(&TOPIC_INFO)), ALL),
-        ],
-    );
-
-    static CONSUMER_TOPIC_PARTITION: Struct = Struct {
-        name: "TopicPartition",
-        versions: ALL,
-        fields: &[
-            Field::new("topic", Ty::Str, ALL),
-            Field::new("partitions", Ty::Array(&Ty::Int32), ALL),
-        ],
-    };
-
-    static OWNED_TOPIC_PARTITION: Struct = Struct {
-        name: "TopicPartition",
-        versions: Versions::from(1),
-        fields: &[
-            Field::new("topic", Ty::Str, Versions::from(1)),
-            Field::new("partitions", Ty::Array(&Ty::Int32), Versions::from(1)),
-        ],
-    };
-
-    static CONSUMER_PROTOCOL_SUBSCRIPTION: Message = Message {
-        root: Struct {
-            name: "ConsumerProtocolSubscription",
-            versions: Versions::range(0, 3),
-            fields: &[
-                Field::new("topics", Ty::Array(&Ty::Str), ALL),
-                Field::new("userData", Ty::Bytes, ALL).nullable(ALL),
-                Field::new(
-                    "ownedPartitions",
-                    Ty::Array(&Ty::Struct(&OWNED_TOPIC_PARTITION)),
-                    Versions::from(1),
-                ),
-                Field::new("generationId", Ty::Int32, Versions::from(2)),
-                Field::new("rackId", Ty::Str, Versions::from(3)).nullable(Versions::from(3)),
-            ],
-        },
-        flexible: Versions::NONE,
-    };
-
-    static CONSUMER_PROTOCOL_ASSIGNMENT: Message = Message {
-        root: Struct {
-            name: "ConsumerProtocolAssignment",
-            versions: Versions::range(0, 3),
-            fields: &[
-                Field::new(
-                    "assignedPartitions",
-                    Ty::Array(&Ty::Struct(&CONSUMER_TOPIC_PARTITION)),
-                    ALL,
-                ),
-                Field::new("userData", Ty::Bytes, ALL).nullable(ALL),
-            ],
-        },
-        flexible: Versions::NONE,
-    };
-
-    /// The key and value schemas of a `__consumer_offsets` record type.
-    fn schemas(record_type: i16) -> Option<(&'static Message, &'static Message)> {
-        Some(match record_type {
-            0 | 1 => (&OFFSET_COMMIT_KEY, &OFFSET_COMMIT_VALUE),
-            2 => (&GROUP_METADATA_KEY, &GROUP_METADATA_VALUE),
-            3 => (&CONSUMER_GROUP_METADATA_KEY, &CONSUMER_GROUP_METADATA_VALUE),
-            4 => (&CONSUMER_GROUP_PARTITION_METADATA_KEY, &CONSUMER_GROUP_PARTITION_METADATA_VALUE),
-            5 => (&CONSUMER_GROUP_MEMBER_METADATA_KEY, &CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-            6 => (
-                &CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
-                &CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
-            ),
-            7 => (
-                &CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
-                &CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
-            ),
-            8 => (
-                &CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
-                &CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
-            ),
-            9 => (&SHARE_GROUP_PARTITION_METADATA_KEY, &SHARE_GROUP_PARTITION_METADATA_VALUE),
-            10 => (&SHARE_GROUP_MEMBER_METADATA_KEY, &SHARE_GROUP_MEMBER_METADATA_VALUE),
-            11 => (&SHARE_GROUP_METADATA_KEY, &SHARE_GROUP_METADATA_VALUE),
-            12 => (
-                &SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
-                &SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
-            ),
-            13 => (
-                &SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
-                &SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
-            ),
-            14 => (
-                &SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
-                &SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
-            ),
-            15 => (
-                &SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
-                &SHARE_GROUP_STATE_PARTITION_METADATA_VALUE,
-            ),
-            _ => return None,
-        })
-    }
+    use seglog_format::{DecodeError, Result};
 
     enum OffsetsError {
         UnknownType(i16),
@@ -2944,7 +2026,7 @@ mod coordinator {
     /// `__consumer_offsets` record. `Err` is where Kafka throws (a record without a key).
     pub(super) fn offsets_key_value(
         record: &Record<'_>,
-    ) -> Result<(Option<String>, Option<String>), String> {
+    ) -> std::result::Result<(Option<String>, Option<String>), String> {
         let Some(key) = record.key else {
             return Err(format!(
                 "Failed to decode message at offset {} using offset topic decoder (message had a missing key)",
@@ -2966,30 +2048,34 @@ mod coordinator {
         })
     }
 
-    fn offsets_json(key: &[u8], value: Option<&[u8]>) -> Result<(String, String), OffsetsError> {
+    /// Kafka's texts for a key or value that did not read: `what` is `key` or `value`.
+    fn read_error(what: &str, version: Option<i16>, error: &DecodeError) -> OffsetsError {
+        OffsetsError::Other(match version {
+            None => format!("Could not read version from {what}'s buffer."),
+            Some(version) => format!(
+                "Could not read record with version {version} from {what}'s buffer due to: {error}."
+            ),
+        })
+    }
+
+    fn offsets_json(
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> std::result::Result<(String, String), OffsetsError> {
         let mut key_reader = Reader::new(key);
-        let record_type = key_reader.i16().map_err(|_| {
-            OffsetsError::Other("Could not read version from key's buffer.".to_owned())
-        })?;
+        let record_type = key_reader.version().map_err(|error| read_error("key", None, &error))?;
         let (key_schema, value_schema) =
             schemas(record_type).ok_or(OffsetsError::UnknownType(record_type))?;
-        let key_data = read(key_schema, &mut key_reader, record_type).map_err(|message| {
-            OffsetsError::Other(format!(
-                "Could not read record with version {record_type} from key's buffer due to: {message}."
-            ))
-        })?;
+        let key_data = read(key_schema, &mut key_reader, record_type)
+            .map_err(|error| read_error("key", Some(record_type), &error))?;
         let value_text = match value {
             None => "<DELETE>".to_owned(),
             Some(value) => {
                 let mut value_reader = Reader::new(value);
-                let version = value_reader.i16().map_err(|_| {
-                    OffsetsError::Other("Could not read version from value's buffer.".to_owned())
-                })?;
-                let mut data = read(value_schema, &mut value_reader, version).map_err(|message| {
-                    OffsetsError::Other(format!(
-                        "Could not read record with version {version} from value's buffer due to: {message}."
-                    ))
-                })?;
+                let version =
+                    value_reader.version().map_err(|error| read_error("value", None, &error))?;
+                let mut data = read(value_schema, &mut value_reader, version)
+                    .map_err(|error| read_error("value", Some(version), &error))?;
                 if record_type == 2 {
                     expand_consumer_protocol(&mut data);
                 }
@@ -3014,147 +2100,82 @@ mod coordinator {
             ] {
                 let Some(slot) = member.get_mut(name) else { continue };
                 let Value::Bytes(bytes) = slot else { continue };
-                let mut reader = Reader::new(bytes);
-                let decoded = reader.i16().and_then(|version| read(schema, &mut reader, version));
-                if let Ok(decoded) = decoded {
+                if let Ok((_, decoded)) = read_versioned(schema, bytes) {
                     *slot = decoded;
                 }
             }
         }
     }
 
-    static TRANSACTION_LOG_KEY: Message = Message {
-        root: Struct {
-            name: "TransactionLogKey",
-            versions: Versions::only(0),
-            fields: &[Field::new("transactionalId", Ty::Str, Versions::only(0))],
-        },
-        flexible: Versions::NONE,
-    };
-
-    static PARTITIONS_SCHEMA: Struct = Struct {
-        name: "PartitionsSchema",
-        versions: ALL,
-        fields: &[
-            Field::new("topic", Ty::Str, ALL),
-            Field::new("partitionIds", Ty::Array(&Ty::Int32), ALL),
-        ],
-    };
-
-    static TRANSACTION_LOG_VALUE: Message = Message {
-        root: Struct {
-            name: "TransactionLogValue",
-            versions: Versions::range(0, 1),
-            fields: &[
-                Field::new("producerId", Ty::Int64, ALL),
-                Field::new("previousProducerId", Ty::Int64, Versions::from(1)).tagged(
-                    0,
-                    Versions::from(1),
-                    Default::Int(-1),
-                ),
-                Field::new("nextProducerId", Ty::Int64, Versions::from(1)).tagged(
-                    1,
-                    Versions::from(1),
-                    Default::Int(-1),
-                ),
-                Field::new("producerEpoch", Ty::Int16, ALL),
-                Field::new("transactionTimeoutMs", Ty::Int32, ALL),
-                Field::new("transactionStatus", Ty::Int8, ALL),
-                Field::new(
-                    "transactionPartitions",
-                    Ty::Array(&Ty::Struct(&PARTITIONS_SCHEMA)),
-                    ALL,
-                )
-                .nullable(ALL),
-                Field::new("transactionLastUpdateTimestampMs", Ty::Int64, ALL),
-                Field::new("transactionStartTimestampMs", Ty::Int64, ALL),
-                Field::new("clientTransactionVersion", Ty::Int16, Versions::from(1)).tagged(
-                    2,
-                    Versions::from(1),
-                    Default::Int(0),
-                ),
-            ],
-        },
-        flexible: Versions::from(1),
-    };
-
-    /// Kafka's `TransactionState` names by id.
-    const TRANSACTION_STATES: [&str; 8] = [
-        "Empty",
-        "Ongoing",
-        "PrepareCommit",
-        "PrepareAbort",
-        "CompleteCommit",
-        "CompleteAbort",
-        "Dead",
-        "PrepareEpochFence",
-    ];
+    /// Java's texts for a transaction log key or value that did not read.
+    fn transaction_error(error: &DecodeError) -> String {
+        match error {
+            error if is_missing_version(error) => "java.nio.BufferUnderflowException".to_owned(),
+            DecodeError::UnsupportedVersion { version, .. } => {
+                format!("Unknown version {version} from the transaction log message value")
+            }
+            error => error.to_string(),
+        }
+    }
 
     /// Kafka's `TransactionLog.formatRecordKeyAndValue`. `Err` is where Kafka throws.
     pub(super) fn transaction_key_value(
         record: &Record<'_>,
-    ) -> Result<(Option<String>, Option<String>), String> {
+    ) -> std::result::Result<(Option<String>, Option<String>), String> {
         let key = record.key.ok_or("java.lang.NullPointerException: the record has no key")?;
-        let mut key_reader = Reader::new(key);
-        let version =
-            key_reader.i16().map_err(|_| "java.nio.BufferUnderflowException".to_owned())?;
-        if version != 0 {
-            return Ok((Some(format!("unknown::version={version}")), None));
-        }
-        let key_data = read(&TRANSACTION_LOG_KEY, &mut key_reader, version)?;
-        let transactional_id =
-            key_data.get("transactionalId").and_then(Value::as_str).unwrap_or("");
+        let transactional_id = match transaction::decode_key(key) {
+            Ok(TransactionLogKey::TransactionalId(id)) => id,
+            Ok(TransactionLogKey::UnknownVersion(version)) => {
+                return Ok((Some(format!("unknown::version={version}")), None));
+            }
+            Err(error) => return Err(transaction_error(&error)),
+        };
         let key_text = format!("transaction_metadata::transactionalId={transactional_id}");
         let Some(value) = record.value else {
             return Ok((Some(key_text), Some("<DELETE>".to_owned())));
         };
-        let mut value_reader = Reader::new(value);
-        let version =
-            value_reader.i16().map_err(|_| "java.nio.BufferUnderflowException".to_owned())?;
-        if !(0..=1).contains(&version) {
-            return Err(format!(
-                "Unknown version {version} from the transaction log message value"
-            ));
-        }
-        let data = read(&TRANSACTION_LOG_VALUE, &mut value_reader, version)?;
-        let int = |name: &str| data.get(name).and_then(Value::as_int).unwrap_or_default();
-        let status = int("transactionStatus");
-        let state = usize::try_from(status)
-            .ok()
-            .and_then(|idx| TRANSACTION_STATES.get(idx))
-            .ok_or_else(|| {
-                format!("Unknown transaction state id {status} from the transaction status message")
-            })?;
+        let value_text = transaction_value_text(value).map_err(|error| match error {
+            Ok(message) => message,
+            Err(error) => transaction_error(&error),
+        })?;
+        Ok((Some(key_text), Some(value_text)))
+    }
+
+    /// `TransactionMetadata`'s text; `Err(Ok(..))` is a Java exception's text.
+    fn transaction_value_text(
+        value: &[u8],
+    ) -> std::result::Result<String, Result<String, DecodeError>> {
+        let data = transaction::decode_value(value).map_err(Err)?;
+        let status = data.transaction_status;
+        let state = TransactionState::from_id(status).ok_or_else(|| {
+            Ok(format!("Unknown transaction state id {status} from the transaction status message"))
+        })?;
         let mut groups = Vec::new();
-        if *state != "Empty" {
-            let Some(Value::Array(schemas)) = data.get("transactionPartitions") else {
-                return Err(
+        if state != TransactionState::Empty {
+            let Some(topics) = &data.transaction_partitions else {
+                return Err(Ok(
                     "java.lang.NullPointerException: null transaction partitions".to_owned()
-                );
+                ));
             };
-            for schema in schemas {
-                let topic = schema.get("topic").and_then(Value::as_str).unwrap_or("").to_owned();
-                let ids = match schema.get("partitionIds") {
-                    Some(Value::Array(ids)) => ids.iter().filter_map(Value::as_int).collect(),
-                    _ => Vec::new(),
-                };
-                groups
-                    .push(ids.into_iter().map(|id| (topic.clone(), id as i32)).collect::<Vec<_>>());
+            for topic in topics {
+                groups.push(
+                    topic.partition_ids.iter().map(|id| (topic.topic.clone(), *id)).collect(),
+                );
             }
         }
         let partitions: Vec<String> = scala_hash_set_order(&groups)
             .into_iter()
             .map(|(topic, partition)| format!("{topic}-{partition}"))
             .collect();
-        let value_text = format!(
-            "producerId:{},producerEpoch:{},state={state},partitions=[{}],txnLastUpdateTimestamp={},txnTimeoutMs={}",
-            int("producerId"),
-            int("producerEpoch"),
+        Ok(format!(
+            "producerId:{},producerEpoch:{},state={},partitions=[{}],txnLastUpdateTimestamp={},txnTimeoutMs={}",
+            data.producer_id,
+            data.producer_epoch,
+            state.name(),
             partitions.join(","),
-            int("transactionLastUpdateTimestampMs"),
-            int("transactionTimeoutMs"),
-        );
-        Ok((Some(key_text), Some(value_text)))
+            data.transaction_last_update_timestamp_ms,
+            data.transaction_timeout_ms,
+        ))
     }
 
     /// Java's `TopicPartition.hashCode`.
@@ -3205,7 +2226,6 @@ mod coordinator {
 
 #[cfg(test)]
 mod tests {
-    use super::message::{Value, base64, to_json};
     use super::*;
 
     #[test]
@@ -3266,39 +2286,17 @@ mod tests {
     }
 
     #[test]
-    fn base64_and_json() {
-        for (input, expected) in
-            [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foobar", "Zm9vYmFy")]
-        {
-            assert_eq!(base64(input.as_bytes(), message::STANDARD, true), expected);
-        }
-        // Kafka's `Uuid.ZERO_UUID` and `Uuid.METADATA_TOPIC_ID` (0, 1).
-        assert_eq!(to_json(&Value::Uuid([0; 16])), "\"AAAAAAAAAAAAAAAAAAAAAA\"");
-        let mut one = [0u8; 16];
-        one[15] = 1;
-        assert_eq!(to_json(&Value::Uuid(one)), "\"AAAAAAAAAAAAAAAAAAAAAQ\"");
-        let text = Value::Str("a\"b\\c\n\t\u{1}\u{7f}/\u{e9}".to_owned());
-        assert_eq!(to_json(&text), "\"a\\\"b\\\\c\\n\\t\\u0001\u{7f}/\u{e9}\"");
-        let object = Value::Object(vec![
-            ("n", Value::Null),
-            ("b", Value::Bytes(vec![0xFF, 0xFE])),
-            ("list", Value::Array(vec![Value::Int(-1), Value::Int(2)])),
-        ]);
-        assert_eq!(to_json(&object), "{\"n\":null,\"b\":\"//4=\",\"list\":[-1,2]}");
-    }
-
-    #[test]
     fn kraft_control_records() {
         let mut header = vec![0, 0];
         header.extend_from_slice(&1_700_000_000_000i64.to_be_bytes());
         header.push(0);
         assert_eq!(
-            kraft::decode(&kraft::SNAPSHOT_HEADER, &header).unwrap(),
+            kraft_json(&kraft::SNAPSHOT_HEADER, &header).unwrap(),
             "{\"version\":0,\"lastContainedLogTimestamp\":1700000000000}"
         );
-        assert_eq!(kraft::decode(&kraft::SNAPSHOT_FOOTER, &[0, 0, 0]).unwrap(), "{\"version\":0}");
+        assert_eq!(kraft_json(&kraft::SNAPSHOT_FOOTER, &[0, 0, 0]).unwrap(), "{\"version\":0}");
         assert_eq!(
-            kraft::decode(&kraft::KRAFT_VERSION, &[0, 0, 0, 1, 0]).unwrap(),
+            kraft_json(&kraft::KRAFT_VERSION, &[0, 0, 0, 1, 0]).unwrap(),
             "{\"version\":0,\"kRaftVersion\":1}"
         );
         // One voter: id 1, directory id 0..1, one endpoint CONTROLLER localhost:9093, versions
@@ -3318,12 +2316,12 @@ mod tests {
         voters.push(0);
         voters.extend_from_slice(&[1, 7, 2, 0xAA, 0xBB]);
         assert_eq!(
-            kraft::decode(&kraft::VOTERS, &voters).unwrap(),
+            kraft_json(&kraft::VOTERS, &voters).unwrap(),
             "{\"version\":0,\"voters\":[{\"voterId\":1,\"voterDirectoryId\":\"AAAAAAAAAAAAAAAAAAAAAQ\",\
              \"endpoints\":[{\"name\":\"CONTROLLER\",\"host\":\"localhost\",\"port\":9093}],\
              \"kRaftVersionFeature\":{\"minSupportedVersion\":0,\"maxSupportedVersion\":1}}]}"
         );
-        assert_eq!(kraft::decode(&kraft::SNAPSHOT_FOOTER, &[0]).unwrap_err(), "null");
+        assert_eq!(kraft_json(&kraft::SNAPSHOT_FOOTER, &[0]).unwrap_err(), "null");
     }
 
     fn record<'a>(key: Option<&'a [u8]>, value: Option<&'a [u8]>) -> Record<'a> {
