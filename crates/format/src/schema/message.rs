@@ -48,6 +48,9 @@ pub enum MessageError {
     /// A string is longer than 32767 bytes.
     #[error("string field {name} had invalid length {length}")]
     StringLength { name: String, length: i32 },
+    /// A string is not UTF-8, read by a strict [`Reader`] (Java would replace the bytes).
+    #[error("string field {name} is not UTF-8")]
+    NotUtf8 { name: String },
     /// An array declares more elements than there are bytes left.
     #[error(
         "Tried to allocate a collection of size {length}, but there are only {available} bytes remaining."
@@ -241,6 +244,8 @@ impl Value {
 pub struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// Whether a string that is not UTF-8 is an error rather than replaced.
+    strict_utf8: bool,
 }
 
 fn message_error(error: MessageError) -> DecodeError {
@@ -250,7 +255,13 @@ fn message_error(error: MessageError) -> DecodeError {
 impl<'a> Reader<'a> {
     /// A reader at the start of `bytes`.
     pub fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, at: 0 }
+        Self { bytes, at: 0, strict_utf8: false }
+    }
+
+    /// A reader that refuses strings that are not UTF-8 ([`MessageError::NotUtf8`]), for
+    /// state that seglog keeps (Java's readers replace malformed bytes).
+    pub fn strict(bytes: &'a [u8]) -> Self {
+        Self { bytes, at: 0, strict_utf8: true }
     }
 
     /// The bytes not yet read.
@@ -441,8 +452,16 @@ impl ValueRead {
                     let name = name.to_owned();
                     return Err(message_error(MessageError::StringLength { name, length }));
                 }
-                // Java's `new String(bytes, UTF_8)` replaces malformed input.
-                Value::Str(String::from_utf8_lossy(reader.array(length)?).into_owned())
+                let bytes = reader.array(length)?;
+                if reader.strict_utf8 {
+                    let text = std::str::from_utf8(bytes).map_err(|_| {
+                        message_error(MessageError::NotUtf8 { name: name.to_owned() })
+                    })?;
+                    Value::Str(text.to_owned())
+                } else {
+                    // Java's `new String(bytes, UTF_8)` replaces malformed input.
+                    Value::Str(String::from_utf8_lossy(bytes).into_owned())
+                }
             }
             Ty::Bytes => {
                 let length = read_length(reader, self.flexible, false)?;
