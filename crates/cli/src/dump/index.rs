@@ -2,175 +2,120 @@
 //! Kafka's `dumpIndex` and `dumpTimeIndex` do.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
-use seglog_format::batch::{HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use seglog_format::batch::LAST_OFFSET_DELTA_OFFSET;
 use seglog_format::index::{ABORTED_TXN_BYTES, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES};
 use seglog_format::legacy::RECORD_OVERHEAD_V0;
 use seglog_format::{AbortedTxn, OffsetIndexEntry, TimeIndexEntry};
-use seglog_storage::index::WARM_SECTION_BYTES;
+use seglog_storage::index::{IndexEntry, IndexSlots};
 use seglog_storage::io::{File, Fs, OpenMode, StdFs};
+use seglog_storage::segment::{EntryFrame, Frame, HeaderScan};
 
-use super::log::Entry;
+use super::log::parse_entry;
 use super::records::entry_records;
 use super::{Dumper, JavaFile, Problem, Step, Stop};
 
-/// An index file read as Kafka reads a read-only index: `entries = length / entry size`,
-/// zero-filled preallocation included.
-pub(super) struct IndexReader {
-    pub(super) file: Box<dyn File>,
-    pub(super) len: u64,
-    pub(super) entry_bytes: u64,
-    pub(super) base_offset: i64,
+/// An offset index slot as (absolute offset, position).
+fn offset_slot(index: &IndexSlots<OffsetIndexEntry>, slot_idx: u64) -> Result<(i64, u32), String> {
+    let entry = index.slot(slot_idx).map_err(|error| error.to_string())?;
+    Ok((index.absolute(&entry), entry.position))
 }
 
-impl IndexReader {
-    pub(super) fn entries(&self) -> u64 {
-        self.len / self.entry_bytes
-    }
+/// A time index slot as (timestamp, absolute offset).
+fn time_slot(index: &IndexSlots<TimeIndexEntry>, slot_idx: u64) -> Result<(i64, i64), String> {
+    let entry = index.slot(slot_idx).map_err(|error| error.to_string())?;
+    Ok((entry.timestamp, index.absolute(&entry)))
+}
 
-    pub(super) fn raw(&self, entry_idx: u64) -> io::Result<[u8; 12]> {
-        let mut bytes = [0u8; 12];
-        let slot = bytes.get_mut(..self.entry_bytes as usize).unwrap_or_default();
-        self.file.read_exact_at(slot, entry_idx * self.entry_bytes)?;
-        Ok(bytes)
-    }
-
-    /// Offset index entry `entry_idx` as (absolute offset, position).
-    pub(super) fn offset_entry(&self, entry_idx: u64) -> Result<(i64, u32), String> {
-        let bytes = self.raw(entry_idx).map_err(|error| error.to_string())?;
-        let entry = OffsetIndexEntry::read(&bytes, 0).map_err(|error| error.to_string())?;
-        Ok((self.base_offset + i64::from(entry.relative_offset), entry.position))
-    }
-
-    /// Time index entry `entry_idx` as (timestamp, absolute offset).
-    pub(super) fn time_entry(&self, entry_idx: u64) -> Result<(i64, i64), String> {
-        let bytes = self.raw(entry_idx).map_err(|error| error.to_string())?;
-        let entry = TimeIndexEntry::read(&bytes, 0).map_err(|error| error.to_string())?;
-        Ok((entry.timestamp, self.base_offset + i64::from(entry.relative_offset)))
-    }
-
-    /// Kafka's `OffsetIndex.lookup`: the position of the largest entry at or below `target`
-    /// found by `AbstractIndex`'s warm-section binary search (over every slot, as Kafka does,
-    /// zero-filled ones included), or 0.
-    pub(super) fn lookup_position(&self, target: i64) -> Result<u32, String> {
-        let entries = self.entries();
-        if entries == 0 {
-            return Ok(0);
-        }
-        let offset_at = |slot: u64| self.offset_entry(slot).map(|(offset, _)| offset);
-        let warm_entries = WARM_SECTION_BYTES as u64 / self.entry_bytes;
-        let first_hot = entries.saturating_sub(1).saturating_sub(warm_entries);
-        let slot = if offset_at(first_hot)? < target {
-            Some(self.binary_search(target, first_hot, entries - 1)?)
-        } else if offset_at(0)? > target {
-            None
-        } else {
-            Some(self.binary_search(target, 0, first_hot)?)
-        };
-        match slot {
-            None => Ok(0),
-            Some(slot) => self.offset_entry(slot).map(|(_, position)| position),
-        }
-    }
-
-    pub(super) fn binary_search(&self, target: i64, begin: u64, end: u64) -> Result<u64, String> {
-        let (mut lo, mut hi) = (begin, end);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            let (found, _) = self.offset_entry(mid)?;
-            match found.cmp(&target) {
-                std::cmp::Ordering::Greater => hi = mid - 1,
-                std::cmp::Ordering::Less => lo = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Ok(lo)
+/// Kafka's `OffsetIndex.lookup` on a read-only index: the position of the largest entry at or
+/// below `target` (storage's warm-section search over every slot, zero-filled ones included,
+/// as Kafka searches), or 0.
+fn lookup_position(index: &IndexSlots<OffsetIndexEntry>, target: i64) -> Result<u32, String> {
+    let base_offset = index.base_offset();
+    let slot = index
+        .largest_lower_bound(target, |entry| base_offset + i64::from(entry.relative_offset))
+        .map_err(|error| error.to_string())?;
+    match slot {
+        None => Ok(0),
+        Some(slot) => offset_slot(index, slot).map(|(_, position)| position),
     }
 }
 
-/// Reads entry headers of a `.log` at arbitrary positions (Kafka's `FileRecords.slice` plus
-/// `FileLogInputStream`), for index verification.
+/// A segment's `.log`, read where an index points (Kafka's `FileRecords.slice` and its first
+/// batch), through storage's [`HeaderScan`].
 pub(super) struct LogProbe {
     pub(super) file: Box<dyn File>,
     pub(super) len: u64,
+    pub(super) path: PathBuf,
 }
 
-/// An entry found by [`LogProbe::entry_at`].
-pub(super) struct ProbedEntry {
-    pub(super) last_offset: i64,
-    pub(super) size_bytes: u64,
+/// A position as the `u32` a scan takes (`open_records` refused files above 2 GiB - 1).
+fn scan_position(position: u64) -> u32 {
+    u32::try_from(position).unwrap_or(u32::MAX)
 }
 
 impl LogProbe {
-    /// The entry at `position` if it lies whole before `end`; `Ok(None)` where Kafka's stream
+    /// The entry framed next by `scan`, with its last offset; `Ok(None)` where Kafka's stream
     /// ends; `Err` where Kafka throws.
-    pub(super) fn entry_at(&self, position: u64, end: u64) -> Result<Option<ProbedEntry>, String> {
-        if position + HEADER_SIZE_UP_TO_MAGIC as u64 >= end {
-            return Ok(None);
-        }
-        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
-        let header_len = (self.len - position).min(RECORD_BATCH_OVERHEAD as u64) as usize;
-        let header = header.get_mut(..header_len).unwrap_or_default();
-        self.file.read_exact_at(header, position).map_err(|error| error.to_string())?;
-        let field = |at: usize| header.get(at..at + 8).and_then(|b| b.first_chunk::<8>()).copied();
-        let size = header
-            .get(8..12)
-            .and_then(|bytes| bytes.first_chunk::<4>())
-            .map_or(0, |bytes| i32::from_be_bytes(*bytes));
-        if size < RECORD_OVERHEAD_V0 as i32 {
-            return Err(format!(
+    fn next(&self, scan: &mut HeaderScan<'_>) -> Result<Option<(EntryFrame, i64)>, String> {
+        match scan.next_frame(&self.path).map_err(|error| error.to_string())? {
+            Frame::End => Ok(None),
+            Frame::TooSmall { size, .. } => Err(format!(
                 "Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})"
-            ));
+            )),
+            Frame::Entry(frame) => Ok(Some((frame, self.last_offset(&frame)?))),
         }
-        let size_bytes = LOG_OVERHEAD as u64 + size as u64;
-        if position + size_bytes > end {
-            return Ok(None);
-        }
-        let offset = field(0).map_or(0, i64::from_be_bytes);
-        let magic = header.get(16).map_or(0, |&byte| byte as i8);
-        let last_offset = if magic < 2 {
-            offset
-        } else {
-            let delta = header
-                .get(23..27)
-                .and_then(|bytes| bytes.first_chunk::<4>())
-                .map(|bytes| i32::from_be_bytes(*bytes))
-                .ok_or("Failed to read `record batch header` from file channel: end of file")?;
-            offset.wrapping_add(i64::from(delta))
-        };
-        Ok(Some(ProbedEntry { last_offset, size_bytes }))
     }
 
-    pub(super) fn read(&self, position: u64, size_bytes: u64) -> Result<Vec<u8>, String> {
-        let mut bytes = vec![0u8; usize::try_from(size_bytes).map_err(|error| error.to_string())?];
-        self.file.read_exact_at(&mut bytes, position).map_err(|error| error.to_string())?;
-        Ok(bytes)
+    /// Kafka's `lastOffset` of a framed entry: a legacy message's offset, or a v2 batch's base
+    /// offset plus its `lastOffsetDelta`, read from the file (past the slice if need be, as
+    /// Kafka's `loadBatchHeader` does).
+    fn last_offset(&self, frame: &EntryFrame) -> Result<i64, String> {
+        if frame.magic < 2 {
+            return Ok(frame.base_offset);
+        }
+        let mut delta = [0u8; 4];
+        let at = u64::from(frame.position) + LAST_OFFSET_DELTA_OFFSET as u64;
+        match self.file.read_exact_at(&mut delta, at) {
+            Ok(()) => Ok(frame.base_offset.wrapping_add(i64::from(i32::from_be_bytes(delta)))),
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                Err("Failed to read `record batch header` from file channel: end of file"
+                    .to_owned())
+            }
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// The last offset of the entry at `position`, if it lies whole before `end`.
+    pub(super) fn last_offset_at(&self, position: u64, end: u64) -> Result<Option<i64>, String> {
+        let mut scan =
+            HeaderScan::new(self.file.as_ref(), scan_position(position), scan_position(end));
+        Ok(self.next(&mut scan)?.map(|(_, last_offset)| last_offset))
     }
 }
 
 impl Dumper<'_> {
-    pub(super) fn open_index(
+    pub(super) fn open_index<E: IndexEntry>(
         file: &JavaFile,
-        entry_bytes: u64,
         base_offset: i64,
-    ) -> Result<IndexReader, Problem> {
+    ) -> Result<IndexSlots<E>, Problem> {
         let handle = Self::open(file)?;
-        let len = handle.len().map_err(|error| Problem::io(file, &error))?;
-        Ok(IndexReader { file: handle, len, entry_bytes, base_offset })
+        IndexSlots::new(handle, base_offset).map_err(|error| Problem::io(file, &error))
     }
 
     pub(super) fn dump_index(&mut self, file: &JavaFile) -> Step {
         let base_offset = file.base_offset()?;
         let log_file = file.sibling(".log");
         let (log, log_len) = Self::open_records(&log_file)?;
-        let index = Self::open_index(file, OFFSET_INDEX_ENTRY_BYTES as u64, base_offset)?;
-        let entries = index.entries();
+        let index = Self::open_index::<OffsetIndexEntry>(file, base_offset)?;
+        let entries = index.n_slots();
         if entries == 0 {
             writeln!(self.out, "{} is empty.", file.shown)?;
             return Ok(());
         }
         if self.options.index_sanity_only {
-            let (last_offset, _) = index.offset_entry(entries - 1).map_err(Problem::new)?;
+            let (last_offset, _) = offset_slot(&index, entries - 1).map_err(Problem::new)?;
             if last_offset < base_offset {
                 return Err(Problem::new(format!(
                     "Corrupt index found, index file {} has non-zero size but the last offset is \
@@ -179,11 +124,12 @@ impl Dumper<'_> {
                 ))
                 .into());
             }
-            if !index.len.is_multiple_of(OFFSET_INDEX_ENTRY_BYTES as u64) {
+            if !index.len_bytes().is_multiple_of(OFFSET_INDEX_ENTRY_BYTES as u64) {
                 return Err(Problem::new(format!(
                     "Index file {} is corrupt, found {} bytes which is neither positive nor a \
                      multiple of {OFFSET_INDEX_ENTRY_BYTES}",
-                    file.absolute, index.len
+                    file.absolute,
+                    index.len_bytes()
                 ))
                 .into());
             }
@@ -195,11 +141,11 @@ impl Dumper<'_> {
                 Problem::new(format!("Invalid size: {}", self.options.max_message_size)).into()
             );
         }
-        let probe = LogProbe { file: log, len: log_len };
+        let probe = LogProbe { file: log, len: log_len, path: log_file.path.clone() };
         for entry_idx in 0..entries {
             let at = entry_idx * OFFSET_INDEX_ENTRY_BYTES as u64;
             let (offset, position) =
-                index.offset_entry(entry_idx).map_err(|message| Problem::at(at, message))?;
+                offset_slot(&index, entry_idx).map_err(|message| Problem::at(at, message))?;
             // A preallocated index ends in zero entries; Kafka stops at the first one.
             if offset == base_offset && entry_idx > 0 {
                 return Ok(());
@@ -217,7 +163,7 @@ impl Dumper<'_> {
             }
             let end = (position + self.options.max_message_size as u64).min(log_len);
             let first = probe
-                .entry_at(position, end)
+                .last_offset_at(position, end)
                 .map_err(|message| Problem::at(at, format!("{message} (log position {position})")))?
                 .ok_or_else(|| {
                     Problem::at(
@@ -225,8 +171,8 @@ impl Dumper<'_> {
                         format!("java.util.NoSuchElementException: no whole batch at log position {position} within --max-message-size"),
                     )
                 })?;
-            if first.last_offset != offset {
-                self.index_mismatches.push(&file.absolute, (offset, first.last_offset));
+            if first != offset {
+                self.index_mismatches.push(&file.absolute, (offset, first));
             }
             if !self.options.verify_only {
                 writeln!(self.out, "offset: {offset} position: {position}")?;
@@ -237,30 +183,28 @@ impl Dumper<'_> {
 
     pub(super) fn dump_time_index(&mut self, file: &JavaFile) -> Step {
         let base_offset = file.base_offset()?;
-        let (log, log_len) = Self::open_records(&file.sibling(".log"))?;
-        let offset_index = Self::open_index(
-            &file.sibling(".index"),
-            OFFSET_INDEX_ENTRY_BYTES as u64,
-            base_offset,
-        )?;
-        let time_index = Self::open_index(file, TIME_INDEX_ENTRY_BYTES as u64, base_offset)?;
-        let entries = time_index.entries();
+        let log_file = file.sibling(".log");
+        let (log, log_len) = Self::open_records(&log_file)?;
+        let offset_index =
+            Self::open_index::<OffsetIndexEntry>(&file.sibling(".index"), base_offset)?;
+        let time_index = Self::open_index::<TimeIndexEntry>(file, base_offset)?;
+        let entries = time_index.n_slots();
         if self.options.index_sanity_only {
             Self::time_index_sanity_check(file, &time_index)?;
             writeln!(self.out, "{} passed sanity check.", file.shown)?;
             return Ok(());
         }
-        let probe = LogProbe { file: log, len: log_len };
+        let probe = LogProbe { file: log, len: log_len, path: log_file.path.clone() };
         let mut previous_timestamp = -1i64;
         for entry_idx in 0..entries {
             let at = entry_idx * TIME_INDEX_ENTRY_BYTES as u64;
             let (timestamp, offset) =
-                time_index.time_entry(entry_idx).map_err(|message| Problem::at(at, message))?;
+                time_slot(&time_index, entry_idx).map_err(|message| Problem::at(at, message))?;
             if offset == base_offset && entry_idx > 0 {
                 return Ok(());
             }
-            let position =
-                offset_index.lookup_position(offset).map_err(|message| Problem::at(at, message))?;
+            let position = lookup_position(&offset_index, offset)
+                .map_err(|message| Problem::at(at, message))?;
             self.check_time_entry(
                 file,
                 &probe,
@@ -280,13 +224,13 @@ impl Dumper<'_> {
 
     pub(super) fn time_index_sanity_check(
         file: &JavaFile,
-        index: &IndexReader,
+        index: &IndexSlots<TimeIndexEntry>,
     ) -> Result<(), Problem> {
-        let entries = index.entries();
+        let entries = index.n_slots();
         if entries != 0 {
             let (last_timestamp, last_offset) =
-                index.time_entry(entries - 1).map_err(Problem::new)?;
-            let (first_timestamp, _) = index.time_entry(0).map_err(Problem::new)?;
+                time_slot(index, entries - 1).map_err(Problem::new)?;
+            let (first_timestamp, _) = time_slot(index, 0).map_err(Problem::new)?;
             if last_timestamp < first_timestamp {
                 return Err(Problem::new(format!(
                     "Corrupt time index found, time index file ({}) has non-zero size but the last \
@@ -295,25 +239,29 @@ impl Dumper<'_> {
                     file.absolute
                 )));
             }
-            if last_offset < index.base_offset {
+            if last_offset < index.base_offset() {
                 return Err(Problem::new(format!(
                     "Corrupt time index found, time index file ({}) has non-zero size but the last \
                      offset is {last_offset} which is less than the first offset {}",
-                    file.absolute, index.base_offset
+                    file.absolute,
+                    index.base_offset()
                 )));
             }
         }
-        if !index.len.is_multiple_of(TIME_INDEX_ENTRY_BYTES as u64) {
+        if !index.len_bytes().is_multiple_of(TIME_INDEX_ENTRY_BYTES as u64) {
             return Err(Problem::new(format!(
                 "Time index file {} is corrupt, found {} bytes which is neither positive nor a \
                  multiple of {TIME_INDEX_ENTRY_BYTES}",
-                file.absolute, index.len
+                file.absolute,
+                index.len_bytes()
             )));
         }
         Ok(())
     }
 
-    /// Checks one time index entry against the log, as Kafka's `dumpTimeIndex` does.
+    /// Checks one time index entry against the log, as Kafka's `dumpTimeIndex` does: the first
+    /// batch from `start` whose last offset reaches `offset` must end at it, and its largest
+    /// record timestamp must be the entry's.
     pub(super) fn check_time_entry(
         &mut self,
         file: &JavaFile,
@@ -326,48 +274,52 @@ impl Dumper<'_> {
         if start > probe.len {
             return Err(format!("Slice from position {start} exceeds the end of the log"));
         }
-        let mut position = start;
+        let mut scan =
+            HeaderScan::new(probe.file.as_ref(), scan_position(start), scan_position(probe.len));
         let found = loop {
-            match probe.entry_at(position, probe.len)? {
+            match probe.next(&mut scan)? {
                 None => break None,
-                Some(entry) if entry.last_offset >= offset => break Some((position, entry)),
-                Some(entry) => position += entry.size_bytes,
+                Some((frame, last_offset)) if last_offset >= offset => {
+                    break Some((frame, last_offset));
+                }
+                Some(_) => {}
             }
         };
         let errors = &mut self.time_index_errors;
-        match found {
-            None => errors.shallow_offset_not_found.push(&file.absolute, (offset, -1)),
-            Some((_, entry)) if entry.last_offset != offset => {
-                errors.shallow_offset_not_found.push(&file.absolute, (offset, entry.last_offset));
+        let frame = match found {
+            None => {
+                errors.shallow_offset_not_found.push(&file.absolute, (offset, -1));
+                return Ok(());
             }
-            Some((position, entry)) => {
-                if entry.size_bytes > self.options.batch_bytes_max as u64 {
-                    return Err(format!(
-                        "batch of {} bytes at log position {position} is larger than the {} bytes \
-                         read at once (raise --max-message-size)",
-                        entry.size_bytes, self.options.batch_bytes_max
-                    ));
-                }
-                let bytes = probe.read(position, entry.size_bytes)?;
-                let log_entry = Entry::new(&bytes)?;
-                let mut max_timestamp = -1i64;
-                entry_records(&log_entry, self.options.limits, &mut |dump| {
-                    max_timestamp = max_timestamp.max(dump.record.timestamp);
-                    Ok(())
-                })
-                .map_err(|stop| match stop {
-                    Stop::Problem(problem) => {
-                        format!("log position {position}: {}", problem.message)
-                    }
-                    Stop::Output(error) => error.to_string(),
-                })?;
-                if max_timestamp != timestamp {
-                    errors.mismatches.push(&file.absolute, (timestamp, max_timestamp));
-                }
-                if previous_timestamp >= timestamp {
-                    errors.out_of_order.push(&file.absolute, (timestamp, previous_timestamp));
-                }
+            Some((_, last_offset)) if last_offset != offset => {
+                errors.shallow_offset_not_found.push(&file.absolute, (offset, last_offset));
+                return Ok(());
             }
+            Some((frame, _)) => frame,
+        };
+        let position = frame.position;
+        if frame.size_bytes as usize > self.options.batch_bytes_max {
+            return Err(format!(
+                "batch of {} bytes at log position {position} is larger than the {} bytes read at \
+                 once (raise --max-message-size)",
+                frame.size_bytes, self.options.batch_bytes_max
+            ));
+        }
+        let bytes = scan.entry_bytes(frame, &probe.path).map_err(|error| error.to_string())?;
+        let mut max_timestamp = -1i64;
+        entry_records(&parse_entry(bytes)?, self.options.limits, &mut |dump| {
+            max_timestamp = max_timestamp.max(dump.record.timestamp);
+            Ok(())
+        })
+        .map_err(|stop| match stop {
+            Stop::Problem(problem) => format!("log position {position}: {}", problem.message),
+            Stop::Output(error) => error.to_string(),
+        })?;
+        if max_timestamp != timestamp {
+            errors.mismatches.push(&file.absolute, (timestamp, max_timestamp));
+        }
+        if previous_timestamp >= timestamp {
+            errors.out_of_order.push(&file.absolute, (timestamp, previous_timestamp));
         }
         Ok(())
     }

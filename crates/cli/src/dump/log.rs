@@ -3,166 +3,41 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use seglog_format::batch::{HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD};
+use seglog_format::batch::RECORD_BATCH_OVERHEAD;
 use seglog_format::legacy::RECORD_OVERHEAD_V0;
-use seglog_format::{Compression, LegacyEntry, RecordBatch, TimestampType};
+use seglog_format::{Batch, Compression};
 use seglog_storage::io::{File, Fs, OpenMode, StdFs};
+use seglog_storage::segment::{Frame, HeaderScan};
 
 use super::records::{LineContext, entry_records, record_line};
 use super::{
     Dumper, Format, JavaFile, MAX_BYTES_DEFAULT, PROGRESS_BYTES_MIN, Problem, SEGMENT_BYTES_MAX,
-    Step, Stop, WINDOW_BYTES,
+    Step, Stop,
 };
 
-/// What the walker found next in a `.log`.
-pub(super) enum Next<'w> {
-    /// A whole entry at `position`.
-    Entry { position: u64, bytes: &'w [u8] },
-    /// Fewer than 18 bytes left, or a partial entry: Kafka stops here without an error.
-    End,
-    /// A size below 14: Kafka throws `CorruptRecordException`.
-    TooSmall { position: u64, size: i32 },
-    /// An entry larger than we read.
-    TooLarge { position: u64, size_bytes: u64 },
+/// An entry as Kafka's `FileLogInputStream` reads it (magic 2 and above as a v2 batch).
+pub(super) fn parse_entry(bytes: &[u8]) -> Result<Batch<'_>, String> {
+    Batch::new_any_magic(bytes).map_err(|error| error.to_string())
 }
 
-/// Walks a `.log` up to `end` with Kafka's `FileLogInputStream` rules, reading it through a
-/// window so that memory does not grow with the file.
-pub(super) struct LogWalker {
-    pub(super) file: Box<dyn File>,
-    pub(super) end: u64,
-    pub(super) window: Vec<u8>,
-    /// File position of `window[0]`.
-    pub(super) window_start: u64,
-    /// Index in `window` of the next entry.
-    pub(super) next_idx: usize,
-    pub(super) batch_bytes_max: usize,
+/// The codec, as Kafka's `CompressionType.forId` reads the codec bits (zstd is nameable in any
+/// magic).
+pub(super) fn kafka_compression(entry: &Batch<'_>) -> Result<Compression, String> {
+    let id = match entry {
+        Batch::V2(batch) => (batch.attributes() as u8) & 0x07,
+        Batch::Legacy(legacy) => legacy.attributes() & 0x07,
+    };
+    Compression::from_id(id).map_err(|_| format!("Unknown compression type id: {id}"))
 }
 
-impl LogWalker {
-    pub(super) fn new(file: Box<dyn File>, end: u64, batch_bytes_max: usize) -> Self {
-        Self { file, end, window: Vec::new(), window_start: 0, next_idx: 0, batch_bytes_max }
-    }
-
-    pub(super) fn position(&self) -> u64 {
-        self.window_start + self.next_idx as u64
-    }
-
-    /// Makes at least `needed` bytes available from `next_idx` (the caller checked `end`).
-    pub(super) fn fill(&mut self, needed: usize) -> io::Result<()> {
-        if self.window.len() - self.next_idx >= needed {
-            return Ok(());
+/// Kafka's `isValid`: for v2 the size and the CRC-32C (not the magic, which seglog's
+/// [`Batch::is_valid`] also checks), for legacy the CRC-32.
+pub(super) fn kafka_is_valid(entry: &Batch<'_>) -> bool {
+    match entry {
+        Batch::V2(batch) => {
+            batch.size_bytes() >= RECORD_BATCH_OVERHEAD && batch.crc() == batch.compute_crc()
         }
-        self.window.drain(..self.next_idx);
-        self.window_start += self.next_idx as u64;
-        self.next_idx = 0;
-        if self.window.capacity() > 2 * WINDOW_BYTES && needed <= WINDOW_BYTES {
-            self.window.shrink_to(WINDOW_BYTES);
-        }
-        let loaded = self.window.len();
-        let file_left = self.end.saturating_sub(self.window_start + loaded as u64);
-        let wanted = needed.max(WINDOW_BYTES).saturating_sub(loaded);
-        let adding = usize::try_from(file_left).map_or(wanted, |left| left.min(wanted));
-        self.window.resize(loaded + adding, 0);
-        let position = self.window_start + loaded as u64;
-        self.file.read_exact_at(self.window.get_mut(loaded..).unwrap_or_default(), position)
-    }
-
-    pub(super) fn next_entry(&mut self) -> io::Result<Next<'_>> {
-        let position = self.position();
-        if position + HEADER_SIZE_UP_TO_MAGIC as u64 >= self.end {
-            return Ok(Next::End);
-        }
-        self.fill(HEADER_SIZE_UP_TO_MAGIC)?;
-        let size = self
-            .window
-            .get(self.next_idx + 8..self.next_idx + 12)
-            .and_then(|bytes| bytes.first_chunk::<4>())
-            .map_or(0, |bytes| i32::from_be_bytes(*bytes));
-        if size < RECORD_OVERHEAD_V0 as i32 {
-            return Ok(Next::TooSmall { position, size });
-        }
-        let size_bytes = LOG_OVERHEAD as u64 + size as u64;
-        if position + size_bytes > self.end {
-            return Ok(Next::End);
-        }
-        if size_bytes > self.batch_bytes_max as u64 {
-            return Ok(Next::TooLarge { position, size_bytes });
-        }
-        let entry_len = size_bytes as usize;
-        self.fill(entry_len)?;
-        let start = self.next_idx;
-        self.next_idx += entry_len;
-        Ok(Next::Entry {
-            position,
-            bytes: self.window.get(start..start + entry_len).unwrap_or_default(),
-        })
-    }
-}
-
-/// One log entry as Kafka's `FileChannelRecordBatch` sees it: magic 2 and above are v2 batches,
-/// anything below is a legacy message.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Entry<'a> {
-    V2(RecordBatch<'a>),
-    Legacy(LegacyEntry<'a>),
-}
-
-impl<'a> Entry<'a> {
-    pub(super) fn size_bytes(&self) -> usize {
-        match self {
-            Self::V2(batch) => batch.size_bytes(),
-            Self::Legacy(entry) => entry.as_bytes().len(),
-        }
-    }
-
-    pub(super) fn new(bytes: &'a [u8]) -> Result<Self, String> {
-        let magic = bytes.get(16).map_or(0, |&byte| byte as i8);
-        if magic >= 2 {
-            RecordBatch::new(bytes).map(Self::V2).map_err(|error| error.to_string())
-        } else {
-            LegacyEntry::new(bytes).map(Self::Legacy).map_err(|error| error.to_string())
-        }
-    }
-
-    pub(super) fn magic(&self) -> i8 {
-        match self {
-            Self::V2(batch) => batch.magic(),
-            Self::Legacy(entry) => entry.magic(),
-        }
-    }
-
-    pub(super) fn timestamp_type(&self) -> TimestampType {
-        match self {
-            Self::V2(batch) => batch.timestamp_type(),
-            Self::Legacy(entry) => entry.timestamp_type(),
-        }
-    }
-
-    pub(super) fn is_control(&self) -> bool {
-        match self {
-            Self::V2(batch) => batch.is_control_batch(),
-            Self::Legacy(_) => false,
-        }
-    }
-
-    /// The codec, as Kafka's `CompressionType.forId` reads it (zstd is nameable in any magic).
-    pub(super) fn compression(&self) -> Result<Compression, String> {
-        let id = match self {
-            Self::V2(batch) => (batch.attributes() as u8) & 0x07,
-            Self::Legacy(entry) => entry.attributes() & 0x07,
-        };
-        Compression::from_id(id).map_err(|_| format!("Unknown compression type id: {id}"))
-    }
-
-    /// Kafka's `isValid`: for v2 the size and the CRC-32C (not the magic), for legacy the CRC-32.
-    pub(super) fn is_valid(&self) -> bool {
-        match self {
-            Self::V2(batch) => {
-                batch.size_bytes() >= RECORD_BATCH_OVERHEAD && batch.crc() == batch.compute_crc()
-            }
-            Self::Legacy(entry) => entry.crc() == entry.compute_crc(),
-        }
+        Batch::Legacy(legacy) => legacy.crc() == legacy.compute_crc(),
     }
 }
 
@@ -174,13 +49,13 @@ pub(super) fn optional_long(value: Option<i64>) -> String {
 /// Kafka's batch line (`printBatchLevel`), without its newline.
 pub(super) fn batch_line(
     format: Format,
-    entry: &Entry<'_>,
+    entry: &Batch<'_>,
     position: u64,
 ) -> Result<String, String> {
-    let codec = format.codec(entry.compression()?);
+    let codec = format.codec(kafka_compression(entry)?);
     let mut line = String::with_capacity(400);
     let (timestamp, size_bytes, crc) = match entry {
-        Entry::V2(batch) => {
+        Batch::V2(batch) => {
             let _ = write!(
                 line,
                 "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} \
@@ -204,13 +79,13 @@ pub(super) fn batch_line(
             }
             (batch.max_timestamp(), batch.size_bytes(), batch.crc())
         }
-        Entry::Legacy(legacy) => {
+        Batch::Legacy(legacy) => {
             let _ = write!(line, "offset: {}", legacy.offset());
             (legacy.timestamp(), legacy.as_bytes().len(), legacy.crc())
         }
     };
     let (timestamp_type, magic, is_valid) =
-        (entry.timestamp_type(), entry.magic(), entry.is_valid());
+        (entry.timestamp_type(), entry.magic(), kafka_is_valid(entry));
     if format.since(2, 2) {
         let _ = write!(
             line,
@@ -293,7 +168,7 @@ impl Dumper<'_> {
         }
         let end = len.min(self.options.max_bytes as u64);
         let bar = progress_bar(self.show_progress, end, &file.name);
-        let result = self.walk_log(file, handle, end, bar.as_ref());
+        let result = self.walk_log(file, handle.as_ref(), end, bar.as_ref());
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
@@ -307,95 +182,97 @@ impl Dumper<'_> {
         Ok(())
     }
 
-    /// Prints every batch up to `end`; returns the bytes of the whole batches dumped.
+    /// Prints every batch up to `end`; returns the bytes of the whole batches dumped. The walk
+    /// is storage's [`HeaderScan`], framing only (Kafka's `FileLogInputStream`), so that a
+    /// damaged entry is reported at its position and the walk goes on, as Kafka's does.
     pub(super) fn walk_log(
         &mut self,
         file: &JavaFile,
-        handle: Box<dyn File>,
+        handle: &dyn File,
         end: u64,
         bar: Option<&indicatif::ProgressBar>,
     ) -> Step<u64> {
-        let mut walker = LogWalker::new(handle, end, self.options.batch_bytes_max);
+        // `open_records` refused files above 2 GiB - 1.
+        let mut scan = HeaderScan::new(handle, 0, u32::try_from(end).unwrap_or(u32::MAX));
         let mut valid_bytes = 0u64;
         let mut last_offset = -1i64;
         loop {
+            let at = u64::from(scan.position());
             if let Some(bar) = bar {
-                bar.set_position(walker.position());
+                bar.set_position(at);
             }
-            let at = walker.position();
-            let next = walker
-                .next_entry()
-                .map_err(|error| Problem::at(at, format!("cannot read: {error}")));
-            let (position, bytes) =
-                match next? {
-                    Next::End => return Ok(valid_bytes),
-                    Next::TooSmall { position, size } => {
-                        self.suspend_report(
-                            bar,
-                            file,
-                            &Problem::at(
-                                position,
-                                format!(
-                                    "Found record size {size} smaller than minimum record overhead \
-                             ({RECORD_OVERHEAD_V0}) in file {}.",
-                                    file.shown
-                                ),
-                            ),
-                        )?;
-                        return Ok(valid_bytes);
-                    }
-                    Next::TooLarge { position, size_bytes } => {
-                        self.suspend_report(bar, file, &Problem::at(
-                        position,
-                        format!(
-                            "batch of {size_bytes} bytes is larger than the {} bytes read at \
-                             once (raise --max-message-size)",
-                            self.options.batch_bytes_max
-                        ),
-                    ))?;
-                        return Ok(valid_bytes);
-                    }
-                    Next::Entry { position, bytes } => (position, bytes),
-                };
-            let size_bytes = bytes.len() as u64;
-            let entry = match Entry::new(bytes) {
-                Ok(entry) => entry,
-                Err(message) => {
-                    // Kafka reads such a batch's header past its end; we skip it.
-                    self.suspend_report(bar, file, &Problem::at(position, message))?;
-                    valid_bytes += size_bytes;
-                    continue;
+            let cannot_read =
+                |error: seglog_storage::Error| Problem::at(at, format!("cannot read: {error}"));
+            let frame = match scan.next_frame(&file.path).map_err(cannot_read)? {
+                Frame::End => return Ok(valid_bytes),
+                Frame::TooSmall { position, size } => {
+                    let message = format!(
+                        "Found record size {size} smaller than minimum record overhead \
+                         ({RECORD_OVERHEAD_V0}) in file {}.",
+                        file.shown
+                    );
+                    self.suspend_report(bar, file, &Problem::at(u64::from(position), message))?;
+                    return Ok(valid_bytes);
                 }
+                Frame::Entry(frame) if frame.size_bytes as usize > self.options.batch_bytes_max => {
+                    let message = format!(
+                        "batch of {} bytes is larger than the {} bytes read at once (raise \
+                         --max-message-size)",
+                        frame.size_bytes, self.options.batch_bytes_max
+                    );
+                    self.suspend_report(bar, file, &Problem::at(at, message))?;
+                    return Ok(valid_bytes);
+                }
+                Frame::Entry(frame) => frame,
             };
-            let format = self.options.format;
-            match batch_line(format, &entry, valid_bytes) {
-                // Up to Kafka 2.1, deep iteration prints record lines instead.
-                Ok(_)
-                    if self.options.deep_iteration && format.record_lines_replace_batch_lines() => {
-                }
-                Ok(line) => writeln!(self.out, "{line}")?,
-                Err(message) => {
-                    self.suspend_report(bar, file, &Problem::at(position, message))?;
-                    valid_bytes += size_bytes;
-                    continue;
-                }
-            }
-            if !entry.is_valid() {
-                self.problems = true;
-            }
-            if self.options.deep_iteration {
-                let result = self.dump_records(file, &entry, valid_bytes, &mut last_offset);
-                match result {
-                    Ok(()) => {}
-                    Err(Stop::Output(error)) => return Err(Stop::Output(error)),
-                    Err(Stop::Problem(problem)) => {
-                        let problem = Problem::at(position, problem.message);
-                        self.suspend_report(bar, file, &problem)?;
-                    }
-                }
+            let bytes = scan.entry_bytes(frame, &file.path).map_err(cannot_read)?;
+            let position = u64::from(frame.position);
+            let size_bytes = u64::from(frame.size_bytes);
+            // Kafka prints `validBytes` as a batch's position: the walk starts at 0 and counts
+            // every entry, parsed or not, so the two agree.
+            assert_eq!(position, valid_bytes, "the walk skipped bytes");
+            match parse_entry(bytes) {
+                Ok(entry) => self.dump_entry(file, &entry, valid_bytes, &mut last_offset, bar)?,
+                // Kafka reads such a batch's header past its end; we skip it.
+                Err(message) => self.suspend_report(bar, file, &Problem::at(position, message))?,
             }
             valid_bytes += size_bytes;
         }
+    }
+
+    /// Prints one entry (at `position` among the valid bytes) and, with deep iteration, its
+    /// records; a problem is reported at the entry's position.
+    fn dump_entry(
+        &mut self,
+        file: &JavaFile,
+        entry: &Batch<'_>,
+        position: u64,
+        last_offset: &mut i64,
+        bar: Option<&indicatif::ProgressBar>,
+    ) -> Step {
+        let format = self.options.format;
+        match batch_line(format, entry, position) {
+            // Up to Kafka 2.1, deep iteration prints record lines instead.
+            Ok(_) if self.options.deep_iteration && format.record_lines_replace_batch_lines() => {}
+            Ok(line) => writeln!(self.out, "{line}")?,
+            Err(message) => {
+                return Ok(self.suspend_report(bar, file, &Problem::at(position, message))?);
+            }
+        }
+        if !kafka_is_valid(entry) {
+            self.problems = true;
+        }
+        if self.options.deep_iteration {
+            match self.dump_records(file, entry, position, last_offset) {
+                Ok(()) => {}
+                Err(Stop::Output(error)) => return Err(Stop::Output(error)),
+                Err(Stop::Problem(problem)) => {
+                    let problem = Problem::at(position, problem.message);
+                    self.suspend_report(bar, file, &problem)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn suspend_report(
@@ -413,7 +290,7 @@ impl Dumper<'_> {
     pub(super) fn dump_records(
         &mut self,
         file: &JavaFile,
-        entry: &Entry<'_>,
+        entry: &Batch<'_>,
         position: u64,
         last_offset: &mut i64,
     ) -> Step {
@@ -455,7 +332,7 @@ mod tests {
         );
         let crc = crc32_ieee(&entry[16..]);
         entry[12..16].copy_from_slice(&crc.to_be_bytes());
-        let entry = Entry::new(&entry).unwrap();
+        let entry = parse_entry(&entry).unwrap();
         assert_eq!(
             batch_line(Format { version: KafkaVersion::CURRENT }, &entry, 99).unwrap(),
             format!(

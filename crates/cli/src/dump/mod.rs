@@ -11,8 +11,9 @@
 //! The submodules follow the files dumped: `log` (and `records`, `decoders` for what is inside
 //! a batch), `index`, `snapshot`; `report` holds what is printed after all files.
 //!
-//! A `.log` is read through a window of a few MiB, one batch at a time, so memory stays flat
-//! whatever the file's size. A single batch larger than `max(--max-message-size, 64 MiB)` is not
+//! A `.log` is walked with storage's `HeaderScan` (Kafka's framing, a 16 KiB window), one batch
+//! at a time, so memory stays flat whatever the file's size; indexes are read slot by slot
+//! through storage's `IndexSlots` and searched with its warm-section search. A single batch larger than `max(--max-message-size, 64 MiB)` is not
 //! read: it and what follows are reported as invalid bytes.
 
 use std::borrow::Cow;
@@ -40,8 +41,6 @@ const MAX_MESSAGE_SIZE_DEFAULT: i32 = 5 * 1024 * 1024;
 const MAX_BYTES_DEFAULT: i32 = i32::MAX;
 /// A batch up to this size is always read, whatever `--max-message-size` says.
 const BATCH_BYTES_MAX_FLOOR: usize = 64 * 1024 * 1024;
-/// Bytes of a `.log` read ahead at a time.
-const WINDOW_BYTES: usize = 4 * 1024 * 1024;
 /// Files larger than this get a progress bar (when stderr is a terminal).
 const PROGRESS_BYTES_MIN: u64 = 64 * 1024 * 1024;
 /// The largest file Kafka's `FileRecords` opens.
@@ -49,8 +48,7 @@ const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
 /// Kafka's default key and value decoder.
 const STRING_DECODER_CLASS: &str = "org.apache.kafka.tools.api.StringDecoder";
 
-const _: () = assert!(WINDOW_BYTES >= RECORD_BATCH_OVERHEAD);
-const _: () = assert!(BATCH_BYTES_MAX_FLOOR >= WINDOW_BYTES);
+const _: () = assert!(BATCH_BYTES_MAX_FLOOR >= RECORD_BATCH_OVERHEAD);
 
 /// Arguments of `seglog dump` (Kafka's DumpLogSegments options).
 ///

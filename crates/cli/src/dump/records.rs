@@ -7,11 +7,11 @@ use std::fmt::Write as _;
 use seglog_format::schema::kraft;
 use seglog_format::schema::message::{Message, to_json};
 use seglog_format::{
-    Batches, Compression, ControlRecordType, DecodeLimits, EndTransactionMarker, LegacyEntry,
-    Record,
+    Batch, Batches, Compression, ControlRecordType, DecodeLimits, EndTransactionMarker,
+    LegacyEntry, Record,
 };
 
-use super::log::Entry;
+use super::log::kafka_compression;
 use super::{Format, Options, Parser, Problem, Step, decoders};
 
 /// A record with what Kafka's record line needs beyond [`Record`].
@@ -25,19 +25,19 @@ pub(super) struct DumpRecord<'a> {
 
 /// The records of one entry, decoded as Kafka's iterator would, or the reason it would throw.
 pub(super) fn entry_records<'a>(
-    entry: &Entry<'a>,
+    entry: &Batch<'a>,
     limits: DecodeLimits,
     sink: &mut dyn FnMut(DumpRecord<'_>) -> Step,
 ) -> Step {
     match entry {
-        Entry::V2(batch) => {
+        Batch::V2(batch) => {
             let batch_base_offset = batch.base_offset();
             // Kafka's iterator yields nothing for a count of 0, whatever follows the header.
             if batch.records_count() == 0 {
                 return Ok(());
             }
             let records = batch.records(limits).map_err(|error| Problem::new(error.to_string()))?;
-            if entry.compression().ok() == Some(Compression::None) {
+            if kafka_compression(entry).ok() == Some(Compression::None) {
                 for record in &records {
                     let record = record.map_err(|error| Problem::new(error.to_string()))?;
                     sink(DumpRecord { record, legacy_check: None, batch_base_offset })?;
@@ -54,7 +54,7 @@ pub(super) fn entry_records<'a>(
             }
             Ok(())
         }
-        Entry::Legacy(legacy) => legacy_records(legacy, limits, sink),
+        Batch::Legacy(legacy) => legacy_records(legacy, limits, sink),
     }
 }
 
@@ -145,7 +145,7 @@ pub(super) fn control_info(format: Format, record: &Record<'_>) -> Result<String
 /// Where a record line sits: its batch and the batch's position.
 pub(super) struct LineContext<'e, 'a> {
     pub(super) options: &'e Options,
-    pub(super) entry: &'e Entry<'a>,
+    pub(super) entry: &'e Batch<'a>,
     pub(super) position: u64,
 }
 
@@ -178,7 +178,7 @@ pub(super) fn record_line_before_2_2(
         entry.magic()
     );
     match entry {
-        Entry::V2(batch) => {
+        Batch::V2(batch) => {
             let _ = write!(
                 line,
                 " producerId: {} producerEpoch: {} sequence: {} isTransactional: {} headerKeys: {}",
@@ -189,11 +189,11 @@ pub(super) fn record_line_before_2_2(
                 header_keys(record)
             );
         }
-        Entry::Legacy(_) => {
+        Batch::Legacy(_) => {
             let _ = write!(line, " crc: {crc}");
         }
     }
-    if entry.is_control() {
+    if entry.is_control_batch() {
         line.push_str(&control_info(format, record)?);
     } else if options.print_data_log {
         let (key, payload) = parse_record(options.parser, record)?;
@@ -219,7 +219,7 @@ pub(super) fn record_line(
     let (key_size, value_size) = (size(record.key), size(record.value));
     let (offset, timestamp_type, timestamp) =
         (record.offset, entry.timestamp_type(), record.timestamp);
-    let codec = format.codec(entry.compression()?);
+    let codec = format.codec(kafka_compression(entry)?);
     // Legacy records carry their own CRC; v2 records are always "valid" and have none.
     let (is_valid, crc) = match dump.legacy_check {
         Some((is_valid, crc)) => (is_valid, crc.to_string()),
@@ -239,14 +239,14 @@ pub(super) fn record_line(
         } else {
             let (base_sequence, last_sequence, producer_epoch, partition_leader_epoch, last_offset) =
                 match entry {
-                    Entry::V2(batch) => (
+                    Batch::V2(batch) => (
                         batch.base_sequence(),
                         batch.last_sequence(),
                         batch.producer_epoch(),
                         batch.partition_leader_epoch(),
                         batch.last_offset(),
                     ),
-                    Entry::Legacy(legacy) => (-1, -1, -1, -1, legacy.offset()),
+                    Batch::Legacy(legacy) => (-1, -1, -1, -1, legacy.offset()),
                 };
             let _ = write!(
                 line,
@@ -274,11 +274,11 @@ pub(super) fn record_line(
                 let _ = write!(line, " crc: {crc} isvalid: {is_valid}");
             }
         }
-        if entry.is_control() {
+        if entry.is_control_batch() {
             line.push_str(&control_info(format, record)?);
         }
     }
-    if options.print_data_log && !entry.is_control() {
+    if options.print_data_log && !entry.is_control_batch() {
         let (key, payload) = parse_record(options.parser, record)?;
         if !format.since(2, 8) {
             prefix = " ";
