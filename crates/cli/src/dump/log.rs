@@ -342,6 +342,26 @@ mod tests {
         );
     }
 
+    #[test]
+    fn magic_above_two_is_a_batch_kafka_calls_valid() {
+        // Kafka reads magic 3 as a v2 batch and its `isValid` checks the CRC-32C (which does
+        // not cover the magic), not the magic; seglog's own `Batch::is_valid` refuses it.
+        let mut builder = seglog_format::RecordBatchBuilder::new(Compression::None);
+        builder.push(1_700_000_000_000, None, Some(b"v"), &[]).unwrap();
+        let mut bytes = builder.build().unwrap();
+        bytes[16] = 3;
+        let entry = parse_entry(&bytes).unwrap();
+        assert!(kafka_is_valid(&entry) && !entry.is_valid());
+        assert_eq!(kafka_compression(&entry), Ok(Compression::None));
+        let line = batch_line(Format { version: KafkaVersion::CURRENT }, &entry, 0).unwrap();
+        assert!(line.contains(" size: 69 magic: 3 compresscodec: none crc: "), "{line}");
+        assert!(line.ends_with("isvalid: true"), "{line}");
+        // A codec id Kafka does not know is the error Kafka's `forId` throws.
+        bytes[22] |= 0x07;
+        let entry = parse_entry(&bytes).unwrap();
+        assert_eq!(kafka_compression(&entry), Err("Unknown compression type id: 7".to_owned()));
+    }
+
     fn hex_bytes(text: &str) -> Vec<u8> {
         let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
         digits
