@@ -3,6 +3,7 @@
 //! `TransactionLog.formatRecordKeyAndValue`). The record layouts are those of the schemas in
 //! Kafka's `group-coordinator`, `clients` and `transaction-coordinator` modules.
 
+use seglog_format::DecodeError;
 use seglog_format::Record;
 use seglog_format::schema::group_messages::{
     CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION, schemas,
@@ -11,7 +12,6 @@ use seglog_format::schema::message::{Reader, Value, read, read_versioned, to_jso
 use seglog_format::schema::transaction::{
     self, TransactionLogKey, TransactionState, is_missing_version,
 };
-use seglog_format::{DecodeError, Result};
 
 use super::report::{SCALA_TABLE_LEN_INITIAL, scala_bucket, scala_improve_hash, scala_threshold};
 
@@ -129,26 +129,21 @@ pub(super) fn transaction_key_value(
     let Some(value) = record.value else {
         return Ok((Some(key_text), Some("<DELETE>".to_owned())));
     };
-    let value_text = transaction_value_text(value).map_err(|error| match error {
-        Ok(message) => message,
-        Err(error) => transaction_error(&error),
-    })?;
+    let value_text = transaction_value_text(value)?;
     Ok((Some(key_text), Some(value_text)))
 }
 
-/// `TransactionMetadata`'s text; `Err(Ok(..))` is a Java exception's text.
-fn transaction_value_text(value: &[u8]) -> Result<String, Result<String, DecodeError>> {
-    let data = transaction::decode_value(value).map_err(Err)?;
+/// `TransactionMetadata`'s text; `Err` is a Java exception's text.
+fn transaction_value_text(value: &[u8]) -> Result<String, String> {
+    let data = transaction::decode_value(value).map_err(|error| transaction_error(&error))?;
     let status = data.transaction_status;
     let state = TransactionState::from_id(status).ok_or_else(|| {
-        Ok(format!("Unknown transaction state id {status} from the transaction status message"))
+        format!("Unknown transaction state id {status} from the transaction status message")
     })?;
     let mut groups = Vec::new();
     if state != TransactionState::Empty {
         let Some(topics) = &data.transaction_partitions else {
-            return Err(Ok(
-                "java.lang.NullPointerException: null transaction partitions".to_owned()
-            ));
+            return Err("java.lang.NullPointerException: null transaction partitions".to_owned());
         };
         for topic in topics {
             groups.push(topic.partition_ids.iter().map(|id| (topic.topic.clone(), *id)).collect());
