@@ -7,12 +7,16 @@
 //!   [`group_messages`]: the same schemas as tables, every record type and version.
 //! - [`transaction`]: `__transaction_state` (`TransactionLogKey`/`Value`), typed and as tables.
 //! - [`kraft`]: the KRaft control records `kafka-dump-log` prints.
+//! - [`codec`]: a [`Decode`]/[`Encode`] pair for every typed record above.
 
+pub mod codec;
 pub mod group;
 pub mod group_messages;
 pub mod kraft;
 pub mod message;
 pub mod transaction;
+
+pub use codec::{Decode, Encode};
 
 #[cfg(test)]
 mod tests {
