@@ -7,13 +7,10 @@ use seglog_format::batch::RECORD_BATCH_OVERHEAD;
 use seglog_format::legacy::RECORD_OVERHEAD_V0;
 use seglog_format::{Batch, Compression};
 use seglog_storage::io::{File, Fs, OpenMode, StdFs};
-use seglog_storage::segment::{Frame, HeaderScan};
+use seglog_storage::segment::{Frame, HeaderScan, SEGMENT_BYTES_LIMIT};
 
 use super::records::{LineContext, entry_records, record_line};
-use super::{
-    Dumper, Format, JavaFile, MAX_BYTES_DEFAULT, PROGRESS_BYTES_MIN, Problem, SEGMENT_BYTES_MAX,
-    Step, Stop,
-};
+use super::{Dumper, Format, JavaFile, MAX_BYTES_DEFAULT, PROGRESS_BYTES_MIN, Problem, Step, Stop};
 
 /// An entry as Kafka's `FileLogInputStream` reads it (magic 2 and above as a v2 batch).
 pub(super) fn parse_entry(bytes: &[u8]) -> Result<Batch<'_>, String> {
@@ -129,7 +126,7 @@ impl Dumper<'_> {
     pub(super) fn open_records(file: &JavaFile) -> Result<(Box<dyn File>, u64), Problem> {
         let handle = Self::open(file)?;
         let len = handle.len().map_err(|error| Problem::io(file, &error))?;
-        if len > SEGMENT_BYTES_MAX {
+        if len > SEGMENT_BYTES_LIMIT {
             return Err(Problem::new(format!(
                 "The size of segment {} ({len}) is larger than the maximum allowed segment size \
                  of {}",

@@ -43,8 +43,6 @@ const MAX_BYTES_DEFAULT: i32 = i32::MAX;
 const BATCH_BYTES_MAX_FLOOR: usize = 64 * 1024 * 1024;
 /// Files larger than this get a progress bar (when stderr is a terminal).
 const PROGRESS_BYTES_MIN: u64 = 64 * 1024 * 1024;
-/// The largest file Kafka's `FileRecords` opens.
-const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
 /// Kafka's default key and value decoder.
 const STRING_DECODER_CLASS: &str = "org.apache.kafka.tools.api.StringDecoder";
 
