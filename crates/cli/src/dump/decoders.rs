@@ -211,6 +211,8 @@ fn scala_hash_set_order(groups: &[Vec<(String, i32)>]) -> Vec<(String, i32)> {
 
 #[cfg(test)]
 mod tests {
+    use seglog_format::schema::transaction::{TransactionLogValue, TransactionPartitions};
+
     use super::super::tests::record;
     use super::*;
 
@@ -270,24 +272,38 @@ mod tests {
         );
     }
 
+    /// A `TransactionLogValue` (producer 1, epoch 0, timeout 100, updated at 5, started at 4)
+    /// written by format's writer.
+    fn transaction_value(
+        version: i16,
+        state: TransactionState,
+        transaction_partitions: Option<Vec<TransactionPartitions>>,
+        previous_producer_id: i64,
+    ) -> Vec<u8> {
+        transaction::encode_value(&TransactionLogValue {
+            version,
+            producer_id: 1,
+            previous_producer_id,
+            next_producer_id: -1,
+            producer_epoch: 0,
+            transaction_timeout_ms: 100,
+            transaction_status: state.id(),
+            transaction_partitions,
+            transaction_last_update_timestamp_ms: 5,
+            transaction_start_timestamp_ms: 4,
+            client_transaction_version: 0,
+        })
+        .unwrap()
+    }
+
     #[test]
     fn transaction_partitions_in_scala_set_order() {
         // Worked by hand: "foo".hashCode() = 101574, TopicPartition hash = 31 * (31 + p) +
         // 101574, improved by `h ^ (h >>> 16)`, buckets of 16: p=2 -> 4, p=0 -> 6, p=1 -> 7.
-        let mut value = 0i16.to_be_bytes().to_vec();
-        value.extend_from_slice(&1i64.to_be_bytes());
-        value.extend_from_slice(&0i16.to_be_bytes());
-        value.extend_from_slice(&100i32.to_be_bytes());
-        value.push(2);
-        value.extend_from_slice(&1i32.to_be_bytes());
-        value.extend_from_slice(&3i16.to_be_bytes());
-        value.extend_from_slice(b"foo");
-        value.extend_from_slice(&3i32.to_be_bytes());
-        for partition in [0i32, 1, 2] {
-            value.extend_from_slice(&partition.to_be_bytes());
-        }
-        value.extend_from_slice(&5i64.to_be_bytes());
-        value.extend_from_slice(&4i64.to_be_bytes());
+        let partitions =
+            TransactionPartitions { topic: "foo".to_owned(), partition_ids: vec![0, 1, 2] };
+        let value =
+            transaction_value(0, TransactionState::PrepareCommit, Some(vec![partitions]), -1);
         let key = [0u8, 0, 0, 1, b't'];
         let (key_text, payload) = transaction_key_value(&record(Some(&key), Some(&value))).unwrap();
         assert_eq!(key_text.unwrap(), "transaction_metadata::transactionalId=t");
@@ -309,16 +325,8 @@ mod tests {
     #[test]
     fn flexible_tagged_fields() {
         // TransactionLogValue v1: tagged previousProducerId (tag 0) shows only when not -1.
-        let mut value = 1i16.to_be_bytes().to_vec();
-        value.extend_from_slice(&1i64.to_be_bytes());
-        value.extend_from_slice(&0i16.to_be_bytes());
-        value.extend_from_slice(&100i32.to_be_bytes());
-        value.push(0);
-        value.push(0);
-        value.extend_from_slice(&5i64.to_be_bytes());
-        value.extend_from_slice(&4i64.to_be_bytes());
-        value.extend_from_slice(&[1, 0, 8]);
-        value.extend_from_slice(&77i64.to_be_bytes());
+        let value = transaction_value(1, TransactionState::Empty, None, 77);
+        assert!(value.ends_with(&[1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 77]), "{value:?}");
         let key = [0u8, 0, 0, 1, b't'];
         let (_, payload) = transaction_key_value(&record(Some(&key), Some(&value))).unwrap();
         assert_eq!(
