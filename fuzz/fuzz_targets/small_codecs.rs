@@ -1,6 +1,7 @@
 //! Everything else that decodes untrusted bytes: file and directory names, topic names,
-//! checkpoint files, index entries, control record keys and values, `__consumer_offsets`
-//! records and producer-state snapshots, and each codec's
+//! checkpoint files, index entries, control record keys and values, `__consumer_offsets`,
+//! `__transaction_state` and KRaft records (typed and through the schema tables) and
+//! producer-state snapshots, and each codec's
 //! decompressor (bounded to 1 MiB).
 //!
 //! The first 8 bytes (big-endian) pick the index entry to read; the whole input is used for
@@ -14,11 +15,12 @@ use libfuzzer_sys::fuzz_target;
 use seglog_format::checkpoint::{parse_leader_epoch_checkpoint, parse_offset_checkpoint};
 use seglog_format::compression::{decompress, decompress_magic};
 use seglog_format::names::validate_topic;
-use seglog_format::{group, producer_snapshot};
+use seglog_format::schema::{group_messages, kraft, message, transaction};
 use seglog_format::{
     Compression, ControlRecordType, DecodeLimits, EndTransactionMarker, OffsetIndexEntry,
     PartitionDir, SegmentFileName, TimeIndexEntry,
 };
+use seglog_format::{group, producer_snapshot};
 
 const LIMITS: DecodeLimits = DecodeLimits { decompressed_bytes_max: 1 << 20 };
 
@@ -63,10 +65,37 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(again.generation, value.generation);
         }
     }
+    // Every __consumer_offsets and KRaft schema table, at the version the bytes lead with.
+    for record_type in 0..16 {
+        if let Some((key, value)) = group_messages::schemas(record_type) {
+            black_box(message::read_versioned(key, data).map(|(_, v)| message::to_json(&v)).ok());
+            black_box(message::read_versioned(value, data).ok());
+        }
+    }
+    for record_type in [3, 4, 5, 6] {
+        if let Some(schema) = kraft::schema(ControlRecordType::from_id(record_type)) {
+            black_box(kraft::decode(schema, data).ok());
+        }
+    }
+    // __transaction_state records: what decodes encodes and decodes again to the same value.
+    if let Ok(transaction::TransactionLogKey::TransactionalId(id)) = transaction::decode_key(data)
+        && let Ok(bytes) = transaction::encode_key(&id)
+    {
+        let again = transaction::decode_key(&bytes).ok();
+        assert_eq!(again, Some(transaction::TransactionLogKey::TransactionalId(id)));
+    }
+    if let Ok(value) = transaction::decode_value(data)
+        && let Ok(bytes) = transaction::encode_value(&value)
+    {
+        assert_eq!(transaction::decode_value(&bytes).ok(), Some(value), "txn value round trip");
+    }
     // KIP-848 values: what decodes encodes and decodes again to the same value.
     if let Ok(value) = group::decode_consumer_group_member_metadata_value(data) {
         if let Ok(bytes) = group::encode_consumer_group_member_metadata_value(&value) {
-            assert_eq!(group::decode_consumer_group_member_metadata_value(&bytes).ok(), Some(value));
+            assert_eq!(
+                group::decode_consumer_group_member_metadata_value(&bytes).ok(),
+                Some(value)
+            );
         }
     }
     if let Ok(value) = group::decode_consumer_group_current_member_assignment_value(data) {

@@ -41,45 +41,10 @@ pub(crate) fn show(dirs: &[PathBuf]) -> String {
     dirs.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>().join(",")
 }
 
-/// Kafka's `Utils.murmur2`, which its default partitioner hashes keys with.
-#[expect(
-    clippy::little_endian_bytes,
-    reason = "murmur2 reads its input little-endian, as Kafka's Utils.murmur2 does"
-)]
-pub(crate) fn murmur2(data: &[u8]) -> i32 {
-    const SEED: u32 = 0x9747_b28c;
-    const M: u32 = 0x5bd1_e995;
-    const R: u32 = 24;
-    let mut h: u32 = SEED ^ data.len() as u32;
-    let mut chunks = data.chunks_exact(4);
-    for chunk in chunks.by_ref() {
-        let mut k = u32::from_le_bytes(chunk.try_into().unwrap_or_default());
-        k = k.wrapping_mul(M);
-        k ^= k >> R;
-        k = k.wrapping_mul(M);
-        h = h.wrapping_mul(M);
-        h ^= k;
-    }
-    let tail = chunks.remainder();
-    if tail.len() >= 3 {
-        h ^= u32::from(tail[2]) << 16;
-    }
-    if tail.len() >= 2 {
-        h ^= u32::from(tail[1]) << 8;
-    }
-    if let Some(first) = tail.first() {
-        h ^= u32::from(*first);
-        h = h.wrapping_mul(M);
-    }
-    h ^= h >> 13;
-    h = h.wrapping_mul(M);
-    h ^= h >> 15;
-    h as i32
-}
-
 /// Kafka's default partition for a keyed record: `toPositive(murmur2(key)) % n`.
 pub(crate) fn partition_for_key(key: &[u8], n_partitions: i32) -> i32 {
-    (murmur2(key) & 0x7fff_ffff) % n_partitions.max(1)
+    use seglog_format::java::{murmur2, to_positive};
+    to_positive(murmur2(key)) % n_partitions.max(1)
 }
 
 /// Milliseconds since the epoch.
@@ -92,18 +57,14 @@ pub(crate) fn now_ms() -> i64 {
 mod tests {
     use super::*;
 
-    /// Kafka's `UtilsTest.testMurmur2` vectors.
+    /// Kafka's `UtilsTest.testMurmur2` vectors through `toPositive(murmur2(key)) % n`.
     #[test]
-    fn murmur2_matches_kafka() {
-        let cases: [(&[u8], i32); 5] = [
-            (b"21", -973_932_308),
-            (b"foobar", -790_332_482),
-            (b"a-little-bit-long-string", -985_981_536),
-            (b"a-little-bit-longer-string", -1_486_304_829),
-            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(murmur2(input), expected, "{}", String::from_utf8_lossy(input));
-        }
+    fn partition_for_key_matches_kafka() {
+        // murmur2("21") = -973932308, toPositive = 1173551340.
+        assert_eq!(partition_for_key(b"21", 10), 0);
+        assert_eq!(partition_for_key(b"21", 1_173_551_341), 1_173_551_340);
+        // murmur2("foobar") = -790332482, toPositive = 1357151166.
+        assert_eq!(partition_for_key(b"foobar", 10), 6);
+        assert_eq!(partition_for_key(b"foobar", 0), 0);
     }
 }

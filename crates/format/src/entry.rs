@@ -33,6 +33,17 @@ impl<'a> Batch<'a> {
         }
     }
 
+    /// Parses exactly one entry as Kafka's `FileLogInputStream` does: magic 2 and above as a v2
+    /// batch (`DefaultRecordBatch`), anything below as a legacy message, so that a tool can show
+    /// an entry of an unknown magic the way Kafka's tools do (its checks then fail, not its
+    /// framing). Readers of data use [`Batch::new`].
+    pub fn new_any_magic(bytes: &'a [u8]) -> Result<Self> {
+        match bytes.get(MAGIC_OFFSET).map(|&byte| byte as i8) {
+            Some(magic) if magic >= 2 => RecordBatch::new(bytes).map(Self::V2),
+            _ => LegacyEntry::new(bytes).map(Self::Legacy),
+        }
+    }
+
     /// The entry's bytes.
     pub fn as_bytes(&self) -> &'a [u8] {
         match self {
@@ -333,5 +344,31 @@ impl<'a> Iterator for Batches<'a> {
             }
             Err(error) => Some(self.fail(error)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::RecordBatchBuilder;
+
+    #[test]
+    fn any_magic_reads_magic_above_two_as_kafka_does() {
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        builder.push(1_000, None, Some(b"v"), &[]).unwrap();
+        let mut bytes = builder.build().unwrap();
+        assert!(Batch::new_any_magic(&bytes).unwrap().is_valid());
+        if let Some(magic) = bytes.get_mut(MAGIC_OFFSET) {
+            *magic = 3;
+        }
+        assert_eq!(Batch::new(&bytes).unwrap_err(), DecodeError::UnsupportedMagic(3));
+        let batch = Batch::new_any_magic(&bytes).unwrap();
+        assert_eq!((batch.magic(), batch.is_valid()), (3, false));
+        // Below 2 (here a negative magic) is framed as a legacy message.
+        if let Some(magic) = bytes.get_mut(MAGIC_OFFSET) {
+            *magic = 0xff;
+        }
+        let legacy = Batch::new_any_magic(&bytes).unwrap();
+        assert_eq!((legacy.magic(), legacy.records_count()), (-1, None));
     }
 }

@@ -80,6 +80,10 @@ pub enum DecodeError {
     #[error("invalid {what} of a group coordinator record: {reason}")]
     InvalidGroupRecord { what: &'static str, reason: String },
 
+    /// A schema-described message (a coordinator record, a KRaft control record) did not read;
+    /// the text is Kafka's.
+    #[error(transparent)]
+    Message(#[from] crate::schema::message::MessageError),
     /// A file name is not one of Kafka's segment or index file names.
     #[error("not a Kafka segment file name: {name:?}")]
     InvalidFileName { name: String },

@@ -17,12 +17,13 @@ pub mod compression;
 pub mod control;
 pub mod entry;
 pub mod error;
-pub mod group;
 pub mod index;
+pub mod java;
 pub mod legacy;
 pub mod names;
 pub mod producer_snapshot;
 pub mod record;
+pub mod schema;
 pub mod varint;
 
 pub use batch::{
@@ -40,3 +41,4 @@ pub use producer_snapshot::{
     ProducerSnapshotEntry, decode_producer_snapshot, encode_producer_snapshot,
 };
 pub use record::{Header, HeaderRef, Headers, Record};
+pub use schema::group;

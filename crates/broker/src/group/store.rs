@@ -38,14 +38,9 @@ const WRITE_BATCH_BYTES_MAX: usize = 512 * 1024;
 /// How much of `__consumer_offsets` one read during loading returns.
 const LOAD_READ_BYTES_MAX: u32 = 8 << 20;
 
-/// Java's `String.hashCode` over UTF-16 code units.
-fn java_hash_code(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |hash, unit| hash.wrapping_mul(31).wrapping_add(i32::from(unit)))
-}
-
 /// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`.
 pub(super) fn partition_for(group_id: &str, partitions: i32) -> i32 {
-    let hash = java_hash_code(group_id);
+    let hash = seglog_format::java::string_hash(group_id);
     let abs = if hash == i32::MIN { 0 } else { hash.abs() };
     if partitions <= 0 { 0 } else { abs % partitions }
 }
@@ -750,10 +745,8 @@ mod tests {
 
     #[test]
     fn partition_for_matches_java_string_hash_code() {
-        assert_eq!(java_hash_code("abc"), 96_354);
-        assert_eq!(java_hash_code(""), 0);
         // "polygenelubricants" hashes to Integer.MIN_VALUE in Java: Kafka's Utils.abs makes it 0.
-        assert_eq!(java_hash_code("polygenelubricants"), i32::MIN);
+        assert_eq!(seglog_format::java::string_hash("polygenelubricants"), i32::MIN);
         assert_eq!(partition_for("polygenelubricants", 50), 0);
         assert_eq!(partition_for("abc", 50), 4);
         // Negative hashes: "console-consumer-1" style ids must still land in range.

@@ -1,6 +1,6 @@
 //! A log directory's `meta.properties` and clean-shutdown marker, and a partition directory's
-//! `partition.metadata` (spec §3.6, §3.7), each written atomically through `Fs`; and Kafka's
-//! `Uuid` text form (base64url without padding).
+//! `partition.metadata` (spec §3.6, §3.7), each written atomically through `Fs`, with topic and
+//! directory ids in Kafka's `Uuid` text form (`seglog_format::java`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,61 +29,8 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// The largest `meta.properties`, `partition.metadata` or marker file read.
 pub const METADATA_FILE_BYTES_MAX: u64 = 1 << 20;
 
-/// The length of a Kafka `Uuid` in its text form.
-pub const UUID_CHARS: usize = 22;
-
-const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// Writes a Kafka `Uuid` (16 bytes: the most significant long, then the least, big-endian) as
-/// Kafka's `Uuid.toString` does: base64url without padding, 22 characters.
-pub fn uuid_to_base64(uuid: &[u8; 16]) -> String {
-    let mut text = String::with_capacity(UUID_CHARS);
-    let mut sextet = |value: u32| text.push(char::from(BASE64URL[(value & 0x3f) as usize]));
-    for chunk in uuid.chunks(3) {
-        let mut group = [0u8; 3];
-        group[..chunk.len()].copy_from_slice(chunk);
-        let bits = u32::from(group[0]) << 16 | u32::from(group[1]) << 8 | u32::from(group[2]);
-        // A 3-byte chunk gives four characters; the final 1-byte chunk gives two.
-        let n_chars = chunk.len() + 1;
-        for char_idx in 0..n_chars {
-            sextet(bits >> (18 - 6 * char_idx));
-        }
-    }
-    assert_eq!(text.len(), UUID_CHARS);
-    text
-}
-
-/// Reads a Kafka `Uuid` from its text form: exactly 22 base64url characters, no padding, and
-/// the unused low 4 bits of the last character zero (so every accepted text is the one
-/// [`uuid_to_base64`] writes). The error says what is wrong.
-pub fn uuid_from_base64(text: &str) -> Result<[u8; 16], String> {
-    if text.len() != UUID_CHARS {
-        return Err(format!("{text:?} is not {UUID_CHARS} base64url characters"));
-    }
-    let mut bits: u128 = 0;
-    for (char_idx, byte) in text.bytes().enumerate() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return Err(format!("{text:?} has a character outside base64url")),
-        };
-        let value = u128::from(value);
-        if char_idx + 1 < UUID_CHARS {
-            bits = bits << 6 | value;
-        } else {
-            // 22 characters carry 132 bits: the last one's low 4 bits are padding, zero in the
-            // canonical form.
-            if value & 0xf != 0 {
-                return Err(format!("{text:?} is not a canonical Uuid (padding bits set)"));
-            }
-            bits = bits << 2 | value >> 4;
-        }
-    }
-    Ok(bits.to_be_bytes())
-}
+// Kafka's `Uuid` text form is written once, in format.
+pub use seglog_format::java::{UUID_CHARS, uuid_from_base64, uuid_to_base64};
 
 /// Whether `uuid` is Kafka's `Uuid.ZERO_UUID`, which is never a valid topic id.
 pub fn is_zero_uuid(uuid: &[u8; 16]) -> bool {

@@ -234,20 +234,11 @@ impl<E: IndexEntry> IndexFile<E> {
     /// The slot of the largest entry whose `key` is <= `target` (Kafka's `largestLowerBoundSlotFor`,
     /// warm section first), or `None`.
     pub fn largest_lower_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Option<usize> {
-        let n = self.entries.len();
-        let key_at = |slot: usize| self.entries.get(slot).map_or(i64::MAX, &key);
-        if n == 0 {
-            return None;
-        }
-        let warm = WARM_SECTION_BYTES / E::BYTES;
-        let first_hot = n.saturating_sub(1 + warm);
-        if key_at(first_hot) < target {
-            return Some(binary_search(first_hot, n - 1, target, key_at));
-        }
-        if key_at(0) > target {
-            return None;
-        }
-        Some(binary_search(0, first_hot, target, key_at))
+        let key_at = |slot: usize| {
+            Ok::<_, std::convert::Infallible>(self.entries.get(slot).map_or(i64::MAX, &key))
+        };
+        let Ok(slot) = largest_lower_bound_slot(self.entries.len(), E::BYTES, target, key_at);
+        slot
     }
 
     /// The slot of the smallest entry whose `key` is >= `target`, or `None`.
@@ -346,14 +337,43 @@ impl<E: IndexEntry> IndexFile<E> {
 }
 
 /// Largest slot in `[lo, hi]` whose key is <= `target`, given that `key(lo) <= target`.
-fn binary_search(mut lo: usize, mut hi: usize, target: i64, key: impl Fn(usize) -> i64) -> usize {
+/// Kafka's `AbstractIndex.largestLowerBoundSlotFor` over `n_slots` entries of `entry_bytes`
+/// each, whose keys `key_at` gives (reading them may fail): the slots of the last
+/// [`WARM_SECTION_BYTES`] are searched first, since nearly every lookup lands there, then the
+/// rest. `Ok(None)` when the first key already exceeds `target`.
+pub fn largest_lower_bound_slot<Err>(
+    n_slots: usize,
+    entry_bytes: usize,
+    target: i64,
+    mut key_at: impl FnMut(usize) -> std::result::Result<i64, Err>,
+) -> std::result::Result<Option<usize>, Err> {
+    if n_slots == 0 {
+        return Ok(None);
+    }
+    let warm = WARM_SECTION_BYTES / entry_bytes;
+    let first_hot = n_slots.saturating_sub(1 + warm);
+    if key_at(first_hot)? < target {
+        return binary_search(first_hot, n_slots - 1, target, key_at).map(Some);
+    }
+    if key_at(0)? > target {
+        return Ok(None);
+    }
+    binary_search(0, first_hot, target, key_at).map(Some)
+}
+
+fn binary_search<Err>(
+    mut lo: usize,
+    mut hi: usize,
+    target: i64,
+    mut key: impl FnMut(usize) -> std::result::Result<i64, Err>,
+) -> std::result::Result<usize, Err> {
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        match key(mid).cmp(&target) {
+        match key(mid)?.cmp(&target) {
             std::cmp::Ordering::Greater => hi = mid - 1,
             std::cmp::Ordering::Less => lo = mid,
-            std::cmp::Ordering::Equal => return mid,
+            std::cmp::Ordering::Equal => return Ok(mid),
         }
     }
-    lo
+    Ok(lo)
 }

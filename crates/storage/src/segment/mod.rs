@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use seglog_format::{Batch, DecodeLimits, FileKind, SegmentFileName};
 
-pub use scan::{EntryHeader, HeaderScan, ScanEnd};
+pub use scan::{EntryFrame, EntryHeader, Frame, HeaderScan, ScanEnd};
 
 use crate::error::{Error, Result};
 use crate::index::{
