@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use seglog_format::{Batch, Batches, Compression, DecodeLimits, increment_sequence};
+use seglog_format::{Compression, DecodeLimits};
 
 use super::epoch_cache::LeaderEpochFileCache;
 use super::load::{LoadParams, LoadReport, load};
@@ -418,11 +418,11 @@ impl PartitionLog {
             &validation,
         )
         .map_err(Error::Validation)?;
-        let producer = idempotent_batch(&validated);
-        if let Some(batch) = &producer {
+        // A leader append is one batch: at most one producer batch.
+        if let Some(batch) = validated.producer_batches.first() {
             let check = state
                 .producers
-                .check(batch.producer_id, batch.epoch, batch.first_seq, batch.last_seq)
+                .check(batch.producer_id, batch.producer_epoch, batch.first_seq, batch.last_seq)
                 .map_err(Error::Validation)?;
             if let ProducerCheck::Duplicate(original) = check {
                 // A retry of an appended batch: its original offsets, nothing written.
@@ -932,25 +932,19 @@ fn append_validated(
         &validated.records,
     )?;
     // Kafka updates producers for leader and follower appends alike (the follower's without
-    // checks).
-    for item in Batches::new(&validated.records) {
-        let Ok(positioned) = item else { break };
-        if let Batch::V2(batch) = positioned.batch
-            && batch.producer_id() >= 0
-            && batch.base_sequence() >= 0
-        {
-            state.producers.update(
-                batch.producer_id(),
-                batch.producer_epoch(),
-                BatchMetadata {
-                    first_seq: batch.base_sequence(),
-                    last_seq: increment_sequence(batch.base_sequence(), batch.last_offset_delta()),
-                    first_offset: batch.base_offset(),
-                    last_offset: batch.last_offset(),
-                    timestamp: batch.max_timestamp(),
-                },
-            );
-        }
+    // checks), from the fields the validator took.
+    for batch in &validated.producer_batches {
+        state.producers.update(
+            batch.producer_id,
+            batch.producer_epoch,
+            BatchMetadata {
+                first_seq: batch.first_seq,
+                last_seq: batch.last_seq,
+                first_offset: batch.first_offset,
+                last_offset: batch.last_offset,
+                timestamp: batch.max_timestamp,
+            },
+        );
     }
     state.producers.update_map_end_offset(state.local.log_end_offset());
     for (epoch, base_offset) in &validated.batches {
@@ -999,25 +993,6 @@ fn offset_metadata(local: &LocalLog, offset: i64) -> Result<LogOffsetMetadata> {
         message_offset: offset,
         segment_base_offset: segment.base_offset(),
         relative_position: position,
-    })
-}
-
-/// The producer fields of a leader append's one v2 batch, when it comes from an idempotent
-/// producer (producer id >= 0, base sequence >= 0).
-struct IdempotentBatch {
-    producer_id: i64,
-    epoch: i16,
-    first_seq: i32,
-    last_seq: i32,
-}
-
-fn idempotent_batch(validated: &ValidatedAppend) -> Option<IdempotentBatch> {
-    let batch = seglog_format::RecordBatch::new(&validated.records).ok()?;
-    (batch.producer_id() >= 0 && batch.base_sequence() >= 0).then(|| IdempotentBatch {
-        producer_id: batch.producer_id(),
-        epoch: batch.producer_epoch(),
-        first_seq: batch.base_sequence(),
-        last_seq: increment_sequence(batch.base_sequence(), batch.last_offset_delta()),
     })
 }
 

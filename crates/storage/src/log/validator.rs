@@ -37,7 +37,8 @@ use std::borrow::Cow;
 use seglog_format::batch::{MAGIC_V2, NO_PRODUCER_ID, NO_TIMESTAMP};
 use seglog_format::{
     Batch, BatchRecords, Batches, Compression, DecodeError, DecodeLimits, HeaderRef,
-    PositionedBatch, Record, RecordBatchBuilder, RecordBatchMut, TimestampType,
+    PositionedBatch, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut, TimestampType,
+    increment_sequence,
 };
 
 /// Kafka's default `max.message.bytes`: 1 MiB plus the 12-byte log overhead.
@@ -163,6 +164,9 @@ pub struct ValidatedAppend {
     /// `(partitionLeaderEpoch, baseOffset)` of every v2 batch in `records`, for the leader-epoch
     /// cache.
     pub batches: Vec<(i32, i64)>,
+    /// The idempotent producers' batches in `records`, taken while the batches are walked, so
+    /// that producer state is updated without parsing them again.
+    pub producer_batches: Vec<ProducerBatch>,
     /// Whether `records` holds a legacy (v0/v1) batch, which makes Kafka clear the leader-epoch
     /// cache. Only a follower append can.
     pub has_legacy_batches: bool,
@@ -636,6 +640,12 @@ pub fn validate_and_assign_offsets(
     };
     let max_timestamp =
         if log_append_time == NO_TIMESTAMP { scan.max_timestamp } else { log_append_time };
+    let producer_batches = match &first {
+        Batch::V2(v2) => {
+            ProducerBatch::of(v2, next_offset, last_offset, max_timestamp).into_iter().collect()
+        }
+        Batch::Legacy(_) => Vec::new(),
+    };
     Ok(ValidatedAppend {
         records: out,
         first_offset: next_offset,
@@ -651,8 +661,53 @@ pub fn validate_and_assign_offsets(
         target_compression,
         recompressed: !in_place,
         batches: vec![(partition_leader_epoch, next_offset)],
+        producer_batches,
         has_legacy_batches: false,
     })
+}
+
+/// One idempotent producer's batch of an append (the fields Kafka's `ProducerAppendInfo` reads):
+/// a v2 batch with a producer id and a base sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerBatch {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+    /// The base sequence.
+    pub first_seq: i32,
+    /// The last sequence (wrapping past `i32::MAX` as Kafka's does).
+    pub last_seq: i32,
+    /// The batch's base offset, as appended.
+    pub first_offset: i64,
+    /// The batch's last offset, as appended.
+    pub last_offset: i64,
+    /// The batch's max timestamp, as appended.
+    pub max_timestamp: i64,
+}
+
+impl ProducerBatch {
+    /// The producer fields of `batch` as it is appended (its offsets and max timestamp given),
+    /// or `None` when it has no producer id or no sequence.
+    fn of(
+        batch: &RecordBatch<'_>,
+        first_offset: i64,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) -> Option<Self> {
+        (batch.producer_id() >= 0 && batch.base_sequence() >= 0).then(|| Self {
+            producer_id: batch.producer_id(),
+            producer_epoch: batch.producer_epoch(),
+            first_seq: batch.base_sequence(),
+            last_seq: increment_sequence(
+                batch.base_sequence(),
+                i32::try_from(last_offset - first_offset).unwrap_or(i32::MAX),
+            ),
+            first_offset,
+            last_offset,
+            max_timestamp,
+        })
+    }
 }
 
 /// Stamps the single v2 batch: offsets, leader epoch, timestamp type and max timestamp.
@@ -745,6 +800,7 @@ pub fn analyze_follower_append(
         target_compression: Compression::None,
         recompressed: false,
         batches: Vec::new(),
+        producer_batches: Vec::new(),
         has_legacy_batches: false,
     };
     let Some(first) = entries.first() else {
@@ -773,6 +829,9 @@ pub fn analyze_follower_append(
         append.n_records += match batch {
             Batch::V2(v2) => {
                 append.batches.push((v2.partition_leader_epoch(), v2.base_offset()));
+                let producer =
+                    ProducerBatch::of(&v2, v2.base_offset(), last_offset, v2.max_timestamp());
+                append.producer_batches.extend(producer);
                 usize::try_from(v2.records_count()).unwrap_or(0)
             }
             Batch::Legacy(_) => {
