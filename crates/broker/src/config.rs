@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use seglog_storage::config::{BrokerLogConfig, ConfigError, parse_properties};
+use seglog_storage::config::{
+    BrokerLogConfig, ConfigError, ConfigValue, Reader, Validator, parse_properties,
+};
 
 use crate::group::GroupConfig;
 
@@ -155,6 +157,7 @@ fn resolve(key: &str, value: &str, host: &str, port: u16) -> Result<SocketAddr, 
     })
 }
 
+/// A number of at least `at_least`, through storage's one `ConfigDef`-style parser.
 fn parse_number<T>(
     properties: &BTreeMap<String, String>,
     key: &str,
@@ -162,17 +165,10 @@ fn parse_number<T>(
     at_least: T,
 ) -> Result<T, ConfigError>
 where
-    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+    T: ConfigValue + Copy + TryInto<i64>,
 {
-    let Some(value) = properties.get(key) else { return Ok(default) };
-    let parsed: T = value
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::invalid(key, value, "not a number in range"))?;
-    if parsed < at_least {
-        return Err(ConfigError::invalid(key, value, format!("must be at least {at_least}")));
-    }
-    Ok(parsed)
+    let min = at_least.try_into().unwrap_or(i64::MAX);
+    Reader::new(properties).value(key, &default, Validator::AtLeast(min))
 }
 
 /// The group coordinator's keys, with Kafka's lower bounds.
@@ -276,20 +272,11 @@ impl BrokerConfig {
             (None, Some(_)) => parse_number(properties, BROKER_ID, 1, 0)?,
             (None, None) => defaults.node_id,
         };
-        let auto_create_topics = match properties.get(AUTO_CREATE_TOPICS_ENABLE) {
-            None => true,
-            Some(value) => match value.trim().to_ascii_lowercase().as_str() {
-                "true" => true,
-                "false" => false,
-                _ => {
-                    return Err(ConfigError::invalid(
-                        AUTO_CREATE_TOPICS_ENABLE,
-                        value,
-                        "expected true or false",
-                    ));
-                }
-            },
-        };
+        let auto_create_topics = Reader::new(properties).value(
+            AUTO_CREATE_TOPICS_ENABLE,
+            &defaults.auto_create_topics,
+            Validator::Any,
+        )?;
         let metrics_listener = match properties.get(METRICS_LISTENER) {
             None => defaults.metrics_listener,
             Some(value) if value.trim().is_empty() => None,

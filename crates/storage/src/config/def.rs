@@ -167,19 +167,28 @@ pub struct ConfigKey {
     pub kafka_default: Option<&'static str>,
 }
 
-/// Reads typed values from a key-value map with Kafka's `ConfigDef` parsing rules.
-pub(crate) struct Reader<'a> {
+/// Reads typed values from a key-value map with Kafka's `ConfigDef` parsing rules: the one
+/// parser of topic keys, storage's broker keys and the broker's own.
+#[derive(Debug)]
+pub struct Reader<'a> {
     pub(crate) properties: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `properties` (`server.properties` keys, or a topic's).
+    pub fn new(properties: &'a BTreeMap<String, String>) -> Self {
+        Self { properties }
+    }
 }
 
 impl Reader<'_> {
     /// The trimmed value of `key`, if set.
-    pub(crate) fn raw(&self, key: &str) -> Option<&str> {
+    pub fn raw(&self, key: &str) -> Option<&str> {
         self.properties.get(key).map(|value| value.trim())
     }
 
     /// The value of `key`, or `default` when it is not set.
-    pub(crate) fn value<T: ConfigValue + Clone>(
+    pub fn value<T: ConfigValue + Clone>(
         &self,
         key: &str,
         default: &T,
@@ -215,7 +224,7 @@ impl Reader<'_> {
 }
 
 /// A typed config value: parsed from and written as Kafka's text.
-pub(crate) trait ConfigValue: Sized {
+pub trait ConfigValue: Sized {
     /// Parses `text` (trimmed), checking `validator`.
     fn parse(key: &str, text: &str, validator: Validator) -> Result<Self, ConfigError>;
     /// The value as Kafka writes it.
@@ -253,6 +262,32 @@ impl ConfigValue for u32 {
     fn parse(key: &str, text: &str, validator: Validator) -> Result<Self, ConfigError> {
         let value = i32::parse(key, text, validator)?;
         u32::try_from(value)
+            .map_err(|_| ConfigError::invalid(key, text, "value must be at least 0"))
+    }
+
+    fn to_text(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// A `LONG` whose validator keeps it non-negative.
+impl ConfigValue for u64 {
+    fn parse(key: &str, text: &str, validator: Validator) -> Result<Self, ConfigError> {
+        let value = i64::parse(key, text, validator)?;
+        u64::try_from(value)
+            .map_err(|_| ConfigError::invalid(key, text, "value must be at least 0"))
+    }
+
+    fn to_text(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// An `INT` used as a size or count.
+impl ConfigValue for usize {
+    fn parse(key: &str, text: &str, validator: Validator) -> Result<Self, ConfigError> {
+        let value = i32::parse(key, text, validator)?;
+        usize::try_from(value)
             .map_err(|_| ConfigError::invalid(key, text, "value must be at least 0"))
     }
 

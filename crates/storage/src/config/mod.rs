@@ -32,8 +32,7 @@ use std::path::PathBuf;
 use seglog_format::{Compression, TimestampType};
 
 use def::Validator::{Any, AtLeast, Between, GzipLevel, Ratio, Retention};
-pub use def::{ConfigKey, ConfigType, Importance, Unit, Validator};
-use def::{ConfigValue, Reader};
+pub use def::{ConfigKey, ConfigType, ConfigValue, Importance, Reader, Unit, Validator};
 pub use properties::{parse_properties, write_properties};
 
 /// Why a configuration could not be parsed or validated.
