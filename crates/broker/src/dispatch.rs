@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreatePartitionsRequest,
@@ -18,7 +19,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::Broker;
-use crate::errors;
+use crate::error::Error;
 use crate::handlers;
 
 /// The APIs this broker serves, with the versions it advertises: `(api key, min, max)`. Each
@@ -91,7 +92,7 @@ pub(crate) enum Outcome {
     /// Nothing to send (a produce with acks=0).
     NoResponse,
     /// Close the connection, as Kafka does for a request it cannot parse.
-    Close(String),
+    Close(Error),
 }
 
 /// A decoded request body, with what the response needs.
@@ -120,10 +121,12 @@ impl Request {
     /// Decodes the body as `T`. Bytes after the message are ignored, as Kafka's
     /// `AbstractRequest.parseRequest` ignores them (librdkafka 2.12 sends three after a Metadata
     /// v12 request for all topics).
-    pub(crate) fn decode<T: Decodable>(&self) -> Result<T, String> {
+    pub(crate) fn decode<T: Decodable>(&self) -> Result<T, Error> {
         let mut body = self.body.clone();
-        let decoded = T::decode(&mut body, self.version).map_err(|error| {
-            format!("{:?} v{} body does not decode: {error}", self.api_key, self.version)
+        let decoded = T::decode(&mut body, self.version).map_err(|error| Error::Decode {
+            api: self.api_key,
+            version: self.version,
+            source: error.into(),
         })?;
         if !body.is_empty() {
             tracing::debug!(
@@ -138,11 +141,11 @@ impl Request {
 }
 
 /// Encodes a response body.
-pub(crate) fn encode<T: Encodable>(response: &T, version: i16) -> Result<Reply, String> {
+pub(crate) fn encode<T: Encodable>(response: &T, version: i16) -> Result<Reply, Error> {
     let mut buf = BytesMut::new();
     response
         .encode(&mut buf, version)
-        .map_err(|error| format!("response does not encode: {error}"))?;
+        .map_err(|error| Error::Encode { what: "response", source: error.into() })?;
     Ok(Reply::Body(buf))
 }
 
@@ -184,17 +187,17 @@ fn api_name(api_key: ApiKey) -> &'static str {
 
 /// Parses the header: the API key and version come first, and the header version follows
 /// from them (not from the message version alone).
-fn parse_header(frame: &Bytes) -> Result<Request, String> {
+fn parse_header(frame: &Bytes) -> Result<Request, Error> {
     let Some(&[k0, k1, v0, v1]) = frame.get(0..4) else {
-        return Err(format!("a {}-byte request has no header", frame.len()));
+        return Err(Error::NoHeader { len: frame.len() });
     };
     let raw_key = i16::from_be_bytes([k0, k1]);
     let version = i16::from_be_bytes([v0, v1]);
-    let api_key = ApiKey::try_from(raw_key).map_err(|()| format!("unknown api key {raw_key}"))?;
+    let api_key = ApiKey::try_from(raw_key).map_err(|()| Error::UnknownApiKey(raw_key))?;
     let header_version = api_key.request_header_version(version);
     let mut buf = frame.clone();
     let header = RequestHeader::decode(&mut buf, header_version)
-        .map_err(|error| format!("request header does not decode: {error}"))?;
+        .map_err(|error| Error::HeaderDecode(error.into()))?;
     Ok(Request { header, api_key, version, body: buf, peer: None })
 }
 
@@ -203,7 +206,7 @@ fn frame(
     version: i16,
     correlation_id: i32,
     body: BytesMut,
-) -> Result<(Bytes, Bytes), String> {
+) -> Result<(Bytes, Bytes), Error> {
     let header_version = if api_key == ApiKey::ApiVersions {
         // Always v0, so that a client that sent an unsupported version can read the answer.
         0
@@ -214,9 +217,8 @@ fn frame(
     ResponseHeader::default()
         .with_correlation_id(correlation_id)
         .encode(&mut header, header_version)
-        .map_err(|error| format!("response header does not encode: {error}"))?;
-    let size = i32::try_from(header.len() + body.len())
-        .map_err(|_| "response larger than 2 GiB".to_owned())?;
+        .map_err(|error| Error::Encode { what: "response header", source: error.into() })?;
+    let size = i32::try_from(header.len() + body.len()).map_err(|_| Error::ResponseTooLarge)?;
     let mut prefix = BytesMut::with_capacity(4 + header.len());
     prefix.put_i32(size);
     prefix.put_slice(&header);
@@ -226,11 +228,14 @@ fn frame(
 /// The ApiVersions answer to a version we do not speak: error 35 with our version list, in v0.
 fn unsupported_api_versions(correlation_id: i32) -> Outcome {
     let mut response = ApiVersionsResponse::default();
-    response.error_code = errors::UNSUPPORTED_VERSION;
+    response.error_code = ResponseError::UnsupportedVersion.code();
     response.api_keys = api_version_list();
     let mut body = BytesMut::new();
     if let Err(error) = response.encode(&mut body, 0) {
-        return Outcome::Close(format!("api versions response does not encode: {error}"));
+        return Outcome::Close(Error::Encode {
+            what: "api versions response",
+            source: error.into(),
+        });
     }
     match frame(ApiKey::ApiVersions, 0, correlation_id, body) {
         Ok((prefix, body)) => Outcome::Respond(prefix, body),
@@ -276,16 +281,18 @@ pub(crate) async fn handle(
     request.peer = peer;
     let api_key = request.api_key;
     let Some((min, max)) = supported_versions(api_key) else {
-        return Outcome::Close(format!("api {api_key:?} is not enabled on this broker"));
+        return Outcome::Close(Error::NotEnabled(api_key));
     };
     if !(min..=max).contains(&request.version) {
         if api_key == ApiKey::ApiVersions {
             return unsupported_api_versions(request.header.correlation_id);
         }
-        return Outcome::Close(format!(
-            "{api_key:?} v{} is not supported (v{min} to v{max} are)",
-            request.version
-        ));
+        return Outcome::Close(Error::UnsupportedVersion {
+            api: api_key,
+            version: request.version,
+            min,
+            max,
+        });
     }
     let started = Instant::now();
     let name = api_name(api_key);
@@ -308,7 +315,7 @@ pub(crate) async fn handle(
     }
 }
 
-async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String> {
+async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, Error> {
     let version = request.version;
     match request.api_key {
         ApiKey::ApiVersions => {
@@ -372,7 +379,7 @@ async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String>
             handlers::alter_replica_log_dirs(broker, body, version).await
         }
         key if GROUP_APIS.contains(&key) => handlers::groups::route(broker, request).await,
-        other => Err(format!("api {other:?} is not enabled on this broker")),
+        other => Err(Error::NotEnabled(other)),
     }
 }
 
@@ -393,11 +400,11 @@ mod tests {
 
     #[test]
     fn header_of_fewer_than_four_bytes_is_refused() {
-        let error = parse_header(&Bytes::from_static(&[0, 18, 0])).err().unwrap_or_default();
-        assert_eq!(error, "a 3-byte request has no header");
+        let error = parse_header(&Bytes::from_static(&[0, 18, 0])).err().map(|e| e.to_string());
+        assert_eq!(error.as_deref(), Some("a 3-byte request has no header"));
         let error =
-            parse_header(&Bytes::from_static(&[0x7f, 0x7f, 0, 0])).err().unwrap_or_default();
-        assert_eq!(error, "unknown api key 32639");
+            parse_header(&Bytes::from_static(&[0x7f, 0x7f, 0, 0])).err().map(|e| e.to_string());
+        assert_eq!(error.as_deref(), Some("unknown api key 32639"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 pub mod config;
 mod dispatch;
-mod errors;
+pub mod error;
 pub mod group;
 mod handlers;
 mod metrics;

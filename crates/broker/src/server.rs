@@ -325,7 +325,7 @@ pub(crate) enum CloseReason {
     #[error("request size {size} is outside [0, socket.request.max.bytes = {max}]")]
     FrameSize { size: i32, max: u32 },
     #[error("invalid request: {0}")]
-    Invalid(String),
+    Invalid(#[source] crate::error::Error),
 }
 
 /// Reads one frame's size. `None` at a clean end of stream or on shutdown between requests.
