@@ -30,8 +30,8 @@ use seglog_storage::log::partition_log::TopicPartition;
 use super::configs::{check_topic_configs, topic_config_entries};
 use super::{TopicIds, blocking, now_ms, str_bytes, topic_name};
 use crate::Broker;
-use crate::dispatch::{Reply, encode};
 use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// Topics that only the broker creates: the metadata log and the coordinators' state.
 const INTERNAL_TOPICS: [&str; 3] =

@@ -19,8 +19,8 @@ use seglog_storage::config::{ConfigType, LogConfig};
 use super::broker_configs::{broker_config_entries, topic_synonyms};
 use super::{blocking, str_bytes};
 use crate::Broker;
-use crate::dispatch::{Reply, encode};
 use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// Kafka's `ConfigResource.Type` values.
 const RESOURCE_TOPIC: i8 = 2;

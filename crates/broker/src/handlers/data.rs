@@ -27,9 +27,9 @@ use seglog_storage::log::validator::AppendOrigin;
 
 use super::{TopicIds, blocking, now_ms, str_bytes};
 use crate::Broker;
-use crate::dispatch::{Reply, encode};
 use crate::error::{Error, NONE, check_leader_epoch, storage_error};
 use crate::replica::{Acks, AppendError};
+use crate::request::{Reply, encode};
 
 /// Kafka's broker `fetch.max.bytes` default: the most one Fetch response carries.
 const FETCH_RESPONSE_BYTES_MAX: i32 = 57_671_680;

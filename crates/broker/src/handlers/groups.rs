@@ -37,7 +37,7 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
     LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
@@ -48,12 +48,12 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{TopicIds, blocking, now_ms, operations, str_bytes, topic_name};
 use crate::Broker;
-use crate::dispatch::{Reply, Request, encode};
 use crate::error::{Error, NONE};
 use crate::group::{
     ConsumerHeartbeat, FetchedOffsets, JoinRequest, OffsetToCommit, Partition, SyncRequest,
     TopicPartitions,
 };
+use crate::request::{Reply, Request, encode};
 
 /// READ, DELETE, DESCRIBE: what a group allows with no authorizer.
 const GROUP_OPERATIONS: i32 = operations(&[3, 6, 8]);
@@ -66,34 +66,9 @@ fn group_id(value: &str) -> GroupId {
     GroupId(str_bytes(value))
 }
 
-/// Routes one group API request.
-pub(crate) async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, Error> {
-    let version = request.version;
-    match request.api_key {
-        ApiKey::FindCoordinator => find_coordinator(broker, request.decode()?, version).await,
-        ApiKey::JoinGroup => join_group(broker, request, request.decode()?, version).await,
-        ApiKey::SyncGroup => sync_group(broker, request.decode()?, version).await,
-        ApiKey::Heartbeat => heartbeat(broker, request.decode()?, version).await,
-        ApiKey::LeaveGroup => leave_group(broker, request.decode()?, version).await,
-        ApiKey::OffsetCommit => offset_commit(broker, request.decode()?, version).await,
-        ApiKey::OffsetFetch => offset_fetch(broker, request.decode()?, version).await,
-        ApiKey::ListGroups => list_groups(broker, &request.decode()?, version),
-        ApiKey::DescribeGroups => describe_groups(broker, &request.decode()?, version),
-        ApiKey::DeleteGroups => delete_groups(broker, request.decode()?, version).await,
-        ApiKey::OffsetDelete => offset_delete(broker, request.decode()?, version).await,
-        ApiKey::ConsumerGroupHeartbeat => {
-            consumer_group_heartbeat(broker, request, request.decode()?, version).await
-        }
-        ApiKey::ConsumerGroupDescribe => {
-            consumer_group_describe(broker, &request.decode()?, version)
-        }
-        other => Err(Error::NotEnabled(other)),
-    }
-}
-
 /// FindCoordinator: this node, for groups and transactional ids alike (creating
 /// `__consumer_offsets` on first use, as Kafka does); share-group keys (type 2) are refused.
-async fn find_coordinator(
+pub(crate) async fn find_coordinator(
     broker: &Arc<Broker>,
     request: FindCoordinatorRequest,
     version: i16,
@@ -151,7 +126,7 @@ async fn find_coordinator(
     encode(&response, version)
 }
 
-async fn join_group(
+pub(crate) async fn join_group(
     broker: &Arc<Broker>,
     request_frame: &Request,
     request: JoinGroupRequest,
@@ -217,7 +192,7 @@ async fn join_group(
     encode(&response, version)
 }
 
-async fn sync_group(
+pub(crate) async fn sync_group(
     broker: &Arc<Broker>,
     request: SyncGroupRequest,
     version: i16,
@@ -250,7 +225,7 @@ async fn sync_group(
     encode(&response, version)
 }
 
-async fn heartbeat(
+pub(crate) async fn heartbeat(
     broker: &Arc<Broker>,
     request: HeartbeatRequest,
     version: i16,
@@ -269,7 +244,7 @@ async fn heartbeat(
     encode(&HeartbeatResponse::default().with_error_code(code), version)
 }
 
-async fn leave_group(
+pub(crate) async fn leave_group(
     broker: &Arc<Broker>,
     request: LeaveGroupRequest,
     version: i16,
@@ -307,7 +282,7 @@ async fn leave_group(
     encode(&response, version)
 }
 
-async fn offset_commit(
+pub(crate) async fn offset_commit(
     broker: &Arc<Broker>,
     request: OffsetCommitRequest,
     version: i16,
@@ -378,7 +353,7 @@ fn committed_fields(committed: Option<&crate::group::Committed>) -> (i64, i32, S
         .map_or((-1, -1, str_bytes("")), |c| (c.offset, c.leader_epoch, str_bytes(&c.metadata)))
 }
 
-async fn offset_fetch(
+pub(crate) async fn offset_fetch(
     broker: &Arc<Broker>,
     request: OffsetFetchRequest,
     version: i16,
@@ -469,7 +444,7 @@ async fn offset_fetch(
     encode(&response, version)
 }
 
-fn list_groups(
+pub(crate) fn list_groups(
     broker: &Arc<Broker>,
     request: &ListGroupsRequest,
     version: i16,
@@ -492,7 +467,7 @@ fn list_groups(
     encode(&response, version)
 }
 
-fn describe_groups(
+pub(crate) fn describe_groups(
     broker: &Arc<Broker>,
     request: &DescribeGroupsRequest,
     version: i16,
@@ -540,7 +515,7 @@ fn describe_groups(
     encode(&response, version)
 }
 
-async fn delete_groups(
+pub(crate) async fn delete_groups(
     broker: &Arc<Broker>,
     request: DeleteGroupsRequest,
     version: i16,
@@ -564,7 +539,7 @@ async fn delete_groups(
     encode(&response, version)
 }
 
-async fn offset_delete(
+pub(crate) async fn offset_delete(
     broker: &Arc<Broker>,
     request: OffsetDeleteRequest,
     version: i16,
@@ -623,7 +598,7 @@ impl TopicIds {
 
 /// ConsumerGroupHeartbeat (KIP-848): join, heartbeat, leave; the answer carries the member's
 /// epoch and, when it changed, its whole assignment.
-async fn consumer_group_heartbeat(
+pub(crate) async fn consumer_group_heartbeat(
     broker: &Arc<Broker>,
     request_frame: &Request,
     request: ConsumerGroupHeartbeatRequest,
@@ -689,7 +664,7 @@ async fn consumer_group_heartbeat(
 
 /// ConsumerGroupDescribe (KIP-848): epochs, assignor, and each member's current and target
 /// assignment; a group that is not a KIP-848 group answers GROUP_ID_NOT_FOUND.
-fn consumer_group_describe(
+pub(crate) fn consumer_group_describe(
     broker: &Arc<Broker>,
     request: &ConsumerGroupDescribeRequest,
     version: i16,

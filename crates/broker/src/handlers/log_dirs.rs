@@ -21,8 +21,8 @@ use seglog_storage::log::partition_log::TopicPartition;
 
 use super::{blocking, str_bytes, topic_name};
 use crate::Broker;
-use crate::dispatch::{Reply, encode};
 use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// A byte count on the wire.
 fn wire_bytes(bytes: u64) -> i64 {

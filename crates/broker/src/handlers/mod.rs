@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, BrokerId, DescribeClusterRequest,
@@ -26,8 +27,8 @@ pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch, produce};
 pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
 
 use crate::Broker;
-use crate::dispatch::{Reply, api_version_list, encode};
 use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// Kafka's `AclOperation` codes as a bit field, for "authorized operations": with no
 /// authorizer, Kafka grants every operation a resource type supports.
@@ -101,9 +102,13 @@ where
         .map_err(|source| Error::Task { what: "handler", source })
 }
 
-/// ApiVersions: the served APIs and their version ranges. A v3+ client's software name and
-/// version must match Kafka's pattern, else INVALID_REQUEST.
-pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result<Reply, Error> {
+/// ApiVersions: the served APIs and their version ranges (`api_keys`, from the API table).
+/// A v3+ client's software name and version must match Kafka's pattern, else INVALID_REQUEST.
+pub(crate) fn api_versions(
+    request: &ApiVersionsRequest,
+    version: i16,
+    api_keys: Vec<ApiVersion>,
+) -> Result<Reply, Error> {
     let mut response = ApiVersionsResponse::default();
     let valid = |text: &StrBytes| {
         let bytes = text.as_bytes();
@@ -117,7 +122,7 @@ pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result
     {
         response.error_code = ResponseError::InvalidRequest.code();
     }
-    response.api_keys = api_version_list();
+    response.api_keys = api_keys;
     encode(&response, version)
 }
 
