@@ -6,13 +6,15 @@
 //! validated by `seglog-storage`'s `LogValidator` on the way in and returned as stored on the
 //! way out. See ARCHITECTURE.md for where this crate sits.
 
+mod apis;
 pub mod config;
 mod dispatch;
-mod errors;
+pub mod error;
 pub mod group;
 mod handlers;
 mod metrics;
 mod replica;
+mod request;
 pub mod server;
 
 use std::net::SocketAddr;
@@ -37,8 +39,8 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<b
     }
 }
 
+pub use apis::{GROUP_APIS, SUPPORTED_APIS, supported_versions};
 pub use config::BrokerConfig;
-pub use dispatch::{GROUP_APIS, SUPPORTED_APIS, supported_versions};
 pub use server::{ServeError, Server};
 
 /// The state every request handler shares (the role of Kafka's `KafkaApis` with its

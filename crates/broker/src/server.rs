@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use crate::Broker;
 use crate::config::BrokerConfig;
 use crate::dispatch::{self, Outcome};
+use crate::error::Error;
 use crate::handlers::now_ms;
 use crate::metrics;
 
@@ -30,6 +31,9 @@ pub enum ServeError {
     /// The log directories did not open (locked by another process, unreadable, ...).
     #[error("cannot open the log directories")]
     Storage(#[from] seglog_storage::Error),
+    /// `__consumer_offsets` did not replay (or its task failed).
+    #[error("cannot load consumer groups")]
+    Groups(#[source] Error),
     /// A listener could not bind.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -147,14 +151,9 @@ impl Server {
         let started = Instant::now();
         let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))
             .await
-            .map_err(|error| {
-                seglog_storage::Error::InvalidArgument(format!("group load panicked: {error}"))
-            })?
-            .map_err(|error| {
-                seglog_storage::Error::InvalidArgument(format!(
-                    "cannot load consumer groups: {error}"
-                ))
-            })?;
+            .map_err(|source| Error::Task { what: "group load", source })
+            .and_then(|loaded| loaded)
+            .map_err(ServeError::Groups)?;
         tracing::info!(groups = n_groups, elapsed = ?started.elapsed(), "consumer groups loaded");
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());
@@ -325,7 +324,7 @@ pub(crate) enum CloseReason {
     #[error("request size {size} is outside [0, socket.request.max.bytes = {max}]")]
     FrameSize { size: i32, max: u32 },
     #[error("invalid request: {0}")]
-    Invalid(String),
+    Invalid(#[source] Error),
 }
 
 /// Reads one frame's size. `None` at a clean end of stream or on shutdown between requests.

@@ -9,6 +9,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use kafka_protocol::ResponseError;
 use seglog_storage::manager::LogManager;
 
 use crate::replica::ReplicaManager;
@@ -19,7 +20,7 @@ use super::classic::group::{Group, GroupState};
 use super::classic::protocol::run_classic_timers;
 use super::consumer::protocol::expire_consumer_members;
 use super::store::tombstones;
-use crate::errors;
+use crate::error::NONE;
 
 /// Kafka's `offsets.retention.check.interval.ms` default: how often expired offsets go.
 const OFFSETS_RETENTION_CHECK_INTERVAL_MS: i64 = 600_000;
@@ -106,7 +107,7 @@ impl GroupCoordinator {
         inner.shutting_down = true;
         for group in inner.groups.values_mut() {
             for member in group.members.values_mut() {
-                member.fail_waiters(errors::COORDINATOR_NOT_AVAILABLE);
+                member.fail_waiters(ResponseError::CoordinatorNotAvailable.code());
             }
         }
     }
@@ -148,26 +149,28 @@ impl GroupCoordinator {
     /// tombstones.
     pub(crate) fn delete_group(&self, group_id: &str, now_ms: i64) -> i16 {
         if group_id.is_empty() {
-            return errors::INVALID_GROUP_ID;
+            return ResponseError::InvalidGroupId.code();
         }
         let mut inner = self.lock();
-        let Some(group) = inner.groups.get(group_id) else { return errors::GROUP_ID_NOT_FOUND };
+        let Some(group) = inner.groups.get(group_id) else {
+            return ResponseError::GroupIdNotFound.code();
+        };
         if group.is(GroupState::Dead) {
-            return errors::GROUP_ID_NOT_FOUND;
+            return ResponseError::GroupIdNotFound.code();
         }
         if !group.is(GroupState::Empty) || group.has_consumer_members() {
-            return errors::NON_EMPTY_GROUP;
+            return ResponseError::NonEmptyGroup.code();
         }
         match tombstones(group) {
             Ok(records) => {
                 if let Err(code) = self.append(&mut inner, group_id, &records, now_ms) {
-                    return code;
+                    return code.code();
                 }
             }
-            Err(_) => return errors::UNKNOWN_SERVER_ERROR,
+            Err(_) => return ResponseError::UnknownServerError.code(),
         }
         inner.groups.remove(group_id);
-        errors::NONE
+        NONE
     }
 
     /// Expires sessions, pending member ids and pending syncs, runs the join timers, removes

@@ -4,11 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::ResponseError;
+
 use super::classic::group::{Group, GroupState};
 use super::classic::protocol::check_member;
 use super::coordinator::GroupCoordinator;
 use super::store::{offset_commit_key, offset_commit_record};
-use crate::errors;
+use crate::error::NONE;
 
 /// A committed offset (Kafka's `OffsetAndMetadata`) and where it is in `__consumer_offsets`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,23 +50,23 @@ impl GroupCoordinator {
     ) -> Vec<i16> {
         let all = |code: i16| vec![code; offsets.len()];
         if group_id.is_empty() {
-            return all(errors::INVALID_GROUP_ID);
+            return all(ResponseError::InvalidGroupId.code());
         }
         let mut inner = self.lock();
         if inner.shutting_down {
-            return all(errors::COORDINATOR_NOT_AVAILABLE);
+            return all(ResponseError::CoordinatorNotAvailable.code());
         }
         if !inner.groups.contains_key(group_id) {
             if generation_id >= 0 {
-                return all(errors::ILLEGAL_GENERATION);
+                return all(ResponseError::IllegalGeneration.code());
             }
             inner.groups.insert(group_id.to_owned(), Group::new(group_id, now_ms));
         }
         let Some(group) = inner.groups.get_mut(group_id) else {
-            return all(errors::COORDINATOR_NOT_AVAILABLE);
+            return all(ResponseError::CoordinatorNotAvailable.code());
         };
         let code = check_commit(group, generation_id, member_id, group_instance_id, now_ms);
-        if code != errors::NONE {
+        if code != NONE {
             return all(code);
         }
         let mut codes = Vec::with_capacity(offsets.len());
@@ -74,7 +76,7 @@ impl GroupCoordinator {
         let mut kept = Vec::new();
         for offset in offsets {
             if offset.metadata.len() > self.config.offset_metadata_max_bytes {
-                codes.push(errors::OFFSET_METADATA_TOO_LARGE);
+                codes.push(ResponseError::OffsetMetadataTooLarge.code());
                 continue;
             }
             let committed = Committed {
@@ -87,10 +89,10 @@ impl GroupCoordinator {
                 Ok(record) => {
                     records.push(record);
                     accepted.push(codes.len());
-                    codes.push(errors::NONE);
+                    codes.push(NONE);
                     kept.push(((offset.topic.clone(), offset.partition), committed));
                 }
-                Err(_) => codes.push(errors::INVALID_REQUEST),
+                Err(_) => codes.push(ResponseError::InvalidRequest.code()),
             }
         }
         if records.is_empty() {
@@ -99,7 +101,7 @@ impl GroupCoordinator {
         let written = match self.append(&mut inner, group_id, &records, now_ms) {
             Ok(written) => written,
             Err(code) => {
-                fail_accepted(&mut codes, &accepted, code);
+                fail_accepted(&mut codes, &accepted, code.code());
                 return codes;
             }
         };
@@ -108,7 +110,7 @@ impl GroupCoordinator {
         }
         drop(inner);
         if let Err(code) = Self::await_durable(&written.0, &written.1, now_ms) {
-            fail_accepted(&mut codes, &accepted, code);
+            fail_accepted(&mut codes, &accepted, code.code());
         }
         codes
     }
@@ -119,10 +121,10 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         topics: Option<Vec<(String, Vec<i32>)>>,
-    ) -> Result<FetchedOffsets, i16> {
+    ) -> Result<FetchedOffsets, ResponseError> {
         let inner = self.lock();
         if inner.shutting_down {
-            return Err(errors::COORDINATOR_NOT_AVAILABLE);
+            return Err(ResponseError::CoordinatorNotAvailable);
         }
         let group = inner.groups.get(group_id);
         let Some(topics) = topics else {
@@ -163,10 +165,10 @@ impl GroupCoordinator {
     ) -> (i16, Vec<i16>) {
         let mut inner = self.lock();
         let Some(group) = inner.groups.get(group_id) else {
-            return (errors::GROUP_ID_NOT_FOUND, Vec::new());
+            return (ResponseError::GroupIdNotFound.code(), Vec::new());
         };
         if group.is(GroupState::Dead) {
-            return (errors::GROUP_ID_NOT_FOUND, Vec::new());
+            return (ResponseError::GroupIdNotFound.code(), Vec::new());
         }
         let subscribed = if group.is(GroupState::Empty) {
             Some(std::collections::HashSet::new())
@@ -174,17 +176,17 @@ impl GroupCoordinator {
             group.subscribed_topics()
         };
         let Some(subscribed) = subscribed else {
-            return (errors::NON_EMPTY_GROUP, Vec::new());
+            return (ResponseError::NonEmptyGroup.code(), Vec::new());
         };
         let mut codes = Vec::with_capacity(partitions.len());
         let mut records = Vec::new();
         let mut deleted = Vec::new();
         for (topic, partition) in partitions {
             if subscribed.contains(topic) {
-                codes.push(errors::GROUP_SUBSCRIBED_TO_TOPIC);
+                codes.push(ResponseError::GroupSubscribedToTopic.code());
                 continue;
             }
-            codes.push(errors::NONE);
+            codes.push(NONE);
             if group.offsets.contains_key(&(topic.clone(), *partition))
                 && let Ok(key) = offset_commit_key(group_id, topic, *partition)
             {
@@ -201,10 +203,10 @@ impl GroupCoordinator {
                         }
                     }
                 }
-                Err(code) => return (code, Vec::new()),
+                Err(code) => return (code.code(), Vec::new()),
             }
         }
-        (errors::NONE, codes)
+        (NONE, codes)
     }
 }
 
@@ -229,28 +231,30 @@ fn check_commit(
     if let Some(consumer) = group.consumer.as_mut().filter(|c| !c.members.is_empty()) {
         // A KIP-848 group: the member epoch stands in for the generation.
         return match consumer.members.get_mut(member_id) {
-            None => errors::UNKNOWN_MEMBER_ID,
-            Some(member) if member.member_epoch != generation_id => errors::STALE_MEMBER_EPOCH,
+            None => ResponseError::UnknownMemberId.code(),
+            Some(member) if member.member_epoch != generation_id => {
+                ResponseError::StaleMemberEpoch.code()
+            }
             Some(member) => {
                 member.last_heartbeat_ms = now_ms;
-                errors::NONE
+                NONE
             }
         };
     }
     if group.is(GroupState::Dead) {
-        errors::COORDINATOR_NOT_AVAILABLE
+        ResponseError::CoordinatorNotAvailable.code()
     } else if generation_id < 0 && group.is(GroupState::Empty) {
-        errors::NONE
+        NONE
     } else if group.is(GroupState::CompletingRebalance) {
-        errors::REBALANCE_IN_PROGRESS
+        ResponseError::RebalanceInProgress.code()
     } else if let Some(code) = check_member(group, member_id, group_instance_id) {
         code
     } else if generation_id != group.generation_id {
-        errors::ILLEGAL_GENERATION
+        ResponseError::IllegalGeneration.code()
     } else {
         if let Some(member) = group.members.get_mut(member_id) {
             member.last_heartbeat_ms = now_ms;
         }
-        errors::NONE
+        NONE
     }
 }

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kafka_protocol::ResponseError;
 use seglog_storage::config::BrokerLogConfig;
 use seglog_storage::io::SimFs;
 use seglog_storage::manager::{LogManager, ManualClock};
@@ -25,7 +26,7 @@ use tokio::sync::{Notify, oneshot};
 
 use super::classic::group::GroupState;
 use super::*;
-use crate::errors;
+use crate::error::NONE;
 
 /// SplitMix64.
 struct Rng(u64);
@@ -106,7 +107,7 @@ fn heartbeat(
         client_host: "/127.0.0.1".to_owned(),
     };
     let result = coordinator.consumer_heartbeat(&request, topics, now_ms);
-    if result.error_code == errors::NONE {
+    if result.error_code == NONE {
         client.joined = true;
         client.member_id = result.member_id;
         client.epoch = result.member_epoch;
@@ -117,7 +118,8 @@ fn heartbeat(
         }
     } else {
         assert!(
-            [errors::FENCED_MEMBER_EPOCH, errors::UNKNOWN_MEMBER_ID].contains(&result.error_code),
+            [ResponseError::FencedMemberEpoch.code(), ResponseError::UnknownMemberId.code()]
+                .contains(&result.error_code),
             "unexpected error {} {:?}",
             result.error_code,
             result.error_message
@@ -314,8 +316,8 @@ fn classic_join(
 fn classic_step(coordinator: &GroupCoordinator, client: &mut ClassicClient, now_ms: i64) {
     if let Some(result) = client.join.as_mut().and_then(|join| join.try_recv().ok()) {
         client.join = None;
-        match result.error_code {
-            errors::NONE => {
+        match ResponseError::try_from_code(result.error_code) {
+            None => {
                 client.member_id = result.member_id.clone();
                 client.generation = result.generation_id;
                 let assignments = result
@@ -336,7 +338,7 @@ fn classic_step(coordinator: &GroupCoordinator, client: &mut ClassicClient, now_
                     now_ms,
                 ));
             }
-            errors::MEMBER_ID_REQUIRED => {
+            Some(ResponseError::MemberIdRequired) => {
                 client.member_id = result.member_id;
                 client.join = Some(classic_join(coordinator, &client.member_id, now_ms));
             }
@@ -349,7 +351,7 @@ fn classic_step(coordinator: &GroupCoordinator, client: &mut ClassicClient, now_
     }
     if let Some(result) = client.sync.as_mut().and_then(|sync| sync.try_recv().ok()) {
         client.sync = None;
-        if result.error_code != errors::NONE {
+        if result.error_code != NONE {
             let member_id = client.member_id.clone();
             client.join = Some(classic_join(coordinator, &member_id, now_ms));
         }
@@ -358,9 +360,9 @@ fn classic_step(coordinator: &GroupCoordinator, client: &mut ClassicClient, now_
     if client.join.is_none() && client.sync.is_none() {
         let code =
             coordinator.heartbeat("classic", client.generation, &client.member_id, None, now_ms);
-        match code {
-            errors::NONE => {}
-            errors::REBALANCE_IN_PROGRESS | errors::ILLEGAL_GENERATION => {
+        match ResponseError::try_from_code(code) {
+            None => {}
+            Some(ResponseError::RebalanceInProgress | ResponseError::IllegalGeneration) => {
                 let member_id = client.member_id.clone();
                 client.join = Some(classic_join(coordinator, &member_id, now_ms));
             }

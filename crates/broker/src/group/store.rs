@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kafka_protocol::ResponseError;
 use seglog_format::group::{
     self as records, GroupMetadataValue, GroupRecordKey, MemberMetadata, OffsetCommitValue,
 };
@@ -29,7 +30,7 @@ use super::consumer::group::{
 };
 use super::coordinator::{GroupCoordinator, Inner};
 use super::offsets::Committed;
-use crate::errors;
+use crate::error::{Cause, Error};
 use crate::replica::{Acks, ReplicaManager};
 
 /// The largest batch the coordinator writes at once (below `message.max.bytes`' default).
@@ -52,7 +53,7 @@ impl GroupCoordinator {
     /// Loads every group and committed offset from `__consumer_offsets`, if it exists (Kafka's
     /// `GroupMetadataManager.loadGroupsAndOffsets`), replaying each partition from its log
     /// start. Called once before the broker serves. Returns how many groups were loaded.
-    pub fn load(&self, now_ms: i64) -> Result<usize, String> {
+    pub fn load(&self, now_ms: i64) -> Result<usize, Error> {
         let partitions =
             self.manager.topic_partition_counts().get(OFFSETS_TOPIC).copied().unwrap_or(0);
         let mut offsets: BTreeMap<(String, String, i32), Option<OffsetCommitValue>> =
@@ -61,12 +62,11 @@ impl GroupCoordinator {
         let mut consumer: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
         for partition in 0..partitions {
             let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
-            let log = self
-                .manager
-                .get_log(&tp)
-                .map_err(|error| format!("{OFFSETS_TOPIC}-{partition}: {error}"))?;
-            replay_partition(&log, &mut offsets, &mut metadata, &mut consumer)
-                .map_err(|error| format!("{OFFSETS_TOPIC}-{partition}: {error}"))?;
+            let log = self.manager.get_log(&tp).map_err(|error| Error::GroupLoad {
+                at: format!("{OFFSETS_TOPIC}-{partition}"),
+                source: error.into(),
+            })?;
+            replay_partition(&log, partition, &mut offsets, &mut metadata, &mut consumer)?;
         }
         let mut inner = self.lock();
         inner.partitions = partitions;
@@ -85,7 +85,10 @@ impl GroupCoordinator {
                 continue;
             }
             let restored = restore_consumer_group(&live, &topic_names, &topic_counts, now_ms)
-                .map_err(|error| format!("group {group_id}: {error}"))?;
+                .map_err(|error| Error::GroupLoad {
+                    at: format!("group {group_id}"),
+                    source: error.into(),
+                })?;
             let group = group_entry(&mut inner, &group_id, now_ms);
             group.protocol_type = Some("consumer".to_owned());
             group.consumer = Some(restored);
@@ -108,12 +111,15 @@ impl GroupCoordinator {
 
     /// Creates `__consumer_offsets` if it does not exist yet (Kafka creates it on the first
     /// FindCoordinator), and returns its partition count.
-    pub(crate) fn ensure_offsets_topic(&self) -> Result<i32, i16> {
+    pub(crate) fn ensure_offsets_topic(&self) -> Result<i32, ResponseError> {
         let mut inner = self.lock();
         self.ensure_offsets_topic_locked(&mut inner)
     }
 
-    pub(super) fn ensure_offsets_topic_locked(&self, inner: &mut Inner) -> Result<i32, i16> {
+    pub(super) fn ensure_offsets_topic_locked(
+        &self,
+        inner: &mut Inner,
+    ) -> Result<i32, ResponseError> {
         if inner.partitions > 0 {
             return Ok(inner.partitions);
         }
@@ -141,7 +147,7 @@ impl GroupCoordinator {
             }
             Err(error) => {
                 tracing::warn!(%error, "cannot create {OFFSETS_TOPIC}");
-                Err(errors::COORDINATOR_NOT_AVAILABLE)
+                Err(ResponseError::CoordinatorNotAvailable)
             }
         }
     }
@@ -154,7 +160,7 @@ impl GroupCoordinator {
         group_id: &str,
         records: &[KeyValue],
         now_ms: i64,
-    ) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
+    ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
         let partition = partition_for(group_id, partitions);
         inner.appended_partitions.insert(partition);
@@ -166,7 +172,7 @@ impl GroupCoordinator {
         partition: i32,
         records: &[KeyValue],
         now_ms: i64,
-    ) -> Result<(Arc<PartitionLog>, AppendInfo), i16> {
+    ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
         let mut written = None;
         let mut rest = records;
@@ -184,21 +190,21 @@ impl GroupCoordinator {
                 }
                 builder
                     .push(now_ms, Some(key), value.as_deref(), &[])
-                    .map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+                    .map_err(|_| ResponseError::UnknownServerError)?;
                 taken += 1;
             }
             rest = rest.get(taken..).unwrap_or_default();
-            let batch = builder.build().map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+            let batch = builder.build().map_err(|_| ResponseError::UnknownServerError)?;
             let appended = self
                 .replicas
                 .append(&tp, &batch, AppendOrigin::Coordinator, Acks::Leader, now_ms)
                 .map_err(|error| {
                     tracing::warn!(%error, partition, "cannot append to {OFFSETS_TOPIC}");
-                    errors::COORDINATOR_NOT_AVAILABLE
+                    ResponseError::CoordinatorNotAvailable
                 })?;
             written = Some(appended);
         }
-        written.ok_or(errors::UNKNOWN_SERVER_ERROR)
+        written.ok_or(ResponseError::UnknownServerError)
     }
 
     /// Waits until the append `info` is durable under the topic's durability mode (acks=-1, as
@@ -207,10 +213,10 @@ impl GroupCoordinator {
         log: &PartitionLog,
         info: &AppendInfo,
         now_ms: i64,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ResponseError> {
         ReplicaManager::await_acks(log, info, Acks::All, now_ms).map_err(|error| {
             tracing::warn!(%error, "{OFFSETS_TOPIC} fsync failed");
-            errors::COORDINATOR_NOT_AVAILABLE
+            ResponseError::CoordinatorNotAvailable
         })
     }
 
@@ -220,9 +226,9 @@ impl GroupCoordinator {
         inner: &mut Inner,
         group_id: &str,
         now_ms: i64,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ResponseError> {
         let Some(group) = inner.groups.get(group_id) else { return Ok(()) };
-        let record = group_metadata_record(group).map_err(|_| errors::UNKNOWN_SERVER_ERROR)?;
+        let record = group_metadata_record(group).map_err(|_| ResponseError::UnknownServerError)?;
         let (log, info) = self.append(inner, group_id, &[record], now_ms)?;
         Self::await_durable(&log, &info, now_ms)
     }
@@ -234,7 +240,7 @@ impl GroupCoordinator {
         inner: &mut Inner,
         group_id: &str,
         now_ms: i64,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ResponseError> {
         match self.persist_consumer_group(inner, group_id, now_ms)? {
             Some((log, info)) => Self::await_durable(&log, &info, now_ms),
             None => Ok(()),
@@ -248,7 +254,7 @@ impl GroupCoordinator {
         inner: &mut Inner,
         group_id: &str,
         now_ms: i64,
-    ) -> Result<Option<(Arc<PartitionLog>, AppendInfo)>, i16> {
+    ) -> Result<Option<(Arc<PartitionLog>, AppendInfo)>, ResponseError> {
         let Some(consumer) = inner.groups.get(group_id).and_then(|group| group.consumer.as_ref())
         else {
             return Ok(None);
@@ -257,7 +263,7 @@ impl GroupCoordinator {
         let topic_id = move |topic: &str| manager.topic_id(topic);
         let desired = consumer_records(group_id, consumer, &topic_id).map_err(|error| {
             tracing::warn!(%error, group = group_id, "cannot encode a consumer group's records");
-            errors::UNKNOWN_SERVER_ERROR
+            ResponseError::UnknownServerError
         })?;
         let mut writes: Vec<KeyValue> = desired
             .iter()
@@ -434,31 +440,40 @@ pub(super) fn tombstones(group: &Group) -> Result<Vec<KeyValue>, seglog_format::
 /// Replays one partition of `__consumer_offsets` from its log start.
 fn replay_partition(
     log: &PartitionLog,
+    partition: i32,
     offsets: &mut BTreeMap<(String, String, i32), Option<OffsetCommitValue>>,
     metadata: &mut BTreeMap<String, Option<GroupMetadataValue>>,
     consumer: &mut BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
-) -> Result<(), String> {
-    let end = log.log_end_offset().map_err(|error| error.to_string())?;
-    let mut next = log.log_start_offset().map_err(|error| error.to_string())?;
+) -> Result<(), Error> {
+    let failed = |error: Cause| Error::GroupLoad {
+        at: format!("{OFFSETS_TOPIC}-{partition}"),
+        source: error,
+    };
+    let failed_at = |offset: i64, error: Cause| Error::GroupLoad {
+        at: format!("{OFFSETS_TOPIC}-{partition}: offset {offset}"),
+        source: error,
+    };
+    let end = log.log_end_offset().map_err(|error| failed(error.into()))?;
+    let mut next = log.log_start_offset().map_err(|error| failed(error.into()))?;
     let limits = DecodeLimits::default();
     while next < end {
         let data = log
             .read(next, LOAD_READ_BYTES_MAX, Isolation::LogEnd, true)
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| failed(error.into()))?;
         if data.records.is_empty() {
             break;
         }
         let before = next;
         for entry in Batches::new(&data.records) {
-            let entry = entry.map_err(|error| error.to_string())?;
+            let entry = entry.map_err(|error| failed(error.into()))?;
             let batch = entry.batch;
             next = next.max(batch.last_offset() + 1);
             if batch.is_control_batch() {
                 continue;
             }
-            let batch_records = batch.records(limits).map_err(|error| error.to_string())?;
+            let batch_records = batch.records(limits).map_err(|error| failed(error.into()))?;
             for record in &batch_records {
-                let record = record.map_err(|error| error.to_string())?;
+                let record = record.map_err(|error| failed(error.into()))?;
                 if record.offset < before {
                     continue;
                 }
@@ -469,7 +484,7 @@ fn replay_partition(
                             .value
                             .map(records::decode_offset_commit_value)
                             .transpose()
-                            .map_err(|error| format!("offset {}: {error}", record.offset))?;
+                            .map_err(|error| failed_at(record.offset, error.into()))?;
                         offsets.insert((group, topic, partition), value);
                     }
                     Ok(GroupRecordKey::GroupMetadata { group }) => {
@@ -477,7 +492,7 @@ fn replay_partition(
                             .value
                             .map(records::decode_group_metadata_value)
                             .transpose()
-                            .map_err(|error| format!("offset {}: {error}", record.offset))?;
+                            .map_err(|error| failed_at(record.offset, error.into()))?;
                         metadata.insert(group, value);
                     }
                     Ok(
@@ -501,12 +516,16 @@ fn replay_partition(
                             "skipping a record of a later group schema"
                         );
                     }
-                    Err(error) => return Err(format!("offset {}: {error}", record.offset)),
+                    Err(error) => return Err(failed_at(record.offset, error.into())),
                 }
             }
         }
         if next <= before {
-            return Err(format!("no progress reading at offset {before}"));
+            return Err(Error::GroupLoadStalled {
+                topic: OFFSETS_TOPIC,
+                partition,
+                offset: before,
+            });
         }
     }
     Ok(())

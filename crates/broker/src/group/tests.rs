@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use kafka_protocol::ResponseError;
 use seglog_storage::config::BrokerLogConfig;
 use seglog_storage::io::SimFs;
 use seglog_storage::log::partition_log::TopicPartition;
@@ -15,7 +16,7 @@ use tokio::sync::{Notify, oneshot};
 
 use super::store::partition_for;
 use super::*;
-use crate::errors;
+use crate::error::NONE;
 
 fn manager(fs: &SimFs) -> Arc<LogManager> {
     let config =
@@ -88,7 +89,7 @@ fn join_new(
 ) -> (String, oneshot::Receiver<JoinResult>) {
     let mut first = coordinator.join(join_request("", &["range"]), now_ms);
     let result = ready(&mut first).expect("answered at once");
-    assert_eq!(result.error_code, errors::MEMBER_ID_REQUIRED);
+    assert_eq!(result.error_code, ResponseError::MemberIdRequired.code());
     assert!(result.member_id.starts_with("client-"), "{}", result.member_id);
     let receiver = coordinator.join(join_request(&result.member_id, &["range"]), now_ms);
     (result.member_id, receiver)
@@ -151,7 +152,7 @@ fn two_members_join_one_after_the_other_and_share_the_group() {
     assert!(ready(&mut join1).is_none(), "answered before group.initial.rebalance.delay.ms");
     coordinator.tick(3_000);
     let joined = ready(&mut join1).expect("answered at the end of the delay");
-    assert_eq!((joined.error_code, joined.generation_id), (errors::NONE, 1));
+    assert_eq!((joined.error_code, joined.generation_id), (NONE, 1));
     assert_eq!(joined.leader, m1);
     assert_eq!(joined.members.len(), 1);
     assert_eq!(joined.protocol_name.as_deref(), Some("range"));
@@ -162,7 +163,10 @@ fn two_members_join_one_after_the_other_and_share_the_group() {
     // Second member: a rebalance; the first learns of it from its heartbeat.
     let (m2, mut join2) = join_new(&coordinator, 5_000);
     assert!(ready(&mut join2).is_none());
-    assert_eq!(coordinator.heartbeat("g", 1, &m1, None, 5_100), errors::REBALANCE_IN_PROGRESS);
+    assert_eq!(
+        coordinator.heartbeat("g", 1, &m1, None, 5_100),
+        ResponseError::RebalanceInProgress.code()
+    );
     let mut rejoin1 = coordinator.join(join_request(&m1, &["range"]), 5_200);
     // Every member is in: the join completes at once, without waiting for a timer.
     let leader = ready(&mut rejoin1).expect("completed when all members joined");
@@ -174,7 +178,7 @@ fn two_members_join_one_after_the_other_and_share_the_group() {
     // The follower's sync waits for the leader's assignment.
     let mut follower_sync = sync(&coordinator, &m2, 2, &[], 5_300);
     assert!(ready(&mut follower_sync).is_none());
-    assert_eq!(coordinator.heartbeat("g", 2, &m2, None, 5_350), errors::NONE);
+    assert_eq!(coordinator.heartbeat("g", 2, &m2, None, 5_350), NONE);
     let mut leader_sync = sync(&coordinator, &m1, 2, &[(&m1, "p0"), (&m2, "p1")], 5_400);
     assert_eq!(ready(&mut leader_sync).unwrap().assignment, Bytes::from("p0"));
     assert_eq!(ready(&mut follower_sync).unwrap().assignment, Bytes::from("p1"));
@@ -186,11 +190,11 @@ fn two_members_join_one_after_the_other_and_share_the_group() {
     );
 
     // A member leaves: the other rejoins alone, in a new generation.
+    assert_eq!(coordinator.leave("g", &[(m2.clone(), None)], 6_000), (NONE, vec![NONE]));
     assert_eq!(
-        coordinator.leave("g", &[(m2.clone(), None)], 6_000),
-        (errors::NONE, vec![errors::NONE])
+        coordinator.heartbeat("g", 2, &m1, None, 6_100),
+        ResponseError::RebalanceInProgress.code()
     );
-    assert_eq!(coordinator.heartbeat("g", 2, &m1, None, 6_100), errors::REBALANCE_IN_PROGRESS);
     let mut alone = coordinator.join(join_request(&m1, &["range"]), 6_200);
     assert_eq!(ready(&mut alone).unwrap().generation_id, 3);
 }
@@ -225,7 +229,10 @@ fn expired_sessions_and_missing_rejoins_are_removed() {
     // m1 heartbeats but never rejoins: after the rebalance timeout (60 s from the rebalance's
     // start) m2 goes on alone.
     for now_ms in (5_000..=60_000).step_by(5_000) {
-        assert_eq!(coordinator.heartbeat("g", 1, &m1, None, now_ms), errors::REBALANCE_IN_PROGRESS);
+        assert_eq!(
+            coordinator.heartbeat("g", 1, &m1, None, now_ms),
+            ResponseError::RebalanceInProgress.code()
+        );
         coordinator.tick(now_ms);
     }
     coordinator.tick(60_999);
@@ -236,7 +243,10 @@ fn expired_sessions_and_missing_rejoins_are_removed() {
         (alone.generation_id, alone.leader.as_str(), alone.members.len()),
         (2, m2.as_str(), 1)
     );
-    assert_eq!(coordinator.heartbeat("g", 2, &m1, None, 61_001), errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        coordinator.heartbeat("g", 2, &m1, None, 61_001),
+        ResponseError::UnknownMemberId.code()
+    );
     let mut synced = sync(&coordinator, &m2, 2, &[(&m2, "a")], 61_002);
     assert!(ready(&mut synced).is_some());
     // m2 stops heartbeating: its session (10 s) ends and the group empties.
@@ -244,7 +254,10 @@ fn expired_sessions_and_missing_rejoins_are_removed() {
     assert_eq!(coordinator.describe_group("g").unwrap().state, "Stable");
     coordinator.tick(71_003);
     assert_eq!(coordinator.describe_group("g").unwrap().state, "Empty");
-    assert_eq!(coordinator.heartbeat("g", 2, &m2, None, 71_004), errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        coordinator.heartbeat("g", 2, &m2, None, 71_004),
+        ResponseError::UnknownMemberId.code()
+    );
 }
 
 #[test]
@@ -255,39 +268,51 @@ fn protocol_generation_and_membership_errors() {
     let coordinator = coordinator(&manager, config);
     let mut bad = coordinator
         .join(JoinRequest { session_timeout_ms: 5_999, ..join_request("", &["range"]) }, 0);
-    assert_eq!(ready(&mut bad).unwrap().error_code, errors::INVALID_SESSION_TIMEOUT);
+    assert_eq!(ready(&mut bad).unwrap().error_code, ResponseError::InvalidSessionTimeout.code());
     let mut bad = coordinator
         .join(JoinRequest { group_id: String::new(), ..join_request("", &["range"]) }, 0);
-    assert_eq!(ready(&mut bad).unwrap().error_code, errors::INVALID_GROUP_ID);
+    assert_eq!(ready(&mut bad).unwrap().error_code, ResponseError::InvalidGroupId.code());
     let mut bad = coordinator.join(join_request("nobody", &["range"]), 0);
-    assert_eq!(ready(&mut bad).unwrap().error_code, errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(ready(&mut bad).unwrap().error_code, ResponseError::UnknownMemberId.code());
     assert!(coordinator.describe_group("g").is_none(), "a failed join leaves no group");
 
     let (m1, mut join1) = join_new(&coordinator, 0);
     assert_eq!(ready(&mut join1).unwrap().generation_id, 1);
     // A member with no protocol in common is refused.
     let mut other = coordinator.join(join_request("", &["roundrobin"]), 10);
-    assert_eq!(ready(&mut other).unwrap().error_code, errors::INCONSISTENT_GROUP_PROTOCOL);
+    assert_eq!(
+        ready(&mut other).unwrap().error_code,
+        ResponseError::InconsistentGroupProtocol.code()
+    );
     // Commits during CompletingRebalance wait for the assignment; wrong generations fail.
-    assert_eq!(commit(&coordinator, 1, &m1, 5, 20), vec![errors::REBALANCE_IN_PROGRESS]);
+    assert_eq!(
+        commit(&coordinator, 1, &m1, 5, 20),
+        vec![ResponseError::RebalanceInProgress.code()]
+    );
     let mut synced = sync(&coordinator, &m1, 7, &[], 30);
-    assert_eq!(ready(&mut synced).unwrap().error_code, errors::ILLEGAL_GENERATION);
+    assert_eq!(ready(&mut synced).unwrap().error_code, ResponseError::IllegalGeneration.code());
     let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "a")], 40);
-    assert_eq!(ready(&mut synced).unwrap().error_code, errors::NONE);
-    assert_eq!(commit(&coordinator, 0, &m1, 5, 50), vec![errors::ILLEGAL_GENERATION]);
-    assert_eq!(commit(&coordinator, 1, "stranger", 5, 50), vec![errors::UNKNOWN_MEMBER_ID]);
-    assert_eq!(commit(&coordinator, -1, "", 5, 50), vec![errors::UNKNOWN_MEMBER_ID]);
-    assert_eq!(commit(&coordinator, 1, &m1, 5, 60), vec![errors::NONE]);
+    assert_eq!(ready(&mut synced).unwrap().error_code, NONE);
+    assert_eq!(commit(&coordinator, 0, &m1, 5, 50), vec![ResponseError::IllegalGeneration.code()]);
+    assert_eq!(
+        commit(&coordinator, 1, "stranger", 5, 50),
+        vec![ResponseError::UnknownMemberId.code()]
+    );
+    assert_eq!(commit(&coordinator, -1, "", 5, 50), vec![ResponseError::UnknownMemberId.code()]);
+    assert_eq!(commit(&coordinator, 1, &m1, 5, 60), vec![NONE]);
     assert_eq!(committed(&coordinator), 5);
     let big = OffsetToCommit { metadata: "x".repeat(4097), ..offset_to_commit("t", 1, 1) };
     assert_eq!(
         coordinator.commit_offsets("g", 1, &m1, None, &[big], 70),
-        vec![errors::OFFSET_METADATA_TOO_LARGE]
+        vec![ResponseError::OffsetMetadataTooLarge.code()]
     );
     // A group with members cannot be deleted; its subscribed topic's offsets stay.
-    assert_eq!(coordinator.delete_group("g", 80), errors::NON_EMPTY_GROUP);
-    assert_eq!(coordinator.delete_group("nope", 80), errors::GROUP_ID_NOT_FOUND);
-    assert_eq!(coordinator.delete_offsets("nope", &[], 80).0, errors::GROUP_ID_NOT_FOUND);
+    assert_eq!(coordinator.delete_group("g", 80), ResponseError::NonEmptyGroup.code());
+    assert_eq!(coordinator.delete_group("nope", 80), ResponseError::GroupIdNotFound.code());
+    assert_eq!(
+        coordinator.delete_offsets("nope", &[], 80).0,
+        ResponseError::GroupIdNotFound.code()
+    );
 }
 
 #[test]
@@ -303,20 +328,20 @@ fn static_members_rejoin_without_a_rebalance_and_fence_their_old_id() {
     // Static members skip MEMBER_ID_REQUIRED.
     let mut first = coordinator.join(static_join(""), 0);
     let joined = ready(&mut first).unwrap();
-    assert_eq!((joined.error_code, joined.generation_id), (errors::NONE, 1));
+    assert_eq!((joined.error_code, joined.generation_id), (NONE, 1));
     let old_id = joined.member_id;
     let mut synced = sync(&coordinator, &old_id, 1, &[(&old_id, "mine")], 10);
     assert!(ready(&mut synced).is_some());
     // A restart of the same instance: a new member id, same generation, same assignment.
     let mut again = coordinator.join(static_join(""), 1_000);
     let rejoined = ready(&mut again).expect("no rebalance for a known static member");
-    assert_eq!((rejoined.error_code, rejoined.generation_id), (errors::NONE, 1));
+    assert_eq!((rejoined.error_code, rejoined.generation_id), (NONE, 1));
     assert_ne!(rejoined.member_id, old_id);
     let mut synced = sync(&coordinator, &rejoined.member_id, 1, &[], 1_010);
     assert_eq!(ready(&mut synced).unwrap().assignment, Bytes::from("mine"));
     assert_eq!(
         coordinator.heartbeat("g", 1, &old_id, Some("instance-1"), 1_020),
-        errors::FENCED_INSTANCE_ID
+        ResponseError::FencedInstanceId.code()
     );
     assert_eq!(coordinator.describe_group("g").unwrap().state, "Stable");
 }
@@ -328,8 +353,8 @@ fn offsets_and_groups_survive_a_restart_and_a_crash() {
     let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
     let coordinator1 = coordinator(&manager1, config.clone());
     // A simple (standalone) consumer commits with generation -1.
-    assert_eq!(commit(&coordinator1, -1, "", 41, 0), vec![errors::NONE]);
-    assert_eq!(commit(&coordinator1, -1, "", 42, 1), vec![errors::NONE]);
+    assert_eq!(commit(&coordinator1, -1, "", 41, 0), vec![NONE]);
+    assert_eq!(commit(&coordinator1, -1, "", 42, 1), vec![NONE]);
     let mut other = coordinator1
         .join(JoinRequest { group_id: "h".to_owned(), ..join_request("", &["range"]) }, 2);
     let member = ready(&mut other).unwrap().member_id;
@@ -357,13 +382,13 @@ fn offsets_and_groups_survive_a_restart_and_a_crash() {
     let summary = coordinator2.describe_group("h").unwrap();
     assert_eq!((summary.state, summary.members.len()), ("Stable", 1));
     assert_eq!(summary.members[0].5, Bytes::from_static(b"a"));
-    assert_eq!(coordinator2.heartbeat("h", 1, &member, None, 11), errors::NONE);
+    assert_eq!(coordinator2.heartbeat("h", 1, &member, None, 11), NONE);
     // Commit, flush, commit more: a power loss keeps at least the flushed commit.
-    assert_eq!(commit(&coordinator2, -1, "", 50, 20), vec![errors::NONE]);
+    assert_eq!(commit(&coordinator2, -1, "", 50, 20), vec![NONE]);
     for log in manager2.partitions() {
         manager2.get_log(&log).unwrap().flush(21).unwrap();
     }
-    assert_eq!(commit(&coordinator2, -1, "", 60, 22), vec![errors::NONE]);
+    assert_eq!(commit(&coordinator2, -1, "", 60, 22), vec![NONE]);
     drop((coordinator2, manager2));
     for seed in 0..8 {
         let crashed = fs.clone();
@@ -390,7 +415,7 @@ fn the_offsets_topic_is_rewritten_to_its_live_state() {
     let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
     let mut largest = 0;
     for offset in 0..2_000 {
-        assert_eq!(commit(&coordinator, -1, "", offset, offset), vec![errors::NONE]);
+        assert_eq!(commit(&coordinator, -1, "", offset, offset), vec![NONE]);
         coordinator.tick(offset);
         largest = largest.max(manager.get_log(&tp).unwrap().size_bytes().unwrap());
     }
@@ -410,16 +435,13 @@ fn delete_group_and_offsets_write_tombstones() {
     let fs = SimFs::new();
     let manager1 = manager(&fs);
     let coordinator1 = coordinator(&manager1, small_config());
-    assert_eq!(commit(&coordinator1, -1, "", 7, 0), vec![errors::NONE]);
+    assert_eq!(commit(&coordinator1, -1, "", 7, 0), vec![NONE]);
     let offsets = [offset_to_commit("u", 2, 9)];
-    assert_eq!(coordinator1.commit_offsets("g", -1, "", None, &offsets, 1), vec![errors::NONE]);
-    assert_eq!(
-        coordinator1.delete_offsets("g", &[("u".to_owned(), 2)], 2),
-        (errors::NONE, vec![errors::NONE])
-    );
+    assert_eq!(coordinator1.commit_offsets("g", -1, "", None, &offsets, 1), vec![NONE]);
+    assert_eq!(coordinator1.delete_offsets("g", &[("u".to_owned(), 2)], 2), (NONE, vec![NONE]));
     let all = coordinator1.fetch_offsets("g", None).unwrap();
     assert_eq!(all.len(), 1, "only t is left: {all:?}");
-    assert_eq!(coordinator1.delete_group("g", 3), errors::NONE);
+    assert_eq!(coordinator1.delete_group("g", 3), NONE);
     assert_eq!(committed(&coordinator1), -1);
     let (_manager2, coordinator2) = restart(&fs, manager1, coordinator1, small_config());
     assert_eq!(coordinator2.load(10).unwrap(), 0, "the tombstones hold after a restart");
@@ -454,7 +476,7 @@ fn consumer_protocol_members_join_reconcile_fence_and_leave() {
     let coordinator = coordinator(&manager, small_config());
     let meta = topics(&[("t", 4), ("other", 2)]);
     let a = coordinator.consumer_heartbeat(&consumer_heartbeat("", 0), &meta, 0);
-    assert_eq!((a.error_code, a.member_epoch), (errors::NONE, 1));
+    assert_eq!((a.error_code, a.member_epoch), (NONE, 1));
     assert_eq!(a.assignment.as_ref().map(BTreeSet::len), Some(4));
     assert_eq!(a.heartbeat_interval_ms, 5000);
     let b = coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", 0), &meta, 10);
@@ -479,30 +501,30 @@ fn consumer_protocol_members_join_reconcile_fence_and_leave() {
     assert_eq!(coordinator.consumer_group_state("k"), Some(("Stable", 2)));
     // Commits carry the member epoch.
     let offsets = [offset_to_commit("t", 0, 1)];
-    assert_eq!(
-        coordinator.commit_offsets("k", 2, "member-b", None, &offsets, 41),
-        vec![errors::NONE]
-    );
+    assert_eq!(coordinator.commit_offsets("k", 2, "member-b", None, &offsets, 41), vec![NONE]);
     assert_eq!(
         coordinator.commit_offsets("k", 1, "member-b", None, &offsets, 41),
-        vec![errors::STALE_MEMBER_EPOCH]
+        vec![ResponseError::StaleMemberEpoch.code()]
     );
     // An old epoch is fenced; an unknown member is unknown; a classic join is refused.
     assert_eq!(
         coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", 1), &meta, 50).error_code,
-        errors::FENCED_MEMBER_EPOCH
+        ResponseError::FencedMemberEpoch.code()
     );
     assert_eq!(
         coordinator.consumer_heartbeat(&consumer_heartbeat("stranger", 3), &meta, 50).error_code,
-        errors::UNKNOWN_MEMBER_ID
+        ResponseError::UnknownMemberId.code()
     );
     let mut classic = coordinator
         .join(JoinRequest { group_id: "k".to_owned(), ..join_request("", &["range"]) }, 50);
-    assert_eq!(ready(&mut classic).unwrap().error_code, errors::INCONSISTENT_GROUP_PROTOCOL);
-    assert_eq!(coordinator.delete_group("k", 50), errors::NON_EMPTY_GROUP);
+    assert_eq!(
+        ready(&mut classic).unwrap().error_code,
+        ResponseError::InconsistentGroupProtocol.code()
+    );
+    assert_eq!(coordinator.delete_group("k", 50), ResponseError::NonEmptyGroup.code());
     // b leaves (epoch -1): a gets everything back at the next epoch.
     let left = coordinator.consumer_heartbeat(&consumer_heartbeat("member-b", -1), &meta, 60);
-    assert_eq!((left.error_code, left.member_epoch), (errors::NONE, -1));
+    assert_eq!((left.error_code, left.member_epoch), (NONE, -1));
     let a4 = coordinator.consumer_heartbeat(&consumer_heartbeat(&a.member_id, 2), &meta, 70);
     assert_eq!((a4.member_epoch, a4.assignment.map(|set| set.len())), (3, Some(4)));
     // a stops heartbeating: after the session timeout (45 s) the group is empty.
@@ -522,7 +544,7 @@ fn consumer_protocol_requests_are_checked_and_patterns_follow_new_topics() {
         ConsumerHeartbeat { subscribed_topics: None, ..consumer_heartbeat("", 0) };
     assert_eq!(
         coordinator.consumer_heartbeat(&no_subscription, &meta, 0).error_code,
-        errors::INVALID_REQUEST
+        ResponseError::InvalidRequest.code()
     );
     let bad_assignor = ConsumerHeartbeat {
         server_assignor: Some("sticky-ish".to_owned()),
@@ -530,7 +552,7 @@ fn consumer_protocol_requests_are_checked_and_patterns_follow_new_topics() {
     };
     assert_eq!(
         coordinator.consumer_heartbeat(&bad_assignor, &meta, 0).error_code,
-        errors::UNSUPPORTED_ASSIGNOR
+        ResponseError::UnsupportedAssignor.code()
     );
     let bad_regex = ConsumerHeartbeat {
         subscribed_regex: Some("orders-(".to_owned()),
@@ -538,7 +560,7 @@ fn consumer_protocol_requests_are_checked_and_patterns_follow_new_topics() {
     };
     assert_eq!(
         coordinator.consumer_heartbeat(&bad_regex, &meta, 0).error_code,
-        errors::INVALID_REGULAR_EXPRESSION
+        ResponseError::InvalidRegularExpression.code()
     );
     // A classic group with members is not a consumer group.
     let mut joined = coordinator.join(
@@ -552,7 +574,7 @@ fn consumer_protocol_requests_are_checked_and_patterns_follow_new_topics() {
     assert!(ready(&mut joined).is_none(), "initial delay");
     assert_eq!(
         coordinator.consumer_heartbeat(&consumer_heartbeat("", 0), &meta, 1).error_code,
-        errors::GROUP_ID_NOT_FOUND
+        ResponseError::GroupIdNotFound.code()
     );
 
     let by_pattern = ConsumerHeartbeat {
@@ -563,7 +585,7 @@ fn consumer_protocol_requests_are_checked_and_patterns_follow_new_topics() {
         ..consumer_heartbeat("", 0)
     };
     let first = coordinator.consumer_heartbeat(&by_pattern, &meta, 2);
-    assert_eq!(first.error_code, errors::NONE);
+    assert_eq!(first.error_code, NONE);
     let names: Vec<String> =
         first.assignment.unwrap().into_iter().map(|(t, p)| format!("{t}-{p}")).collect();
     assert_eq!(names, ["orders-eu-0", "orders-eu-1", "orders-us-0", "orders-us-1"]);
@@ -590,7 +612,7 @@ fn groups_holding_nothing_are_cleaned_up() {
     // A member id handed out and never used: gone after its session timeout.
     let mut first = coordinator1
         .join(JoinRequest { group_id: "ghost".to_owned(), ..join_request("", &["range"]) }, 0);
-    assert_eq!(ready(&mut first).unwrap().error_code, errors::MEMBER_ID_REQUIRED);
+    assert_eq!(ready(&mut first).unwrap().error_code, ResponseError::MemberIdRequired.code());
     coordinator1.tick(5_000);
     assert!(coordinator1.describe_group("ghost").is_some());
     coordinator1.tick(10_001);
@@ -599,7 +621,7 @@ fn groups_holding_nothing_are_cleaned_up() {
     // retention check, which runs every 10 minutes.
     let (member, mut join) = join_new(&coordinator1, 20_000);
     assert_eq!(ready(&mut join).unwrap().generation_id, 1);
-    assert_eq!(coordinator1.leave("g", &[(member, None)], 20_001).0, errors::NONE);
+    assert_eq!(coordinator1.leave("g", &[(member, None)], 20_001).0, NONE);
     assert_eq!(coordinator1.describe_group("g").unwrap().state, "Empty");
     coordinator1.tick(600_000);
     assert!(coordinator1.describe_group("g").is_some(), "not before the check");
@@ -618,13 +640,13 @@ fn a_failed_classic_join_leaves_an_empty_consumer_group_as_replay_would() {
     // A KIP-848 group whose only member left: empty, its epoch kept in its records.
     let a = coordinator1.consumer_heartbeat(&consumer_heartbeat("member-a", 0), &meta, 0);
     let leave = consumer_heartbeat("member-a", -1);
-    assert_eq!(coordinator1.consumer_heartbeat(&leave, &meta, 1).error_code, errors::NONE);
+    assert_eq!(coordinator1.consumer_heartbeat(&leave, &meta, 1).error_code, NONE);
     assert_eq!(a.member_epoch, 1);
     assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
     // A classic JoinGroup with a member id the group does not know fails; the group stays.
     let mut join = coordinator1
         .join(JoinRequest { group_id: "k".to_owned(), ..join_request("stranger", &["range"]) }, 2);
-    assert_eq!(ready(&mut join).unwrap().error_code, errors::UNKNOWN_MEMBER_ID);
+    assert_eq!(ready(&mut join).unwrap().error_code, ResponseError::UnknownMemberId.code());
     assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
     coordinator1.tick(3);
     assert_eq!(coordinator1.consumer_group_state("k"), Some(("Empty", 0)));
@@ -653,10 +675,7 @@ fn consumer_protocol_groups_survive_a_restart_in_kafkas_records() {
         coordinator1.consumer_heartbeat(&consumer_heartbeat("member-b", b.member_epoch), &meta, 4);
     assert_eq!(b2.assignment.as_ref().map(BTreeSet::len), Some(2));
     let offsets = [offset_to_commit("t", 1, 9)];
-    assert_eq!(
-        coordinator1.commit_offsets("k", 2, "member-b", None, &offsets, 5),
-        vec![errors::NONE]
-    );
+    assert_eq!(coordinator1.commit_offsets("k", 2, "member-b", None, &offsets, 5), vec![NONE]);
 
     let (manager2, coordinator2) = restart(&fs, manager1, coordinator1, small_config());
     assert_eq!(coordinator2.load(100).unwrap(), 1);
@@ -670,7 +689,7 @@ fn consumer_protocol_groups_survive_a_restart_in_kafkas_records() {
     }
     // The members go on at their epochs, without rejoining; nothing moves.
     let a3 = coordinator2.consumer_heartbeat(&consumer_heartbeat("member-a", 2), &meta, 101);
-    assert_eq!((a3.error_code, a3.member_epoch), (errors::NONE, 2));
+    assert_eq!((a3.error_code, a3.member_epoch), (NONE, 2));
     assert_eq!(
         a3.assignment,
         Some(kept),

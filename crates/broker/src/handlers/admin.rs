@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
@@ -23,13 +24,14 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use seglog_format::names::validate_topic;
-use seglog_storage::Error;
+use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::TopicPartition;
 
 use super::configs::{check_topic_configs, topic_config_entries};
 use super::{TopicIds, blocking, now_ms, str_bytes, topic_name};
-use crate::dispatch::{Reply, encode};
-use crate::{Broker, errors};
+use crate::Broker;
+use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// Topics that only the broker creates: the metadata log and the coordinators' state.
 const INTERNAL_TOPICS: [&str; 3] =
@@ -47,7 +49,7 @@ pub(crate) async fn metadata(
     broker: &Arc<Broker>,
     request: MetadataRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || metadata_blocking(&broker, &request, version)).await?;
     encode(&response, version)
@@ -99,7 +101,7 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
                 counts.keys().find(|topic| broker.manager.topic_id(topic) == Some(id)).cloned();
             let Some(name) = found else {
                 out.topic_id = uuid(id);
-                out.error_code = errors::UNKNOWN_TOPIC_ID;
+                out.error_code = ResponseError::UnknownTopicId.code();
                 response.topics.push(out);
                 continue;
             };
@@ -114,19 +116,19 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
         let mut n_partitions = counts.get(&name).copied().unwrap_or(0);
         if n_partitions == 0 {
             if validate_topic(&name).is_err() {
-                out.error_code = errors::INVALID_TOPIC_EXCEPTION;
+                out.error_code = ResponseError::InvalidTopicException.code();
                 response.topics.push(out);
                 continue;
             }
             if !auto_create {
-                out.error_code = errors::UNKNOWN_TOPIC_OR_PARTITION;
+                out.error_code = ResponseError::UnknownTopicOrPartition.code();
                 response.topics.push(out);
                 continue;
             }
             match auto_create_topic(broker, &name) {
                 Ok(count) => n_partitions = count,
                 Err(code) => {
-                    out.error_code = code;
+                    out.error_code = code.code();
                     response.topics.push(out);
                     continue;
                 }
@@ -146,12 +148,12 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
 /// AutoTopicCreationManager gives an internal topic its own settings: offsets.topic.num.partitions,
 /// compaction); `__transaction_state` (whose coordinator seglog does not have yet) and
 /// `__cluster_metadata` are never created as plain topics.
-fn auto_create_topic(broker: &Broker, name: &str) -> Result<i32, i16> {
+fn auto_create_topic(broker: &Broker, name: &str) -> Result<i32, ResponseError> {
     if name == crate::group::OFFSETS_TOPIC {
         return broker.groups.ensure_offsets_topic();
     }
     if INTERNAL_TOPICS.contains(&name) {
-        return Err(errors::UNKNOWN_TOPIC_OR_PARTITION);
+        return Err(ResponseError::UnknownTopicOrPartition);
     }
     let default_partitions = i32::try_from(broker.config.log.n_partitions).unwrap_or(1);
     match broker.manager.create_topic(name, default_partitions, BTreeMap::new()) {
@@ -159,10 +161,10 @@ fn auto_create_topic(broker: &Broker, name: &str) -> Result<i32, i16> {
             tracing::info!(topic = %name, partitions = created.len(), "auto-created topic");
             Ok(default_partitions)
         }
-        Err(Error::TopicAlreadyExists { .. }) => {
+        Err(StorageError::TopicAlreadyExists { .. }) => {
             Ok(broker.manager.topic_partition_counts().get(name).copied().unwrap_or(0))
         }
-        Err(error) => Err(errors::code(&error)),
+        Err(error) => Err(storage_error(&error)),
     }
 }
 
@@ -185,7 +187,7 @@ fn metadata_partitions(
             p.replica_nodes = vec![node];
             p.isr_nodes = vec![node];
         } else {
-            p.error_code = errors::LEADER_NOT_AVAILABLE;
+            p.error_code = ResponseError::LeaderNotAvailable.code();
             p.leader_id = BrokerId(-1);
             p.leader_epoch = -1;
             p.replica_nodes = vec![node];
@@ -209,7 +211,7 @@ pub(crate) async fn create_topics(
     broker: &Arc<Broker>,
     request: CreateTopicsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = CreateTopicsResponse::default();
@@ -221,7 +223,7 @@ pub(crate) async fn create_topics(
             let name = topic.name.0.to_string();
             let result = if seen.get(&name).copied().unwrap_or(0) > 1 {
                 let mut result = CreatableTopicResult::default();
-                result.error_code = errors::INVALID_REQUEST;
+                result.error_code = ResponseError::InvalidRequest.code();
                 result.error_message = message(format!(
                     "Create topics request from client contains multiple entries for the following topics: {name}"
                 ));
@@ -259,7 +261,7 @@ fn create_topic(
         result
     };
     if let Err(error) = validate_topic(&name) {
-        return fail(result, errors::INVALID_TOPIC_EXCEPTION, error.to_string());
+        return fail(result, ResponseError::InvalidTopicException.code(), error.to_string());
     }
     if INTERNAL_TOPICS.contains(&name.as_str()) {
         // Kafka's ControllerApis.createTopics refuses `__cluster_metadata` with these words.
@@ -270,7 +272,7 @@ fn create_topic(
         // retention). docs/broker.md says so.
         return fail(
             result,
-            errors::INVALID_REQUEST,
+            ResponseError::InvalidRequest.code(),
             format!("Creation of internal topic {name} is prohibited."),
         );
     }
@@ -279,7 +281,7 @@ fn create_topic(
         if topic.num_partitions != -1 || topic.replication_factor != -1 {
             return fail(
                 result,
-                errors::INVALID_REQUEST,
+                ResponseError::InvalidRequest.code(),
                 "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".to_owned(),
             );
         }
@@ -288,7 +290,7 @@ fn create_topic(
             if assignment.broker_ids != [node] {
                 return fail(
                     result,
-                    errors::INVALID_REPLICA_ASSIGNMENT,
+                    ResponseError::InvalidReplicaAssignment.code(),
                     format!(
                         "partition {} must be assigned to broker {} alone",
                         assignment.partition_index, broker.config.node_id
@@ -304,14 +306,14 @@ fn create_topic(
     if n_partitions < 1 {
         return fail(
             result,
-            errors::INVALID_PARTITIONS,
+            ResponseError::InvalidPartitions.code(),
             "Number of partitions was set to an invalid non-positive value.".to_owned(),
         );
     }
     if n_partitions > broker.config.topic_partitions_max {
         return fail(
             result,
-            errors::INVALID_PARTITIONS,
+            ResponseError::InvalidPartitions.code(),
             format!(
                 "{n_partitions} partitions exceed seglog.topic.partitions.max = {}",
                 broker.config.topic_partitions_max
@@ -323,7 +325,7 @@ fn create_topic(
         factor if factor < 1 => {
             return fail(
                 result,
-                errors::INVALID_REPLICATION_FACTOR,
+                ResponseError::InvalidReplicationFactor.code(),
                 "Replication factor must be larger than 0, or -1 to use the default value."
                     .to_owned(),
             );
@@ -331,7 +333,7 @@ fn create_topic(
         factor => {
             return fail(
                 result,
-                errors::INVALID_REPLICATION_FACTOR,
+                ResponseError::InvalidReplicationFactor.code(),
                 format!(
                     "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} cannot be reached because only 1 broker(s) are registered."
                 ),
@@ -343,25 +345,25 @@ fn create_topic(
         let Some(value) = &config.value else {
             return fail(
                 result,
-                errors::INVALID_CONFIG,
+                ResponseError::InvalidConfig.code(),
                 format!("Null value not supported for topic configs: {}", config.name.as_str()),
             );
         };
         overrides.insert(config.name.to_string(), value.to_string());
     }
-    if let Err(text) = check_topic_configs(broker, &overrides) {
-        return fail(result, errors::INVALID_CONFIG, text);
+    if let Err(error) = check_topic_configs(broker, &overrides) {
+        return fail(result, error.code(), error.message());
     }
     if broker.manager.topic_partition_counts().contains_key(&name) {
         return fail(
             result,
-            errors::TOPIC_ALREADY_EXISTS,
+            ResponseError::TopicAlreadyExists.code(),
             format!("Topic '{name}' already exists."),
         );
     }
     if !validate_only {
         if let Err(error) = broker.manager.create_topic(&name, n_partitions, overrides.clone()) {
-            return fail(result, errors::code(&error), error.to_string());
+            return fail(result, storage_error(&error).code(), error.to_string());
         }
         result.topic_id = uuid(broker.manager.topic_id(&name).unwrap_or([0; 16]));
     }
@@ -389,7 +391,7 @@ pub(crate) async fn delete_topics(
     broker: &Arc<Broker>,
     request: DeleteTopicsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let asked: Vec<(Option<TopicName>, uuid::Uuid)> = if version >= 6 {
@@ -421,25 +423,27 @@ pub(crate) async fn delete_topics(
             }
             let mut result = DeletableTopicResult::default().with_name(name.clone());
             let target = match (name, id.is_nil()) {
-                (None, true) => {
-                    Err((errors::INVALID_REQUEST, "Neither topic name nor id were specified."))
-                }
+                (None, true) => Err((
+                    ResponseError::InvalidRequest.code(),
+                    "Neither topic name nor id were specified.",
+                )),
                 (Some(_), false) => Err((
-                    errors::INVALID_REQUEST,
+                    ResponseError::InvalidRequest.code(),
                     "You may not specify both topic name and topic id.",
                 )),
                 (Some(name), true) if n_names.get(name.0.as_str()).copied() > Some(1) => {
-                    Err((errors::INVALID_REQUEST, "Duplicate topic name."))
+                    Err((ResponseError::InvalidRequest.code(), "Duplicate topic name."))
                 }
                 (None, false) if n_ids.get(id).copied() > Some(1) => {
-                    Err((errors::INVALID_REQUEST, "Duplicate topic id."))
+                    Err((ResponseError::InvalidRequest.code(), "Duplicate topic id."))
                 }
                 (Some(name), true) => Ok(name.0.to_string()),
-                (None, false) => ids
-                    .as_ref()
-                    .and_then(|ids| ids.name(id))
-                    .map(str::to_owned)
-                    .ok_or((errors::UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")),
+                (None, false) => {
+                    ids.as_ref().and_then(|ids| ids.name(id)).map(str::to_owned).ok_or((
+                        ResponseError::UnknownTopicId.code(),
+                        "This server does not host this topic ID.",
+                    ))
+                }
             };
             if version >= 6 {
                 result.topic_id = *id;
@@ -457,7 +461,7 @@ pub(crate) async fn delete_topics(
                         result.topic_id = ids.by_name.get(&target).copied().unwrap_or_default();
                     }
                     if let Err(error) = broker.manager.delete_topic(&target) {
-                        result.error_code = errors::code(&error);
+                        result.error_code = storage_error(&error).code();
                         if version >= 5 {
                             result.error_message = message(error.to_string());
                         }
@@ -477,7 +481,7 @@ pub(crate) async fn create_partitions(
     broker: &Arc<Broker>,
     request: CreatePartitionsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = CreatePartitionsResponse::default();
@@ -489,21 +493,21 @@ pub(crate) async fn create_partitions(
             let node = BrokerId(broker.config.node_id);
             let outcome = match current {
                 None => Err((
-                    errors::UNKNOWN_TOPIC_OR_PARTITION,
+                    ResponseError::UnknownTopicOrPartition.code(),
                     format!("The topic '{name}' does not exist."),
                 )),
                 Some(current) if topic.count == current => {
-                    Err((errors::INVALID_PARTITIONS, format!("Topic already has {current} partitions.")))
+                    Err((ResponseError::InvalidPartitions.code(), format!("Topic already has {current} partitions.")))
                 }
                 Some(current) if topic.count < current => Err((
-                    errors::INVALID_PARTITIONS,
+                    ResponseError::InvalidPartitions.code(),
                     format!(
                         "Topic currently has {current} partitions, which is higher than the requested {}.",
                         topic.count
                     ),
                 )),
                 Some(_) if topic.count > broker.config.topic_partitions_max => Err((
-                    errors::INVALID_PARTITIONS,
+                    ResponseError::InvalidPartitions.code(),
                     format!(
                         "{} partitions exceed seglog.topic.partitions.max = {}",
                         topic.count, broker.config.topic_partitions_max
@@ -515,7 +519,7 @@ pub(crate) async fn create_partitions(
                     }) =>
                 {
                     Err((
-                        errors::INVALID_REPLICA_ASSIGNMENT,
+                        ResponseError::InvalidReplicaAssignment.code(),
                         format!("new partitions must be assigned to broker {} alone", node.0),
                     ))
                 }
@@ -524,7 +528,7 @@ pub(crate) async fn create_partitions(
                     .manager
                     .create_partitions(&name, topic.count)
                     .map(|_| ())
-                    .map_err(|error| (errors::code(&error), error.to_string())),
+                    .map_err(|error| (storage_error(&error).code(), error.to_string())),
             };
             if let Err((code, text)) = outcome {
                 result.error_code = code;
@@ -544,7 +548,7 @@ pub(crate) async fn delete_records(
     broker: &Arc<Broker>,
     request: DeleteRecordsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = DeleteRecordsResponse::default();
@@ -563,7 +567,7 @@ pub(crate) async fn delete_records(
                     let target =
                         if partition.offset == -1 { high_watermark } else { partition.offset };
                     if target < 0 {
-                        return Err(Error::OffsetOutOfRange {
+                        return Err(StorageError::OffsetOutOfRange {
                             requested: target,
                             log_start: log.log_start_offset()?,
                             log_end: high_watermark,
@@ -575,7 +579,7 @@ pub(crate) async fn delete_records(
                 });
                 match outcome {
                     Ok(low_watermark) => result.low_watermark = low_watermark,
-                    Err(error) => result.error_code = errors::code(&error),
+                    Err(error) => result.error_code = storage_error(&error).code(),
                 }
                 out.partitions.push(result);
             }

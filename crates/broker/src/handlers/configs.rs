@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
@@ -17,8 +18,9 @@ use seglog_storage::config::{ConfigType, LogConfig};
 
 use super::broker_configs::{broker_config_entries, topic_synonyms};
 use super::{blocking, str_bytes};
-use crate::dispatch::{Reply, encode};
-use crate::{Broker, errors};
+use crate::Broker;
+use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// Kafka's `ConfigResource.Type` values.
 const RESOURCE_TOPIC: i8 = 2;
@@ -60,9 +62,12 @@ fn is_topic_key(key: &str) -> bool {
 pub(crate) fn check_topic_configs(
     broker: &Broker,
     overrides: &BTreeMap<String, String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if let Some(unknown) = overrides.keys().find(|key| !is_topic_key(key)) {
-        return Err(format!("Unknown topic config name: {unknown}"));
+        return Err(Error::wire_with(
+            ResponseError::InvalidConfig,
+            format!("Unknown topic config name: {unknown}"),
+        ));
     }
     broker
         .config
@@ -70,7 +75,7 @@ pub(crate) fn check_topic_configs(
         .default_log_config
         .with_overrides(overrides)
         .map(|_| ())
-        .map_err(|error| error.to_string())
+        .map_err(|error| Error::wire_with(ResponseError::InvalidConfig, error.to_string()))
 }
 
 /// Every config of a topic: its overrides marked TOPIC_CONFIG, the rest DEFAULT_CONFIG.
@@ -124,7 +129,7 @@ pub(crate) fn describe_configs(
     broker: &Arc<Broker>,
     request: &DescribeConfigsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let mut response = DescribeConfigsResponse::default();
     for resource in &request.resources {
         let name = resource.resource_name.to_string();
@@ -150,8 +155,8 @@ pub(crate) fn describe_configs(
                         })
                         .collect::<Vec<_>>())
                 } else {
-                    Err((
-                        errors::UNKNOWN_TOPIC_OR_PARTITION,
+                    Err(Error::wire_with(
+                        ResponseError::UnknownTopicOrPartition,
                         format!("Topic {name} does not exist."),
                     ))
                 }
@@ -163,8 +168,8 @@ pub(crate) fn describe_configs(
                         .map(|e| (e.entry, e.config_type, true, e.documentation, e.synonyms))
                         .collect())
                 } else {
-                    Err((
-                        errors::INVALID_REQUEST,
+                    Err(Error::wire_with(
+                        ResponseError::InvalidRequest,
                         format!(
                             "Unexpected broker id, expected {} but received {name}",
                             broker.config.node_id
@@ -172,7 +177,10 @@ pub(crate) fn describe_configs(
                     ))
                 }
             }
-            other => Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
+            other => Err(Error::wire_with(
+                ResponseError::InvalidRequest,
+                format!("Unsupported resource type {other}"),
+            )),
         };
         match entries {
             Ok(entries) => {
@@ -213,9 +221,9 @@ pub(crate) fn describe_configs(
                     })
                     .collect();
             }
-            Err((code, text)) => {
-                result.error_code = code;
-                result.error_message = Some(str_bytes(&text));
+            Err(error) => {
+                result.error_code = error.code();
+                result.error_message = Some(str_bytes(&error.message()));
             }
         }
         response.results.push(result);
@@ -229,26 +237,26 @@ fn apply_topic_overrides(
     topic_name: &str,
     overrides: BTreeMap<String, String>,
     validate_only: bool,
-) -> Result<(), (i16, String)> {
+) -> Result<(), Error> {
     if !broker.manager.topic_partition_counts().contains_key(topic_name) {
-        return Err((
-            errors::UNKNOWN_TOPIC_OR_PARTITION,
+        return Err(Error::wire_with(
+            ResponseError::UnknownTopicOrPartition,
             format!("Topic {topic_name} does not exist."),
         ));
     }
-    check_topic_configs(broker, &overrides).map_err(|text| (errors::INVALID_CONFIG, text))?;
+    check_topic_configs(broker, &overrides)?;
     if validate_only {
         return Ok(());
     }
     broker
         .manager
         .set_topic_overrides(topic_name, overrides)
-        .map_err(|error| (errors::code(&error), error.to_string()))
+        .map_err(|error| Error::wire_with(storage_error(&error), error.to_string()))
 }
 
-fn broker_is_static(broker: &Broker) -> (i16, String) {
-    (
-        errors::INVALID_REQUEST,
+fn broker_is_static(broker: &Broker) -> Error {
+    Error::wire_with(
+        ResponseError::InvalidRequest,
         format!(
             "broker {} configuration is static in seglog: edit server.properties and restart",
             broker.config.node_id
@@ -261,12 +269,15 @@ fn broker_is_static(broker: &Broker) -> (i16, String) {
 fn for_resource(
     broker: &Broker,
     resource_type: i8,
-    topic: impl FnOnce() -> Result<(), (i16, String)>,
-) -> Result<(), (i16, String)> {
+    topic: impl FnOnce() -> Result<(), Error>,
+) -> Result<(), Error> {
     match resource_type {
         RESOURCE_TOPIC => topic(),
         RESOURCE_BROKER => Err(broker_is_static(broker)),
-        other => Err((errors::INVALID_REQUEST, format!("Unsupported resource type {other}"))),
+        other => Err(Error::wire_with(
+            ResponseError::InvalidRequest,
+            format!("Unsupported resource type {other}"),
+        )),
     }
 }
 
@@ -275,7 +286,7 @@ pub(crate) async fn alter_configs(
     broker: &Arc<Broker>,
     request: AlterConfigsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = AlterConfigsResponse::default();
@@ -285,8 +296,8 @@ pub(crate) async fn alter_configs(
                 let mut overrides = BTreeMap::new();
                 for config in &resource.configs {
                     let Some(value) = &config.value else {
-                        return Err((
-                            errors::INVALID_REQUEST,
+                        return Err(Error::wire_with(
+                            ResponseError::InvalidRequest,
                             format!("Null value not supported for : {}", config.name.as_str()),
                         ));
                     };
@@ -297,9 +308,9 @@ pub(crate) async fn alter_configs(
             let mut result = AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
-            if let Err((code, text)) = outcome {
-                result.error_code = code;
-                result.error_message = Some(str_bytes(&text));
+            if let Err(error) = outcome {
+                result.error_code = error.code();
+                result.error_message = Some(str_bytes(&error.message()));
             }
             response.responses.push(result);
         }
@@ -314,7 +325,7 @@ pub(crate) async fn incremental_alter_configs(
     broker: &Arc<Broker>,
     request: IncrementalAlterConfigsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = IncrementalAlterConfigsResponse::default();
@@ -326,9 +337,9 @@ pub(crate) async fn incremental_alter_configs(
             let mut result = IncrementalResult::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
-            if let Err((code, text)) = outcome {
-                result.error_code = code;
-                result.error_message = Some(str_bytes(&text));
+            if let Err(error) = outcome {
+                result.error_code = error.code();
+                result.error_message = Some(str_bytes(&error.message()));
             }
             response.responses.push(result);
         }
@@ -343,7 +354,7 @@ fn incremental_topic(
     name: &str,
     resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
     validate_only: bool,
-) -> Result<(), (i16, String)> {
+) -> Result<(), Error> {
     let mut overrides = broker.manager.topic_overrides(name);
     let effective =
         broker.manager.topic_config(name).map(|config| config.to_properties()).unwrap_or_default();
@@ -382,19 +393,22 @@ fn incremental_topic(
             }
             (2 | 3, Some(_)) => {
                 let op = if config.config_operation == 2 { "append" } else { "subtract" };
-                return Err((
-                    errors::INVALID_CONFIG,
+                return Err(Error::wire_with(
+                    ResponseError::InvalidConfig,
                     format!("Config value {op} is not allowed for config key: {key}"),
                 ));
             }
             (0 | 2 | 3, None) => {
-                return Err((
-                    errors::INVALID_REQUEST,
+                return Err(Error::wire_with(
+                    ResponseError::InvalidRequest,
                     format!("Null value not supported for : {key}"),
                 ));
             }
             (other, _) => {
-                return Err((errors::INVALID_REQUEST, format!("Unknown config operation {other}")));
+                return Err(Error::wire_with(
+                    ResponseError::InvalidRequest,
+                    format!("Unknown config operation {other}"),
+                ));
             }
         }
     }

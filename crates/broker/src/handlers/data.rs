@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
     FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
@@ -20,14 +21,15 @@ use kafka_protocol::messages::{
     BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
 };
-use seglog_storage::Error;
+use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
 use super::{TopicIds, blocking, now_ms, str_bytes};
-use crate::dispatch::{Reply, encode};
+use crate::Broker;
+use crate::error::{Error, NONE, check_leader_epoch, storage_error};
 use crate::replica::{Acks, AppendError};
-use crate::{Broker, errors};
+use crate::request::{Reply, encode};
 
 /// Kafka's broker `fetch.max.bytes` default: the most one Fetch response carries.
 const FETCH_RESPONSE_BYTES_MAX: i32 = 57_671_680;
@@ -51,7 +53,7 @@ pub(crate) async fn produce(
     broker: &Arc<Broker>,
     request: ProduceRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let acks = request.acks;
     let transactional = request.transactional_id.is_some();
     let ids = if version >= 13 {
@@ -74,7 +76,7 @@ pub(crate) async fn produce(
                 let response = if transactional {
                     produce_error(
                         partition.index,
-                        errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        ResponseError::TransactionalIdAuthorizationFailed.code(),
                         "transactions are not supported by this broker",
                     )
                 } else if let Some(name) = name {
@@ -82,7 +84,7 @@ pub(crate) async fn produce(
                 } else {
                     produce_error(
                         partition.index,
-                        errors::UNKNOWN_TOPIC_ID,
+                        ResponseError::UnknownTopicId.code(),
                         "This server does not host this topic ID.",
                     )
                 };
@@ -102,7 +104,7 @@ pub(crate) async fn produce(
         for handle in partitions {
             topic
                 .partition_responses
-                .push(handle.await.map_err(|error| format!("produce task failed: {error}"))?);
+                .push(handle.await.map_err(|source| Error::Task { what: "produce task", source })?);
         }
         response.responses.push(topic);
     }
@@ -113,12 +115,9 @@ pub(crate) async fn produce(
             .responses
             .iter()
             .flat_map(|topic| &topic.partition_responses)
-            .find(|partition| partition.error_code != errors::NONE);
+            .find(|partition| partition.error_code != NONE);
         if let Some(failed) = failed {
-            return Err(format!(
-                "acks=0 produce failed with error {} for partition {}; closing as Kafka does",
-                failed.error_code, failed.index
-            ));
+            return Err(Error::AcksZeroFailed { code: failed.error_code, partition: failed.index });
         }
         return Ok(Reply::None);
     }
@@ -163,10 +162,18 @@ fn append_partition(
     acks: i16,
 ) -> PartitionProduceResponse {
     let Some(acks) = Acks::from_wire(acks) else {
-        return produce_error(partition, errors::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1");
+        return produce_error(
+            partition,
+            ResponseError::InvalidRequiredAcks.code(),
+            "acks must be -1, 0 or 1",
+        );
     };
     let Some(records) = records else {
-        return produce_error(partition, errors::CORRUPT_MESSAGE, "the record set is null");
+        return produce_error(
+            partition,
+            ResponseError::CorruptMessage.code(),
+            "the record set is null",
+        );
     };
     let started = Instant::now();
     let tp = tp(topic, partition);
@@ -175,12 +182,13 @@ fn append_partition(
         Err(AppendError::InternalTopic(_)) => {
             // Only the coordinators write the internal topics (Kafka's ReplicaManager).
             let message = format!("Cannot append to internal topic {topic}");
-            return produce_error(partition, errors::INVALID_TOPIC_EXCEPTION, &message);
+            return produce_error(partition, ResponseError::InvalidTopicException.code(), &message);
         }
         Err(AppendError::Storage(error)) => {
             tracing::debug!(topic, partition, %error, "produce refused");
-            let mut response = produce_error(partition, errors::code(&error), &error.to_string());
-            if let Error::Validation(validation) = &error {
+            let mut response =
+                produce_error(partition, storage_error(&error).code(), &error.to_string());
+            if let StorageError::Validation(validation) = &error {
                 response.record_errors = validation
                     .record_errors()
                     .iter()
@@ -227,11 +235,11 @@ pub(crate) async fn fetch(
     broker: &Arc<Broker>,
     request: FetchRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let mut response = FetchResponse::default();
     response.session_id = 0;
     if request.session_epoch != 0 && request.session_epoch != -1 {
-        response.error_code = errors::FETCH_SESSION_ID_NOT_FOUND;
+        response.error_code = ResponseError::FetchSessionIdNotFound.code();
         return encode(&response, version);
     }
     let wait_ms =
@@ -257,7 +265,7 @@ pub(crate) async fn fetch(
         .await?;
         names = Some(resolved);
         let total: usize = reads.iter().map(|read| read.bytes).sum();
-        let failed = reads.iter().any(|read| read.data.error_code != errors::NONE);
+        let failed = reads.iter().any(|read| read.data.error_code != NONE);
         let now = Instant::now();
         if total >= min_bytes || failed || now >= deadline {
             break reads;
@@ -332,12 +340,12 @@ fn read_partitions(
             data.records = Some(Bytes::new());
             let mut bytes = 0;
             let Some(name) = &name else {
-                data.error_code = errors::UNKNOWN_TOPIC_ID;
+                data.error_code = ResponseError::UnknownTopicId.code();
                 reads.push(PartitionRead { topic_idx, data, bytes });
                 continue;
             };
             match broker.manager.get_log(&tp(name, partition.partition)) {
-                Err(error) => data.error_code = errors::code(&error),
+                Err(error) => data.error_code = storage_error(&error).code(),
                 Ok(log) => {
                     let limit = usize::try_from(partition.partition_max_bytes.max(0))
                         .unwrap_or(0)
@@ -352,20 +360,20 @@ fn read_partitions(
                     let read = match read {
                         Ok(read) => read,
                         Err(error) => {
-                            data.error_code = errors::code(&error);
+                            data.error_code = storage_error(&error).code();
                             reads.push(PartitionRead { topic_idx, data, bytes });
                             continue;
                         }
                     };
                     let leader_epoch = read.leader_epoch.unwrap_or(0).max(0);
                     let epoch_check =
-                        errors::check_leader_epoch(partition.current_leader_epoch, leader_epoch);
+                        check_leader_epoch(partition.current_leader_epoch, leader_epoch);
                     data.high_watermark = read.high_watermark;
                     data.last_stable_offset = read.last_stable_offset;
                     if version >= 5 {
                         data.log_start_offset = read.log_start_offset;
                     }
-                    if epoch_check == errors::NONE {
+                    if epoch_check == NONE {
                         match read.data {
                             Ok(fetched) => {
                                 bytes = fetched.records.len();
@@ -375,14 +383,14 @@ fn read_partitions(
                                 remaining = remaining.saturating_sub(bytes);
                                 data.records = Some(Bytes::from(fetched.records));
                             }
-                            Err(error) => data.error_code = errors::code(&error),
+                            Err(error) => data.error_code = storage_error(&error).code(),
                         }
                     } else {
                         // A fenced or unknown epoch gets no records (read under the same lock).
                         data.error_code = epoch_check;
                     }
-                    let stale_leader = data.error_code == errors::NOT_LEADER_OR_FOLLOWER
-                        || data.error_code == errors::FENCED_LEADER_EPOCH;
+                    let stale_leader = data.error_code == ResponseError::NotLeaderOrFollower.code()
+                        || data.error_code == ResponseError::FencedLeaderEpoch.code();
                     if version >= 16 && stale_leader {
                         // KIP-951: tell the client who leads now, so it need not ask Metadata.
                         data.current_leader = LeaderIdAndEpoch::default()
@@ -409,7 +417,7 @@ pub(crate) async fn list_offsets(
     broker: &Arc<Broker>,
     request: ListOffsetsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = ListOffsetsResponse::default();
@@ -465,18 +473,18 @@ fn list_offset(
     out.offset = -1;
     out.leader_epoch = -1;
     if timestamp < 0 && special_timestamp_version(timestamp).is_none_or(|since| version < since) {
-        out.error_code = errors::UNSUPPORTED_VERSION;
+        out.error_code = ResponseError::UnsupportedVersion.code();
         return out;
     }
     let log = match broker.manager.get_log(&tp(topic, partition)) {
         Ok(log) => log,
         Err(error) => {
-            out.error_code = errors::code(&error);
+            out.error_code = storage_error(&error).code();
             return out;
         }
     };
-    out.error_code = errors::check_leader_epoch(current_leader_epoch, Broker::leader_epoch(&log));
-    if out.error_code != errors::NONE {
+    out.error_code = check_leader_epoch(current_leader_epoch, Broker::leader_epoch(&log));
+    if out.error_code != NONE {
         return out;
     }
     if timestamp == LATEST_TIERED_TIMESTAMP {
@@ -487,7 +495,7 @@ fn list_offset(
     let high_watermark = match log.high_watermark() {
         Ok(high_watermark) => high_watermark,
         Err(error) => {
-            out.error_code = errors::code(&error);
+            out.error_code = storage_error(&error).code();
             return out;
         }
     };
@@ -505,7 +513,7 @@ fn list_offset(
             }
         }
         Ok(None) => {}
-        Err(error) => out.error_code = errors::code(&error),
+        Err(error) => out.error_code = storage_error(&error).code(),
     }
     out
 }
@@ -517,7 +525,7 @@ pub(crate) async fn offset_for_leader_epoch(
     broker: &Arc<Broker>,
     request: OffsetForLeaderEpochRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut response = OffsetForLeaderEpochResponse::default();
@@ -531,19 +539,19 @@ pub(crate) async fn offset_for_leader_epoch(
                 end.leader_epoch = -1;
                 end.end_offset = -1;
                 match broker.manager.get_log(&tp(&name, partition.partition)) {
-                    Err(error) => end.error_code = errors::code(&error),
+                    Err(error) => end.error_code = storage_error(&error).code(),
                     Ok(log) => {
-                        end.error_code = errors::check_leader_epoch(
+                        end.error_code = check_leader_epoch(
                             partition.current_leader_epoch,
                             Broker::leader_epoch(&log),
                         );
-                        if end.error_code == errors::NONE {
+                        if end.error_code == NONE {
                             match log.end_offset_for_epoch(partition.leader_epoch) {
                                 Ok((epoch, offset)) => {
                                     end.leader_epoch = epoch;
                                     end.end_offset = offset;
                                 }
-                                Err(error) => end.error_code = errors::code(&error),
+                                Err(error) => end.error_code = storage_error(&error).code(),
                             }
                         }
                     }

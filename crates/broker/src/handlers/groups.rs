@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment as DescribeAssignment, DescribedGroup as ConsumerDescribedGroup,
     Member as ConsumerDescribedMember, TopicPartitions as DescribeTopicPartitions,
@@ -36,7 +37,7 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
+    BrokerId, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
     HeartbeatRequest, HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
     LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
@@ -46,12 +47,13 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{TopicIds, blocking, now_ms, operations, str_bytes, topic_name};
-use crate::dispatch::{Reply, Request, encode};
+use crate::Broker;
+use crate::error::{Error, NONE};
 use crate::group::{
     ConsumerHeartbeat, FetchedOffsets, JoinRequest, OffsetToCommit, Partition, SyncRequest,
     TopicPartitions,
 };
-use crate::{Broker, errors};
+use crate::request::{Reply, Request, encode};
 
 /// READ, DELETE, DESCRIBE: what a group allows with no authorizer.
 const GROUP_OPERATIONS: i32 = operations(&[3, 6, 8]);
@@ -64,60 +66,35 @@ fn group_id(value: &str) -> GroupId {
     GroupId(str_bytes(value))
 }
 
-/// Routes one group API request.
-pub(crate) async fn route(broker: &Arc<Broker>, request: &Request) -> Result<Reply, String> {
-    let version = request.version;
-    match request.api_key {
-        ApiKey::FindCoordinator => find_coordinator(broker, request.decode()?, version).await,
-        ApiKey::JoinGroup => join_group(broker, request, request.decode()?, version).await,
-        ApiKey::SyncGroup => sync_group(broker, request.decode()?, version).await,
-        ApiKey::Heartbeat => heartbeat(broker, request.decode()?, version).await,
-        ApiKey::LeaveGroup => leave_group(broker, request.decode()?, version).await,
-        ApiKey::OffsetCommit => offset_commit(broker, request.decode()?, version).await,
-        ApiKey::OffsetFetch => offset_fetch(broker, request.decode()?, version).await,
-        ApiKey::ListGroups => list_groups(broker, &request.decode()?, version),
-        ApiKey::DescribeGroups => describe_groups(broker, &request.decode()?, version),
-        ApiKey::DeleteGroups => delete_groups(broker, request.decode()?, version).await,
-        ApiKey::OffsetDelete => offset_delete(broker, request.decode()?, version).await,
-        ApiKey::ConsumerGroupHeartbeat => {
-            consumer_group_heartbeat(broker, request, request.decode()?, version).await
-        }
-        ApiKey::ConsumerGroupDescribe => {
-            consumer_group_describe(broker, &request.decode()?, version)
-        }
-        other => Err(format!("api {other:?} is not a group api")),
-    }
-}
-
 /// FindCoordinator: this node, for groups and transactional ids alike (creating
 /// `__consumer_offsets` on first use, as Kafka does); share-group keys (type 2) are refused.
-async fn find_coordinator(
+pub(crate) async fn find_coordinator(
     broker: &Arc<Broker>,
     request: FindCoordinatorRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let for_groups = Arc::clone(broker);
     let ensured = blocking(move || for_groups.groups.ensure_offsets_topic()).await?;
     let answer = |key: &StrBytes| -> (i16, Option<&'static str>) {
         if request.key_type != 0 && request.key_type != 1 {
             return (
-                errors::INVALID_REQUEST,
+                ResponseError::InvalidRequest.code(),
                 Some("only group (0) and transaction (1) keys are served"),
             );
         }
         if request.key_type == 0 && key.is_empty() {
-            return (errors::INVALID_REQUEST, Some("the group id is empty"));
+            return (ResponseError::InvalidRequest.code(), Some("the group id is empty"));
         }
         match ensured {
-            Ok(_) => (errors::NONE, None),
-            Err(code) => (code, Some("the coordinator's topic is not available")),
+            Ok(_) => (NONE, None),
+            Err(code) => (code.code(), Some("the coordinator's topic is not available")),
         }
     };
     let mut response = FindCoordinatorResponse::default();
     if version < 4 {
         let (code, message) = answer(&request.key);
         response.error_code = code;
-        if code == errors::NONE {
+        if code == NONE {
             response.node_id = BrokerId(broker.config.node_id);
             response.host = str_bytes(&broker.advertised_host);
             response.port = broker.advertised_port;
@@ -135,7 +112,7 @@ async fn find_coordinator(
                 .with_key(key.clone())
                 .with_error_code(code)
                 .with_error_message(message.map(str_bytes));
-            if code == errors::NONE {
+            if code == NONE {
                 coordinator.node_id = BrokerId(broker.config.node_id);
                 coordinator.host = str_bytes(&broker.advertised_host);
                 coordinator.port = broker.advertised_port;
@@ -149,12 +126,12 @@ async fn find_coordinator(
     encode(&response, version)
 }
 
-async fn join_group(
+pub(crate) async fn join_group(
     broker: &Arc<Broker>,
     request_frame: &Request,
     request: JoinGroupRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let join = JoinRequest {
         group_id: text(&request.group_id.0),
         member_id: text(&request.member_id),
@@ -180,7 +157,7 @@ async fn join_group(
     let for_groups = Arc::clone(broker);
     let receiver = blocking(move || for_groups.groups.join(join, now_ms())).await?;
     let result = receiver.await.unwrap_or_else(|_| {
-        crate::group::JoinResult::error(&member_id, errors::REBALANCE_IN_PROGRESS)
+        crate::group::JoinResult::error(&member_id, ResponseError::RebalanceInProgress.code())
     });
     let mut response = JoinGroupResponse::default();
     response.error_code = result.error_code;
@@ -215,11 +192,11 @@ async fn join_group(
     encode(&response, version)
 }
 
-async fn sync_group(
+pub(crate) async fn sync_group(
     broker: &Arc<Broker>,
     request: SyncGroupRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let sync = SyncRequest {
         group_id: text(&request.group_id.0),
         generation_id: request.generation_id,
@@ -235,9 +212,9 @@ async fn sync_group(
     };
     let for_groups = Arc::clone(broker);
     let receiver = blocking(move || for_groups.groups.sync(sync, now_ms())).await?;
-    let result = receiver
-        .await
-        .unwrap_or_else(|_| crate::group::SyncResult::error(errors::REBALANCE_IN_PROGRESS));
+    let result = receiver.await.unwrap_or_else(|_| {
+        crate::group::SyncResult::error(ResponseError::RebalanceInProgress.code())
+    });
     let mut response = SyncGroupResponse::default();
     response.error_code = result.error_code;
     response.assignment = result.assignment;
@@ -248,11 +225,11 @@ async fn sync_group(
     encode(&response, version)
 }
 
-async fn heartbeat(
+pub(crate) async fn heartbeat(
     broker: &Arc<Broker>,
     request: HeartbeatRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let for_groups = Arc::clone(broker);
     let code = blocking(move || {
         for_groups.groups.heartbeat(
@@ -267,11 +244,11 @@ async fn heartbeat(
     encode(&HeartbeatResponse::default().with_error_code(code), version)
 }
 
-async fn leave_group(
+pub(crate) async fn leave_group(
     broker: &Arc<Broker>,
     request: LeaveGroupRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let leaving: Vec<(String, Option<String>)> = if version < 3 {
         vec![(text(&request.member_id), None)]
     } else {
@@ -288,7 +265,7 @@ async fn leave_group(
     let mut response = LeaveGroupResponse::default();
     if version < 3 {
         response.error_code =
-            if code == errors::NONE { codes.first().copied().unwrap_or(code) } else { code };
+            if code == NONE { codes.first().copied().unwrap_or(code) } else { code };
     } else {
         response.error_code = code;
         response.members = leaving
@@ -305,11 +282,11 @@ async fn leave_group(
     encode(&response, version)
 }
 
-async fn offset_commit(
+pub(crate) async fn offset_commit(
     broker: &Arc<Broker>,
     request: OffsetCommitRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     // Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist and
     // commits the others.
     let counts = broker.manager.topic_partition_counts();
@@ -354,9 +331,9 @@ async fn offset_commit(
         out.name = topic.name.clone();
         for partition in &topic.partitions {
             let code = if exists(topic.name.0.as_str(), partition.partition_index) {
-                codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR)
+                codes.next().unwrap_or(ResponseError::UnknownServerError.code())
             } else {
-                errors::UNKNOWN_TOPIC_OR_PARTITION
+                ResponseError::UnknownTopicOrPartition.code()
             };
             out.partitions.push(
                 OffsetCommitResponsePartition::default()
@@ -376,11 +353,11 @@ fn committed_fields(committed: Option<&crate::group::Committed>) -> (i64, i32, S
         .map_or((-1, -1, str_bytes("")), |c| (c.offset, c.leader_epoch, str_bytes(&c.metadata)))
 }
 
-async fn offset_fetch(
+pub(crate) async fn offset_fetch(
     broker: &Arc<Broker>,
     request: OffsetFetchRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     // (group, topics or None for all) per group asked.
     let asked: Vec<(String, Option<TopicPartitions>)> = if version < 8 {
         let topics = request.topics.as_ref().map(|topics| {
@@ -406,7 +383,7 @@ async fn offset_fetch(
             .collect()
     };
     let for_groups = Arc::clone(broker);
-    let results: Vec<(String, Result<FetchedOffsets, i16>)> = blocking(move || {
+    let results: Vec<(String, Result<FetchedOffsets, ResponseError>)> = blocking(move || {
         asked
             .into_iter()
             .map(|(group, topics)| {
@@ -419,8 +396,8 @@ async fn offset_fetch(
     let mut response = OffsetFetchResponse::default();
     for (group, fetched) in results {
         let (code, topics) = match fetched {
-            Ok(topics) => (errors::NONE, topics),
-            Err(code) => (code, Vec::new()),
+            Ok(topics) => (NONE, topics),
+            Err(code) => (code.code(), Vec::new()),
         };
         if version < 8 {
             if version >= 2 {
@@ -467,11 +444,11 @@ async fn offset_fetch(
     encode(&response, version)
 }
 
-fn list_groups(
+pub(crate) fn list_groups(
     broker: &Arc<Broker>,
     request: &ListGroupsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let states: Vec<String> = request.states_filter.iter().map(text).collect();
     let types: Vec<String> = request.types_filter.iter().map(text).collect();
     let mut response = ListGroupsResponse::default();
@@ -490,11 +467,11 @@ fn list_groups(
     encode(&response, version)
 }
 
-fn describe_groups(
+pub(crate) fn describe_groups(
     broker: &Arc<Broker>,
     request: &DescribeGroupsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let mut response = DescribeGroupsResponse::default();
     for id in &request.groups {
         let mut described = DescribedGroup::default().with_group_id(id.clone());
@@ -503,7 +480,7 @@ fn describe_groups(
                 if request.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
         }
         if id.0.is_empty() {
-            described.error_code = errors::INVALID_GROUP_ID;
+            described.error_code = ResponseError::InvalidGroupId.code();
         } else if let Some(summary) = broker.groups.describe_group(id.0.as_str()) {
             described.group_state = str_bytes(summary.state);
             described.protocol_type = str_bytes(&summary.protocol_type);
@@ -528,7 +505,7 @@ fn describe_groups(
             // Kafka describes an unknown group as Dead; from v6 with GROUP_ID_NOT_FOUND.
             described.group_state = str_bytes("Dead");
             if version >= 6 {
-                described.error_code = errors::GROUP_ID_NOT_FOUND;
+                described.error_code = ResponseError::GroupIdNotFound.code();
                 described.error_message =
                     Some(str_bytes(&format!("Group {} not found.", id.0.as_str())));
             }
@@ -538,11 +515,11 @@ fn describe_groups(
     encode(&response, version)
 }
 
-async fn delete_groups(
+pub(crate) async fn delete_groups(
     broker: &Arc<Broker>,
     request: DeleteGroupsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let names: Vec<String> = request.groups_names.iter().map(|id| text(&id.0)).collect();
     let for_groups = Arc::clone(broker);
     let asked = names.clone();
@@ -562,11 +539,11 @@ async fn delete_groups(
     encode(&response, version)
 }
 
-async fn offset_delete(
+pub(crate) async fn offset_delete(
     broker: &Arc<Broker>,
     request: OffsetDeleteRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
@@ -582,7 +559,7 @@ async fn offset_delete(
     let (code, codes) =
         blocking(move || for_groups.groups.delete_offsets(&group, &partitions, now_ms())).await?;
     let mut response = OffsetDeleteResponse::default().with_error_code(code);
-    if code == errors::NONE {
+    if code == NONE {
         let mut codes = codes.into_iter();
         for topic in &request.topics {
             let mut out = OffsetDeleteResponseTopic::default();
@@ -591,7 +568,9 @@ async fn offset_delete(
                 out.partitions.push(
                     OffsetDeleteResponsePartition::default()
                         .with_partition_index(partition.partition_index)
-                        .with_error_code(codes.next().unwrap_or(errors::UNKNOWN_SERVER_ERROR)),
+                        .with_error_code(
+                            codes.next().unwrap_or(ResponseError::UnknownServerError.code()),
+                        ),
                 );
             }
             response.topics.push(out);
@@ -619,12 +598,12 @@ impl TopicIds {
 
 /// ConsumerGroupHeartbeat (KIP-848): join, heartbeat, leave; the answer carries the member's
 /// epoch and, when it changed, its whole assignment.
-async fn consumer_group_heartbeat(
+pub(crate) async fn consumer_group_heartbeat(
     broker: &Arc<Broker>,
     request_frame: &Request,
     request: ConsumerGroupHeartbeatRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let client_id = request_frame.header.client_id.as_ref().map(text).unwrap_or_default();
     let client_host = request_frame.client_host();
     let for_groups = Arc::clone(broker);
@@ -685,11 +664,11 @@ async fn consumer_group_heartbeat(
 
 /// ConsumerGroupDescribe (KIP-848): epochs, assignor, and each member's current and target
 /// assignment; a group that is not a KIP-848 group answers GROUP_ID_NOT_FOUND.
-fn consumer_group_describe(
+pub(crate) fn consumer_group_describe(
     broker: &Arc<Broker>,
     request: &ConsumerGroupDescribeRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let ids = TopicIds::new(broker);
     let assignment = |partitions: &BTreeSet<Partition>| {
         DescribeAssignment::default().with_topic_partitions(
@@ -710,7 +689,7 @@ fn consumer_group_describe(
         described.authorized_operations =
             if request.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
         if id.0.is_empty() {
-            described.error_code = errors::INVALID_GROUP_ID;
+            described.error_code = ResponseError::InvalidGroupId.code();
         } else if let Some(summary) = broker.groups.describe_consumer_group(id.0.as_str()) {
             described.group_state = str_bytes(summary.state);
             described.group_epoch = summary.group_epoch;
@@ -744,7 +723,7 @@ fn consumer_group_describe(
                 })
                 .collect();
         } else {
-            described.error_code = errors::GROUP_ID_NOT_FOUND;
+            described.error_code = ResponseError::GroupIdNotFound.code();
             described.error_message =
                 Some(str_bytes(&format!("Group {} not found.", id.0.as_str())));
         }

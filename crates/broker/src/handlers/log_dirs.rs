@@ -21,8 +21,8 @@ use seglog_storage::log::partition_log::TopicPartition;
 
 use super::{blocking, str_bytes, topic_name};
 use crate::Broker;
-use crate::dispatch::{Reply, encode};
-use crate::errors;
+use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// A byte count on the wire.
 fn wire_bytes(bytes: u64) -> i64 {
@@ -36,7 +36,7 @@ pub(crate) async fn describe_log_dirs(
     broker: &Arc<Broker>,
     request: DescribeLogDirsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let wanted: Option<BTreeSet<TopicPartition>> = request.topics.as_ref().map(|topics| {
@@ -55,7 +55,7 @@ pub(crate) async fn describe_log_dirs(
             let mut result = DescribeLogDirsResult::default();
             result.log_dir = str_bytes(&dir.path.display().to_string());
             if let Some(error) = &dir.error {
-                result.error_code = errors::code(error);
+                result.error_code = storage_error(error).code();
                 response.results.push(result);
                 continue;
             }
@@ -96,7 +96,7 @@ pub(crate) async fn alter_replica_log_dirs(
     broker: &Arc<Broker>,
     request: AlterReplicaLogDirsRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut by_topic: BTreeMap<String, Vec<AlterReplicaLogDirPartitionResult>> =
@@ -111,7 +111,7 @@ pub(crate) async fn alter_replica_log_dirs(
                     result.partition_index = *partition;
                     if let Err(error) = broker.manager.alter_log_dir(&tp, path) {
                         tracing::info!(%tp, dir = %path.display(), %error, "log dir move refused");
-                        result.error_code = errors::code(&error);
+                        result.error_code = storage_error(&error).code();
                     }
                     by_topic.entry(name.clone()).or_default().push(result);
                 }

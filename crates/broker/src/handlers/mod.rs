@@ -11,6 +11,8 @@ mod log_dirs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, BrokerId, DescribeClusterRequest,
@@ -25,8 +27,8 @@ pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch, produce};
 pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
 
 use crate::Broker;
-use crate::dispatch::{Reply, api_version_list, encode};
-use crate::errors;
+use crate::error::{Error, storage_error};
+use crate::request::{Reply, encode};
 
 /// Kafka's `AclOperation` codes as a bit field, for "authorized operations": with no
 /// authorizer, Kafka grants every operation a resource type supports.
@@ -90,17 +92,23 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 /// Runs storage work on the blocking pool.
-pub(crate) async fn blocking<T, F>(work: F) -> Result<T, String>
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T, Error>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    tokio::task::spawn_blocking(work).await.map_err(|error| format!("handler failed: {error}"))
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|source| Error::Task { what: "handler", source })
 }
 
-/// ApiVersions: the served APIs and their version ranges. A v3+ client's software name and
-/// version must match Kafka's pattern, else INVALID_REQUEST.
-pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result<Reply, String> {
+/// ApiVersions: the served APIs and their version ranges (`api_keys`, from the API table).
+/// A v3+ client's software name and version must match Kafka's pattern, else INVALID_REQUEST.
+pub(crate) fn api_versions(
+    request: &ApiVersionsRequest,
+    version: i16,
+    api_keys: Vec<ApiVersion>,
+) -> Result<Reply, Error> {
     let mut response = ApiVersionsResponse::default();
     let valid = |text: &StrBytes| {
         let bytes = text.as_bytes();
@@ -112,9 +120,9 @@ pub(crate) fn api_versions(request: &ApiVersionsRequest, version: i16) -> Result
     if version >= 3
         && !(valid(&request.client_software_name) && valid(&request.client_software_version))
     {
-        response.error_code = errors::INVALID_REQUEST;
+        response.error_code = ResponseError::InvalidRequest.code();
     }
-    response.api_keys = api_version_list();
+    response.api_keys = api_keys;
     encode(&response, version)
 }
 
@@ -128,7 +136,7 @@ pub(crate) async fn init_producer_id(
     broker: &Arc<Broker>,
     request: &InitProducerIdRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let mut response = InitProducerIdResponse::default();
     response.producer_id = ProducerId(-1);
     response.producer_epoch = -1;
@@ -136,11 +144,11 @@ pub(crate) async fn init_producer_id(
         None => {}
         // Kafka's TransactionCoordinator answers an empty transactional id this way.
         Some(id) if id.0.is_empty() => {
-            response.error_code = errors::INVALID_REQUEST;
+            response.error_code = ResponseError::InvalidRequest.code();
             return encode(&response, version);
         }
         Some(_) => {
-            response.error_code = errors::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            response.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
             return encode(&response, version);
         }
     }
@@ -150,7 +158,7 @@ pub(crate) async fn init_producer_id(
             response.producer_id = ProducerId(producer_id);
             response.producer_epoch = 0;
         }
-        Err(error) => response.error_code = errors::code(&error),
+        Err(error) => response.error_code = storage_error(&error).code(),
     }
     encode(&response, version)
 }
@@ -163,19 +171,20 @@ pub(crate) fn describe_cluster(
     broker: &Arc<Broker>,
     request: &DescribeClusterRequest,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, Error> {
     let mut response = DescribeClusterResponse::default();
     let refusal = match request.endpoint_type {
         1 => None,
         2 => Some((
-            errors::MISMATCHED_ENDPOINT_TYPE,
+            ResponseError::MismatchedEndpointType.code(),
             "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of \
              type CONTROLLER"
                 .to_owned(),
         )),
-        other => {
-            Some((errors::UNSUPPORTED_ENDPOINT_TYPE, format!("Unsupported endpoint type {other}")))
-        }
+        other => Some((
+            ResponseError::UnsupportedEndpointType.code(),
+            format!("Unsupported endpoint type {other}"),
+        )),
     };
     if let Some((code, message)) = refusal {
         response.error_code = code;

@@ -7,10 +7,11 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
+use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
 use super::group::{Group, GroupState, JoinResult, JoinTimer, Member, SyncResult};
-use crate::errors;
+use crate::error::NONE;
 use crate::group::GroupConfig;
 use crate::group::coordinator::GroupCoordinator;
 
@@ -60,45 +61,45 @@ impl GroupCoordinator {
             let _ = sender.send(JoinResult::error(member_id, code));
         };
         if request.group_id.is_empty() {
-            reply(sender, errors::INVALID_GROUP_ID, &request.member_id);
+            reply(sender, ResponseError::InvalidGroupId.code(), &request.member_id);
             return receiver;
         }
         if request.session_timeout_ms < self.config.min_session_timeout_ms
             || request.session_timeout_ms > self.config.max_session_timeout_ms
         {
-            reply(sender, errors::INVALID_SESSION_TIMEOUT, &request.member_id);
+            reply(sender, ResponseError::InvalidSessionTimeout.code(), &request.member_id);
             return receiver;
         }
         let mut inner = self.lock();
         if inner.shutting_down {
-            reply(sender, errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
+            reply(sender, ResponseError::CoordinatorNotAvailable.code(), &request.member_id);
             return receiver;
         }
         if let Err(code) = self.ensure_offsets_topic_locked(&mut inner) {
-            reply(sender, code, &request.member_id);
+            reply(sender, code.code(), &request.member_id);
             return receiver;
         }
         let is_unknown = request.member_id.is_empty();
         if !inner.groups.contains_key(&request.group_id) {
             if !is_unknown {
-                reply(sender, errors::UNKNOWN_MEMBER_ID, &request.member_id);
+                reply(sender, ResponseError::UnknownMemberId.code(), &request.member_id);
                 return receiver;
             }
             inner.groups.insert(request.group_id.clone(), Group::new(&request.group_id, now_ms));
         }
         let config = self.config.clone();
         let Some(group) = inner.groups.get_mut(&request.group_id) else {
-            reply(sender, errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
+            reply(sender, ResponseError::CoordinatorNotAvailable.code(), &request.member_id);
             return receiver;
         };
         if group.is(GroupState::Dead) {
-            reply(sender, errors::COORDINATOR_NOT_AVAILABLE, &request.member_id);
+            reply(sender, ResponseError::CoordinatorNotAvailable.code(), &request.member_id);
             return receiver;
         }
         if group.has_consumer_members()
             || !group.supports_protocols(&request.protocol_type, &request.protocols)
         {
-            reply(sender, errors::INCONSISTENT_GROUP_PROTOCOL, &request.member_id);
+            reply(sender, ResponseError::InconsistentGroupProtocol.code(), &request.member_id);
             return receiver;
         }
         let mut store = false;
@@ -122,7 +123,7 @@ impl GroupCoordinator {
                 group
                     .pending_members
                     .insert(member_id.clone(), now_ms + i64::from(request.session_timeout_ms));
-                reply(sender, errors::MEMBER_ID_REQUIRED, &member_id);
+                reply(sender, ResponseError::MemberIdRequired.code(), &member_id);
             } else {
                 add_member_and_rebalance(group, member_id, request, sender, &config, now_ms);
             }
@@ -151,15 +152,15 @@ impl GroupCoordinator {
         };
         let mut inner = self.lock();
         if inner.shutting_down {
-            reply(sender, errors::COORDINATOR_NOT_AVAILABLE);
+            reply(sender, ResponseError::CoordinatorNotAvailable.code());
             return receiver;
         }
         let Some(group) = inner.groups.get_mut(&request.group_id) else {
-            reply(sender, errors::UNKNOWN_MEMBER_ID);
+            reply(sender, ResponseError::UnknownMemberId.code());
             return receiver;
         };
         if group.is(GroupState::Dead) {
-            reply(sender, errors::COORDINATOR_NOT_AVAILABLE);
+            reply(sender, ResponseError::CoordinatorNotAvailable.code());
             return receiver;
         }
         if let Some(code) =
@@ -169,7 +170,7 @@ impl GroupCoordinator {
             return receiver;
         }
         if request.generation_id != group.generation_id {
-            reply(sender, errors::ILLEGAL_GENERATION);
+            reply(sender, ResponseError::IllegalGeneration.code());
             return receiver;
         }
         let type_mismatch = request
@@ -181,12 +182,16 @@ impl GroupCoordinator {
             .as_ref()
             .is_some_and(|name| group.protocol.as_ref() != Some(name));
         if type_mismatch || name_mismatch {
-            reply(sender, errors::INCONSISTENT_GROUP_PROTOCOL);
+            reply(sender, ResponseError::InconsistentGroupProtocol.code());
             return receiver;
         }
         match group.state {
-            GroupState::Empty | GroupState::Dead => reply(sender, errors::UNKNOWN_MEMBER_ID),
-            GroupState::PreparingRebalance => reply(sender, errors::REBALANCE_IN_PROGRESS),
+            GroupState::Empty | GroupState::Dead => {
+                reply(sender, ResponseError::UnknownMemberId.code());
+            }
+            GroupState::PreparingRebalance => {
+                reply(sender, ResponseError::RebalanceInProgress.code());
+            }
             GroupState::Stable => {
                 group.pending_sync.remove(&request.member_id);
                 let result = sync_result(group, &request.member_id);
@@ -228,7 +233,7 @@ impl GroupCoordinator {
                             }
                         }
                         Err(code) => {
-                            group.fail_syncs(code);
+                            group.fail_syncs(code.code());
                             prepare_rebalance(group, &self.config, now_ms);
                         }
                     }
@@ -249,27 +254,29 @@ impl GroupCoordinator {
     ) -> i16 {
         let mut inner = self.lock();
         if inner.shutting_down {
-            return errors::COORDINATOR_NOT_AVAILABLE;
+            return ResponseError::CoordinatorNotAvailable.code();
         }
-        let Some(group) = inner.groups.get_mut(group_id) else { return errors::UNKNOWN_MEMBER_ID };
+        let Some(group) = inner.groups.get_mut(group_id) else {
+            return ResponseError::UnknownMemberId.code();
+        };
         match group.state {
-            GroupState::Dead => return errors::COORDINATOR_NOT_AVAILABLE,
-            GroupState::Empty => return errors::UNKNOWN_MEMBER_ID,
+            GroupState::Dead => return ResponseError::CoordinatorNotAvailable.code(),
+            GroupState::Empty => return ResponseError::UnknownMemberId.code(),
             _ => {}
         }
         if let Some(code) = check_member(group, member_id, group_instance_id) {
             return code;
         }
         if generation_id != group.generation_id {
-            return errors::ILLEGAL_GENERATION;
+            return ResponseError::IllegalGeneration.code();
         }
         if let Some(member) = group.members.get_mut(member_id) {
             member.last_heartbeat_ms = now_ms;
         }
         if group.is(GroupState::PreparingRebalance) {
-            errors::REBALANCE_IN_PROGRESS
+            ResponseError::RebalanceInProgress.code()
         } else {
-            errors::NONE
+            NONE
         }
     }
 
@@ -283,35 +290,35 @@ impl GroupCoordinator {
     ) -> (i16, Vec<i16>) {
         let mut inner = self.lock();
         if inner.shutting_down {
-            return (errors::COORDINATOR_NOT_AVAILABLE, Vec::new());
+            return (ResponseError::CoordinatorNotAvailable.code(), Vec::new());
         }
         let Some(group) = inner.groups.get_mut(group_id) else {
-            return (errors::NONE, vec![errors::UNKNOWN_MEMBER_ID; leaving.len()]);
+            return (NONE, vec![ResponseError::UnknownMemberId.code(); leaving.len()]);
         };
         if group.is(GroupState::Dead) {
-            return (errors::COORDINATOR_NOT_AVAILABLE, Vec::new());
+            return (ResponseError::CoordinatorNotAvailable.code(), Vec::new());
         }
         let mut codes = Vec::with_capacity(leaving.len());
         for (member_id, instance) in leaving {
             let code = if let Some(instance) = instance {
                 match group.static_members.get(instance).cloned() {
-                    None => errors::UNKNOWN_MEMBER_ID,
+                    None => ResponseError::UnknownMemberId.code(),
                     Some(current) if !member_id.is_empty() && current != *member_id => {
-                        errors::FENCED_INSTANCE_ID
+                        ResponseError::FencedInstanceId.code()
                     }
                     Some(current) => {
                         remove_member_and_update_group(group, &current, &self.config, now_ms);
-                        errors::NONE
+                        NONE
                     }
                 }
             } else if group.pending_members.remove(member_id).is_some() {
                 try_complete_join(group, now_ms);
-                errors::NONE
+                NONE
             } else if group.members.contains_key(member_id) {
                 remove_member_and_update_group(group, member_id, &self.config, now_ms);
-                errors::NONE
+                NONE
             } else {
-                errors::UNKNOWN_MEMBER_ID
+                ResponseError::UnknownMemberId.code()
             };
             codes.push(code);
         }
@@ -319,7 +326,7 @@ impl GroupCoordinator {
             let group_id = group.group_id.clone();
             let _ = self.store_group(&mut inner, &group_id, now_ms);
         }
-        (errors::NONE, codes)
+        (NONE, codes)
     }
 
     /// DescribeGroups for one group (Kafka's `GroupMetadata.summary`): members' metadata and
@@ -406,10 +413,10 @@ pub(in crate::group) fn check_member(
     if let Some(instance) = group_instance_id
         && group.static_members.get(instance).is_some_and(|current| current != member_id)
     {
-        return Some(errors::FENCED_INSTANCE_ID);
+        return Some(ResponseError::FencedInstanceId.code());
     }
     if !group.members.contains_key(member_id) {
-        return Some(errors::UNKNOWN_MEMBER_ID);
+        return Some(ResponseError::UnknownMemberId.code());
     }
     None
 }
@@ -479,7 +486,7 @@ fn replace_static_member(
         return false;
     };
     // The old instance is fenced: a waiting join or sync of its learns so.
-    old.fail_waiters(errors::FENCED_INSTANCE_ID);
+    old.fail_waiters(ResponseError::FencedInstanceId.code());
     let protocols_changed = !old.same_protocols(&request.protocols);
     let was_leader = group.is_leader(old_member_id);
     let mut member = new_member(new_member_id.to_owned(), request, sender, now_ms);
@@ -536,7 +543,8 @@ fn join_known_member(
         .is_some_and(|member| member.same_protocols(&request.protocols));
     match group.state {
         GroupState::Empty | GroupState::Dead => {
-            let _ = sender.send(JoinResult::error(&member_id, errors::UNKNOWN_MEMBER_ID));
+            let _ =
+                sender.send(JoinResult::error(&member_id, ResponseError::UnknownMemberId.code()));
         }
         GroupState::CompletingRebalance if same => {
             // The member missed its join response: send it again.
@@ -584,7 +592,7 @@ fn maybe_prepare_rebalance(group: &mut Group, config: &GroupConfig, now_ms: i64)
 /// with the initial delay, any other with the rebalance timeout.
 fn prepare_rebalance(group: &mut Group, config: &GroupConfig, now_ms: i64) {
     if group.is(GroupState::CompletingRebalance) {
-        group.fail_syncs(errors::REBALANCE_IN_PROGRESS);
+        group.fail_syncs(ResponseError::RebalanceInProgress.code());
     }
     group.pending_sync.clear();
     group.sync_deadline_ms = None;
@@ -692,7 +700,7 @@ fn complete_join(group: &mut Group, now_ms: i64) {
 fn join_result(group: &Group, member_id: &str, with_members: bool) -> JoinResult {
     let protocol = group.protocol.clone().unwrap_or_default();
     JoinResult {
-        error_code: errors::NONE,
+        error_code: NONE,
         generation_id: group.generation_id,
         protocol_type: group.protocol_type.clone(),
         protocol_name: group.protocol.clone(),
@@ -719,7 +727,7 @@ fn join_result(group: &Group, member_id: &str, with_members: bool) -> JoinResult
 
 fn sync_result(group: &Group, member_id: &str) -> SyncResult {
     SyncResult {
-        error_code: errors::NONE,
+        error_code: NONE,
         protocol_type: group.protocol_type.clone(),
         protocol_name: group.protocol.clone(),
         assignment: group
@@ -738,7 +746,7 @@ fn remove_member_and_update_group(
     now_ms: i64,
 ) {
     if let Some(mut member) = group.remove_member(member_id) {
-        member.fail_waiters(errors::UNKNOWN_MEMBER_ID);
+        member.fail_waiters(ResponseError::UnknownMemberId.code());
     }
     match group.state {
         GroupState::Dead | GroupState::Empty => {}

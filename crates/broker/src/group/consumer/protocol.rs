@@ -9,11 +9,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kafka_protocol::ResponseError;
+
 use super::assignor::ASSIGNORS;
 use super::group::{
     ConsumerGroup, ConsumerMember, Partition, refresh_subscriptions, subscription_regex,
 };
-use crate::errors;
+use crate::error::NONE;
 use crate::group::classic::group::{Group, GroupState};
 use crate::group::coordinator::GroupCoordinator;
 
@@ -92,13 +94,13 @@ impl GroupCoordinator {
         let mut inner = self.lock();
         if inner.shutting_down {
             return ConsumerHeartbeatResult::error(
-                errors::COORDINATOR_NOT_AVAILABLE,
+                ResponseError::CoordinatorNotAvailable.code(),
                 "shutting down",
             );
         }
         if let Err(code) = self.ensure_offsets_topic_locked(&mut inner) {
             return ConsumerHeartbeatResult::error(
-                code,
+                code.code(),
                 "the coordinator's topic is not available",
             );
         }
@@ -110,13 +112,13 @@ impl GroupCoordinator {
         }
         let Some(group) = inner.groups.get_mut(&request.group_id) else {
             return ConsumerHeartbeatResult::error(
-                errors::COORDINATOR_NOT_AVAILABLE,
+                ResponseError::CoordinatorNotAvailable.code(),
                 "group vanished",
             );
         };
         if !group.members.is_empty() || !matches!(group.state, GroupState::Empty) {
             return ConsumerHeartbeatResult::error(
-                errors::GROUP_ID_NOT_FOUND,
+                ResponseError::GroupIdNotFound.code(),
                 format!("Group {} is not a consumer group.", request.group_id),
             );
         }
@@ -133,7 +135,7 @@ impl GroupCoordinator {
             }
             if let Err(code) = self.persist_and_wait(&mut inner, &request.group_id, now_ms) {
                 return ConsumerHeartbeatResult::error(
-                    code,
+                    code.code(),
                     "the group's records were not written",
                 );
             }
@@ -171,7 +173,7 @@ impl GroupCoordinator {
             member.sent_assignment = Some(member.assigned.clone());
         }
         let result = ConsumerHeartbeatResult {
-            error_code: errors::NONE,
+            error_code: NONE,
             error_message: None,
             member_id,
             member_epoch: member.member_epoch,
@@ -180,7 +182,10 @@ impl GroupCoordinator {
         };
         // Answered only once what changed is written (acks=-1, as Kafka's coordinator).
         if let Err(code) = self.persist_and_wait(&mut inner, &request.group_id, now_ms) {
-            return ConsumerHeartbeatResult::error(code, "the group's records were not written");
+            return ConsumerHeartbeatResult::error(
+                code.code(),
+                "the group's records were not written",
+            );
         }
         result
     }
@@ -244,7 +249,7 @@ pub(crate) fn expire_consumer_members(
 
 fn unknown_member(member_id: &str, group_id: &str) -> ConsumerHeartbeatResult {
     ConsumerHeartbeatResult::error(
-        errors::UNKNOWN_MEMBER_ID,
+        ResponseError::UnknownMemberId.code(),
         format!("Member {member_id} is not a member of group {group_id}."),
     )
 }
@@ -259,7 +264,7 @@ fn check_heartbeat(
             Ok(regex) => Some(regex),
             Err(error) => {
                 return Err(ConsumerHeartbeatResult::error(
-                    errors::INVALID_REGULAR_EXPRESSION,
+                    ResponseError::InvalidRegularExpression.code(),
                     format!(
                         "SubscribedTopicRegex `{pattern}` is not a valid regular expression: {error}."
                     ),
@@ -267,8 +272,9 @@ fn check_heartbeat(
             }
         },
     };
-    let invalid =
-        |message: &str| Err(ConsumerHeartbeatResult::error(errors::INVALID_REQUEST, message));
+    let invalid = |message: &str| {
+        Err(ConsumerHeartbeatResult::error(ResponseError::InvalidRequest.code(), message))
+    };
     if request.group_id.is_empty() {
         return invalid("GroupId can't be empty.");
     }
@@ -282,7 +288,7 @@ fn check_heartbeat(
         && !ASSIGNORS.contains(&name.as_str())
     {
         return Err(ConsumerHeartbeatResult::error(
-            errors::UNSUPPORTED_ASSIGNOR,
+            ResponseError::UnsupportedAssignor.code(),
             format!("ServerAssignor {name} is not supported. Supported assignors: uniform, range."),
         ));
     }
@@ -343,7 +349,7 @@ fn update_member(
         && request.owned.as_ref().is_some_and(|owned| owned.is_subset(&member.assigned));
     if request.member_epoch != member.member_epoch && !previous_ok {
         return Err(ConsumerHeartbeatResult::error(
-            errors::FENCED_MEMBER_EPOCH,
+            ResponseError::FencedMemberEpoch.code(),
             format!(
                 "The consumer group member has a smaller member epoch ({}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
                 request.member_epoch, member.member_epoch
