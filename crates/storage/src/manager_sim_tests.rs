@@ -18,7 +18,7 @@ use crate::io::{FaultKind, FaultPlan, SimFs};
 use crate::log::partition_log::{Isolation, TopicPartition};
 use crate::log::validator::AppendOrigin;
 use crate::manager::{LogManager, ManualClock};
-use crate::test_rng::Rng;
+use crate::testing::Rng;
 
 /// What one partition must hold.
 #[derive(Debug, Default, Clone)]
@@ -230,7 +230,7 @@ fn run(seed: u64, steps: usize) -> usize {
             76..=84 => {
                 fs.set_fault_plan(FaultPlan::None);
                 drop(manager);
-                fs.crash(rng.next());
+                fs.crash(rng.next_u64());
                 crashes += 1;
                 manager = open(&fs, now_ms);
                 check(&manager, &mut model, &context);
@@ -253,7 +253,7 @@ fn run(seed: u64, steps: usize) -> usize {
     }
     fs.set_fault_plan(FaultPlan::None);
     drop(manager);
-    fs.crash(rng.next());
+    fs.crash(rng.next_u64());
     let manager = open(&fs, now_ms);
     check(
         &manager,

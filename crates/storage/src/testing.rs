@@ -1,9 +1,33 @@
-//! Test support shared by the workspace's integration tests (feature `sim`): where the real
-//! Kafka fixtures are.
+//! Test support shared by this crate's tests, the other crates' tests and the benches (feature
+//! `sim`, or in this crate's tests): the seeded generator and where the real Kafka fixtures are.
 
 use std::path::{Path, PathBuf};
 
 use crate::io::{Fs, OpenMode, StdFs, read_all};
+
+/// SplitMix64 (Steele, Lea and Flood), the one seeded generator of the workspace's simulations
+/// and of `SimFs`'s crashes and fault plans: small, deterministic for a seed, good enough to
+/// drive a simulation. The field is the state; `Rng(seed)` seeds it.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(crate::splitmix::GAMMA);
+        crate::splitmix::mix(self.0)
+    }
+
+    /// A value in `0..n` (0 when `n` is 0; the modulo bias is negligible here).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// A fair coin.
+    pub fn coin(&mut self) -> bool {
+        self.next_u64() >> 63 == 1
+    }
+}
 
 /// The `kafka-real` fixture sets: under `$SEGLOG_FIXTURES`, else `../shared/fixtures` beside the
 /// repository. When they are missing, a test under CI (`CI` set) fails here; elsewhere this says

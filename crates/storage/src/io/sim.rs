@@ -59,6 +59,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{File, FileLock, Fs, FsSpace, OpenMode};
+use crate::testing::Rng;
 
 const ENOENT: i32 = 2;
 const EIO: i32 = 5;
@@ -137,37 +138,7 @@ enum Injected {
 enum ActiveFault {
     None,
     Nth { fail_at_op: u64, kind: FaultKind },
-    Probability { per_million: u32, rng: SplitMix64, kind: FaultKind },
-}
-
-/// SplitMix64 (Steele, Lea and Flood): a tiny, fast, seedable PRNG, good enough for simulation.
-#[derive(Debug, Clone)]
-struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (Lemire's multiply-shift; the bias is negligible here).
-    fn below(&mut self, bound: u64) -> u64 {
-        assert!(bound > 0, "empty range");
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
-    }
-
-    fn coin(&mut self) -> bool {
-        self.next_u64() >> 63 == 1
-    }
+    Probability { per_million: u32, rng: Rng, kind: FaultKind },
 }
 
 type Ino = u64;
@@ -221,7 +192,7 @@ impl Inode {
     }
 
     /// The bytes this file holds after a power loss (step 3 of the crash model).
-    fn crash_bytes(&self, rng: &mut SplitMix64) -> Vec<u8> {
+    fn crash_bytes(&self, rng: &mut Rng) -> Vec<u8> {
         const SECTOR: usize = SimFs::SECTOR_BYTES;
         let (old, new) = (&self.durable, &self.live);
         if self.dirty_from.is_none() {
@@ -548,7 +519,7 @@ impl State {
     }
 
     fn crash(&mut self, seed: u64) {
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = Rng(seed);
 
         // 1. Replay the surviving pending changes over the durable entries.
         let mut entries: BTreeMap<DirId, BTreeMap<OsString, Node>> =
@@ -682,7 +653,7 @@ impl SimFs {
                 ActiveFault::Nth { fail_at_op: state.op_count + n.max(1), kind }
             }
             FaultPlan::Probability { per_million, seed, kind } => {
-                ActiveFault::Probability { per_million, rng: SplitMix64::new(seed), kind }
+                ActiveFault::Probability { per_million, rng: Rng(seed), kind }
             }
         };
     }
