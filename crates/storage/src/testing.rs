@@ -1,9 +1,10 @@
 //! Test support shared by this crate's tests, the other crates' tests and the benches (feature
-//! `sim`, or in this crate's tests): the seeded generator and where the real Kafka fixtures are.
+//! `sim`, or in this crate's tests): the seeded generator, a `SimFs` with a durable directory,
+//! and where the real Kafka fixtures are.
 
 use std::path::{Path, PathBuf};
 
-use crate::io::{Fs, OpenMode, StdFs, read_all};
+use crate::io::{Fs, OpenMode, SimFs, StdFs, read_all};
 
 /// SplitMix64 (Steele, Lea and Flood), the one seeded generator of the workspace's simulations
 /// and of `SimFs`'s crashes and fault plans: small, deterministic for a seed, good enough to
@@ -65,4 +66,22 @@ pub fn copy_tree(from: &Path, to: &Path) {
             fs.open(&target, OpenMode::CreateNew).unwrap().write_all_at(&bytes, 0).unwrap();
         }
     }
+}
+
+/// A `SimFs` holding the directory `dir` (absolute, such as `/d` or `/d/t-0`), durable: the
+/// directory and every ancestor synced, so only what a test does after this can be lost.
+///
+/// # Panics
+/// When `SimFs` refuses the path: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a failed set-up fails the test")]
+pub fn sim_with_dir(dir: &str) -> SimFs {
+    let fs = SimFs::new();
+    let dir = Path::new(dir);
+    fs.create_dir_all(dir).unwrap();
+    let mut ancestors: Vec<&Path> = dir.ancestors().collect();
+    ancestors.reverse();
+    for ancestor in ancestors {
+        fs.sync_dir(ancestor).unwrap();
+    }
+    fs
 }
