@@ -1,8 +1,10 @@
 //! Test support shared by this crate's tests, the other crates' tests and the benches (feature
 //! `sim`, or in this crate's tests): the seeded generator, a `SimFs` with a durable directory,
-//! and where the real Kafka fixtures are.
+//! where the real Kafka fixtures are, and producer batches.
 
 use std::path::{Path, PathBuf};
+
+use seglog_format::{Compression, RecordBatchBuilder};
 
 use crate::io::{Fs, OpenMode, SimFs, StdFs, read_all};
 
@@ -84,4 +86,40 @@ pub fn sim_with_dir(dir: &str) -> SimFs {
         fs.sync_dir(ancestor).unwrap();
     }
     fs
+}
+
+/// A producer batch (uncompressed, base offset 0, as a client sends it) with one record per item
+/// of `records`: `(timestamp_ms, key, value)`.
+///
+/// # Panics
+/// When the builder refuses a record: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a batch that cannot be built fails the test")]
+pub fn producer_batch<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    records: impl IntoIterator<Item = (i64, Option<K>, V)>,
+) -> Vec<u8> {
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for (timestamp_ms, key, value) in records {
+        builder
+            .push(timestamp_ms, key.as_ref().map(AsRef::as_ref), Some(value.as_ref()), &[])
+            .unwrap();
+    }
+    builder.build().unwrap()
+}
+
+/// The batch the benches append: uncompressed, from `base_offset`, records of `record_bytes`
+/// (a fixed pattern, no key) up to `batch_bytes`, timestamps from 1,700,000,000,000 ms by
+/// offset.
+///
+/// # Panics
+/// When the builder refuses a record: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a batch that cannot be built fails the run")]
+pub fn filled_batch(base_offset: i64, record_bytes: usize, batch_bytes: usize) -> Vec<u8> {
+    let value: Vec<u8> = (0..record_bytes).map(|i| (i * 31 % 251) as u8).collect();
+    let mut builder = RecordBatchBuilder::new(Compression::None).base_offset(base_offset);
+    let mut offset = base_offset;
+    while builder.estimated_size_bytes() + record_bytes + 16 <= batch_bytes {
+        builder.push(1_700_000_000_000 + offset, None, Some(&value), &[]).unwrap();
+        offset += 1;
+    }
+    builder.build().unwrap()
 }
