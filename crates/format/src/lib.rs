@@ -23,6 +23,8 @@ pub mod legacy;
 pub mod names;
 pub mod producer_snapshot;
 pub mod record;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod varint;
 
 pub use batch::{

@@ -32,22 +32,10 @@ impl Rng {
     }
 }
 
-/// The `kafka-real` fixture sets: under `$SEGLOG_FIXTURES`, else `../shared/fixtures` beside the
-/// repository. When they are missing, a test under CI (`CI` set) fails here; elsewhere this says
-/// loudly that the test skips and returns `None`.
-#[expect(clippy::print_stderr, reason = "a skipped test says so")]
+/// The `kafka-real` fixture sets (`seglog_format::testing::kafka_real_fixtures`, looked at
+/// through `StdFs`): `None`, said loudly, when they are missing outside CI.
 pub fn kafka_real_fixtures() -> Option<PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if StdFs.list(&dir).is_ok() {
-        return Some(dir);
-    }
-    assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+    seglog_format::testing::kafka_real_fixtures(|dir| StdFs.list(dir).is_ok())
 }
 
 /// Copies a directory tree through `StdFs` (fixtures are read-only, so tests that write work
