@@ -132,6 +132,8 @@ pub fn write_leader_epoch_checkpoint(entries: &[EpochEntry]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use expect_test::{Expect, expect};
+
     use super::*;
 
     #[test]
@@ -180,5 +182,54 @@ mod tests {
                 other => panic!("{text:?} gave {other:?}"),
             }
         }
+    }
+
+    /// The parse of `text` as an offset checkpoint, one line per entry or the error's message.
+    fn check(text: &str, expect: &Expect) {
+        let dump = match parse_offset_checkpoint(text) {
+            Ok(entries) => entries
+                .iter()
+                .map(|entry| format!("{} {} {}", entry.topic, entry.partition, entry.offset))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(error) => format!("error: {error}"),
+        };
+        expect.assert_eq(&(dump + "\n"));
+    }
+
+    #[test]
+    #[expect(clippy::needless_raw_string_hashes, reason = "expect-test writes snapshots so")]
+    fn checkpoint_dumps() {
+        check(
+            "0\n2\norders 0 1834\norders 1 1790\n",
+            &expect![[r#"
+            orders 0 1834
+            orders 1 1790
+        "#]],
+        );
+        check(
+            "0\n1\nmy-topic 12 -1\n",
+            &expect![[r#"
+            my-topic 12 -1
+        "#]],
+        );
+        check(
+            "1\n0\n",
+            &expect![[r#"
+            error: malformed checkpoint file at line 1: unrecognised version 1
+        "#]],
+        );
+        check(
+            "0\n2\na 0 1\n",
+            &expect![[r#"
+            error: malformed checkpoint file at line 4: expected [2] entries but found only [1]
+        "#]],
+        );
+        check(
+            "0\n1\na x 1\n",
+            &expect![[r#"
+            error: malformed checkpoint file at line 3: malformed line in checkpoint file: "a x 1"
+        "#]],
+        );
     }
 }

@@ -24,6 +24,8 @@ pub mod names;
 pub mod producer_snapshot;
 pub mod record;
 pub mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod varint;
 
 pub use batch::{

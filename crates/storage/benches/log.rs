@@ -18,28 +18,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use seglog_format::{Compression, RecordBatchBuilder};
 use seglog_storage::config::{BrokerLogConfig, DurabilityMode, LogConfig};
 use seglog_storage::io::{Fs, OpenMode, StdFs};
 use seglog_storage::log::load::LoadParams;
 use seglog_storage::log::partition_log::{Isolation, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 use seglog_storage::manager::{LogManager, SystemClock};
+use seglog_storage::testing::filled_batch;
 
 const BATCH_BYTES: usize = 16 * 1024;
 
 fn env_mib(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// Producer batches (base offset 0) of `record_bytes` values filling 16 KiB.
-fn producer_batch(record_bytes: usize) -> Vec<u8> {
-    let value: Vec<u8> = (0..record_bytes).map(|i| (i * 31 % 251) as u8).collect();
-    let mut builder = RecordBatchBuilder::new(Compression::None);
-    while builder.estimated_size_bytes() + record_bytes + 16 <= BATCH_BYTES {
-        builder.push(1_700_000_000_000, None, Some(&value), &[]).unwrap();
-    }
-    builder.build().unwrap()
 }
 
 fn open_log(dir: &Path, config: LogConfig) -> PartitionLog {
@@ -81,7 +71,7 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
 fn main() {
     let temp = tempfile::tempdir().unwrap();
     let total_bytes = env_mib("SEGLOG_BENCH_MIB", 512) << 20;
-    let batch = producer_batch(1024);
+    let batch = filled_batch(0, 1024, BATCH_BYTES);
     let n_batches = total_bytes / batch.len() as u64;
     let records_per_batch = seglog_format::RecordBatch::new(&batch).unwrap().records_count() as u64;
     println!(
@@ -226,7 +216,7 @@ fn main() {
     );
 
     // 100 B records.
-    let small = producer_batch(100);
+    let small = filled_batch(0, 100, BATCH_BYTES);
     let small_records = seglog_format::RecordBatch::new(&small).unwrap().records_count() as u64;
     let log = open_log(&temp.path().join("small-0"), LogConfig::default());
     let n_small = (total_bytes / 4) / small.len() as u64;

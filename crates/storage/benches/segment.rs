@@ -11,26 +11,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use seglog_format::{Compression, RecordBatch, RecordBatchBuilder};
+use seglog_format::RecordBatch;
 use seglog_storage::index::{OffsetIndex, TimeIndex};
 use seglog_storage::io::{Fs, OpenMode, SimFs, StdFs};
 use seglog_storage::segment::{LogSegment, SegmentConfig};
+use seglog_storage::testing::filled_batch;
 
 const BATCH_BYTES: usize = 16 * 1024;
 
 /// 16 KiB batches of `record_bytes` records, offsets from 0.
 fn batches(record_bytes: usize, total_bytes: usize) -> Vec<Vec<u8>> {
-    let value: Vec<u8> = (0..record_bytes).map(|i| (i * 31 % 251) as u8).collect();
     let mut out = Vec::new();
     let mut offset = 0i64;
     let mut size = 0;
     while size < total_bytes {
-        let mut builder = RecordBatchBuilder::new(Compression::None).base_offset(offset);
-        while builder.estimated_size_bytes() + record_bytes + 16 <= BATCH_BYTES {
-            builder.push(1_700_000_000_000 + offset, None, Some(&value), &[]).unwrap();
-            offset += 1;
-        }
-        let bytes = builder.build().unwrap();
+        let bytes = filled_batch(offset, record_bytes, BATCH_BYTES);
+        offset = RecordBatch::new(&bytes).unwrap().last_offset() + 1;
         size += bytes.len();
         out.push(bytes);
     }

@@ -17,7 +17,8 @@ pub mod io;
 pub mod log;
 pub mod manager;
 pub mod segment;
-#[cfg(feature = "sim")]
+mod splitmix;
+#[cfg(any(test, feature = "sim"))]
 pub mod testing;
 
 #[cfg(test)]
@@ -28,7 +29,5 @@ mod log_dirs_tests;
 mod manager_sim_tests;
 #[cfg(test)]
 mod manager_tests;
-#[cfg(test)]
-mod test_rng;
 
 pub use error::{Error, Result};

@@ -17,7 +17,7 @@ use crate::io::{FaultKind, FaultPlan, Fs, SimFs};
 use crate::log::partition_log::{Isolation, TopicPartition};
 use crate::log::validator::AppendOrigin;
 use crate::manager::{LogManager, ManualClock, OpenReport};
-use crate::test_rng::Rng;
+use crate::testing::Rng;
 
 const DIR_A: &str = "/data/a";
 const DIR_B: &str = "/data/b";
@@ -431,7 +431,7 @@ fn moves_fuzz(seed: u64, steps: usize) -> (usize, usize) {
             }
             _ => {
                 drop(manager);
-                fs.crash(rng.next());
+                fs.crash(rng.next_u64());
                 generation += 1;
                 let report;
                 (manager, report) = open_copying(&fs, FUZZ_COPY_BYTES);

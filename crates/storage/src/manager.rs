@@ -25,6 +25,7 @@ use crate::error::{Error, IoFailure, Result};
 use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
 use crate::log::partition_log::{PartitionLog, TopicPartition};
+use crate::splitmix;
 
 mod log_dirs;
 
@@ -166,12 +167,8 @@ fn random_uuid(seed: u64, path: &Path) -> [u8; 16] {
     for byte in path.to_string_lossy().bytes() {
         hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
     }
-    let mix = |mut z: u64| {
-        z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    // One SplitMix64 step from each state.
+    let mix = |z: u64| splitmix::mix(z.wrapping_add(splitmix::GAMMA));
     let high = mix(hash);
     let low = mix(high) | 1;
     let mut uuid = [0u8; 16];
@@ -720,13 +717,8 @@ impl LogManager {
         for byte in topic.bytes() {
             hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
         }
-        let mix = |mut z: u64| {
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let high = mix(hash ^ now_ms.cast_unsigned());
-        let low = mix(high ^ unique.wrapping_add(0x9E37_79B9_7F4A_7C15)) | 1;
+        let high = splitmix::mix(hash ^ now_ms.cast_unsigned());
+        let low = splitmix::mix(high ^ unique.wrapping_add(splitmix::GAMMA)) | 1;
         let mut id = [0u8; 16];
         let (first, second) = id.split_at_mut(8);
         first.copy_from_slice(&high.to_be_bytes());

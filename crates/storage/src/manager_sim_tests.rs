@@ -18,7 +18,7 @@ use crate::io::{FaultKind, FaultPlan, SimFs};
 use crate::log::partition_log::{Isolation, TopicPartition};
 use crate::log::validator::AppendOrigin;
 use crate::manager::{LogManager, ManualClock};
-use crate::test_rng::Rng;
+use crate::testing::{Rng, producer_batch};
 
 /// What one partition must hold.
 #[derive(Debug, Default, Clone)]
@@ -98,12 +98,6 @@ fn check(
         partition.durable_offset = partition.durable_offset.min(end);
         partition.values.retain(|offset, _| *offset < end);
     }
-}
-
-fn producer_batch() -> Vec<u8> {
-    let mut builder = RecordBatchBuilder::new(Compression::None);
-    builder.push(0, None, Some(b"after-error"), &[]).unwrap_or_else(|_| unreachable!());
-    builder.build().unwrap_or_default()
 }
 
 /// One seed; returns how many crash-and-reopen cycles it ran.
@@ -192,7 +186,7 @@ fn run(seed: u64, steps: usize) -> usize {
                         }
                         partition.maybe_end_offset = partition.log_end_offset + n;
                         let again = log.append_as_leader(
-                            &producer_batch(),
+                            &producer_batch([(0, None::<&[u8]>, b"after-error")]),
                             0,
                             AppendOrigin::Client,
                             now_ms,
@@ -230,7 +224,7 @@ fn run(seed: u64, steps: usize) -> usize {
             76..=84 => {
                 fs.set_fault_plan(FaultPlan::None);
                 drop(manager);
-                fs.crash(rng.next());
+                fs.crash(rng.next_u64());
                 crashes += 1;
                 manager = open(&fs, now_ms);
                 check(&manager, &mut model, &context);
@@ -253,7 +247,7 @@ fn run(seed: u64, steps: usize) -> usize {
     }
     fs.set_fault_plan(FaultPlan::None);
     drop(manager);
-    fs.crash(rng.next());
+    fs.crash(rng.next_u64());
     let manager = open(&fs, now_ms);
     check(
         &manager,

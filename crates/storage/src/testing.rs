@@ -1,26 +1,41 @@
-//! Test support shared by the workspace's integration tests (feature `sim`): where the real
-//! Kafka fixtures are.
+//! Test support shared by this crate's tests, the other crates' tests and the benches (feature
+//! `sim`, or in this crate's tests): the seeded generator, a `SimFs` with a durable directory,
+//! where the real Kafka fixtures are, and producer batches.
 
 use std::path::{Path, PathBuf};
 
-use crate::io::{Fs, OpenMode, StdFs, read_all};
+use seglog_format::{Compression, RecordBatchBuilder};
 
-/// The `kafka-real` fixture sets: under `$SEGLOG_FIXTURES`, else `../shared/fixtures` beside the
-/// repository. When they are missing, a test under CI (`CI` set) fails here; elsewhere this says
-/// loudly that the test skips and returns `None`.
-#[expect(clippy::print_stderr, reason = "a skipped test says so")]
-pub fn kafka_real_fixtures() -> Option<PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if StdFs.list(&dir).is_ok() {
-        return Some(dir);
+use crate::io::{Fs, OpenMode, SimFs, StdFs, read_all};
+
+/// SplitMix64 (Steele, Lea and Flood), the one seeded generator of the workspace's simulations
+/// and of `SimFs`'s crashes and fault plans: small, deterministic for a seed, good enough to
+/// drive a simulation. The field is the state; `Rng(seed)` seeds it.
+#[derive(Debug, Clone)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(crate::splitmix::GAMMA);
+        crate::splitmix::mix(self.0)
     }
-    assert!(std::env::var_os("CI").is_none(), "fixtures missing in CI: {}", dir.display());
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+
+    /// A value in `0..n` (0 when `n` is 0; the modulo bias is negligible here).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// A fair coin.
+    pub fn coin(&mut self) -> bool {
+        self.next_u64() >> 63 == 1
+    }
+}
+
+/// The `kafka-real` fixture sets (`seglog_format::testing::kafka_real_fixtures`, looked at
+/// through `StdFs`): `None`, said loudly, when they are missing outside CI.
+pub fn kafka_real_fixtures() -> Option<PathBuf> {
+    seglog_format::testing::kafka_real_fixtures(|dir| StdFs.list(dir).is_ok())
 }
 
 /// Copies a directory tree through `StdFs` (fixtures are read-only, so tests that write work
@@ -41,4 +56,58 @@ pub fn copy_tree(from: &Path, to: &Path) {
             fs.open(&target, OpenMode::CreateNew).unwrap().write_all_at(&bytes, 0).unwrap();
         }
     }
+}
+
+/// A `SimFs` holding the directory `dir` (absolute, such as `/d` or `/d/t-0`), durable: the
+/// directory and every ancestor synced, so only what a test does after this can be lost.
+///
+/// # Panics
+/// When `SimFs` refuses the path: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a failed set-up fails the test")]
+pub fn sim_with_dir(dir: &str) -> SimFs {
+    let fs = SimFs::new();
+    let dir = Path::new(dir);
+    fs.create_dir_all(dir).unwrap();
+    let mut ancestors: Vec<&Path> = dir.ancestors().collect();
+    ancestors.reverse();
+    for ancestor in ancestors {
+        fs.sync_dir(ancestor).unwrap();
+    }
+    fs
+}
+
+/// A producer batch (uncompressed, base offset 0, as a client sends it) with one record per item
+/// of `records`: `(timestamp_ms, key, value)`.
+///
+/// # Panics
+/// When the builder refuses a record: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a batch that cannot be built fails the test")]
+pub fn producer_batch<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    records: impl IntoIterator<Item = (i64, Option<K>, V)>,
+) -> Vec<u8> {
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    for (timestamp_ms, key, value) in records {
+        builder
+            .push(timestamp_ms, key.as_ref().map(AsRef::as_ref), Some(value.as_ref()), &[])
+            .unwrap();
+    }
+    builder.build().unwrap()
+}
+
+/// The batch the benches append: uncompressed, from `base_offset`, records of `record_bytes`
+/// (a fixed pattern, no key) up to `batch_bytes`, timestamps from 1,700,000,000,000 ms by
+/// offset.
+///
+/// # Panics
+/// When the builder refuses a record: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a batch that cannot be built fails the run")]
+pub fn filled_batch(base_offset: i64, record_bytes: usize, batch_bytes: usize) -> Vec<u8> {
+    let value: Vec<u8> = (0..record_bytes).map(|i| (i * 31 % 251) as u8).collect();
+    let mut builder = RecordBatchBuilder::new(Compression::None).base_offset(base_offset);
+    let mut offset = base_offset;
+    while builder.estimated_size_bytes() + record_bytes + 16 <= batch_bytes {
+        builder.push(1_700_000_000_000 + offset, None, Some(&value), &[]).unwrap();
+        offset += 1;
+    }
+    builder.build().unwrap()
 }

@@ -22,28 +22,12 @@ use kafka_protocol::ResponseError;
 use seglog_storage::config::BrokerLogConfig;
 use seglog_storage::io::SimFs;
 use seglog_storage::manager::{LogManager, ManualClock};
+use seglog_storage::testing::Rng;
 use tokio::sync::{Notify, oneshot};
 
 use super::classic::group::GroupState;
 use super::*;
 use crate::error::NONE;
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 /// A coordinator with Kafka's default timings and one partition of `__consumer_offsets` (the
 /// simulation is about membership).

@@ -189,15 +189,8 @@ impl OffsetCheckpointFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::{FaultKind, FaultPlan, SimFs};
-
-    fn sim_with_dir() -> SimFs {
-        let fs = SimFs::new();
-        fs.create_dir_all(Path::new("/d")).unwrap();
-        fs.sync_dir(Path::new("/")).unwrap();
-        fs.sync_dir(Path::new("/d")).unwrap();
-        fs
-    }
+    use crate::io::{FaultKind, FaultPlan};
+    use crate::testing::sim_with_dir;
 
     fn offsets(entries: &[(&str, i32, i64)]) -> PartitionOffsets {
         entries
@@ -218,7 +211,7 @@ mod tests {
 
     #[test]
     fn offsets_round_trip() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::in_dir(Path::new("/d"), RECOVERY_POINT_CHECKPOINT_FILE);
         assert_eq!(file.path(), Path::new("/d/recovery-point-offset-checkpoint"));
         let expected = offsets(&[("orders", 1, 1790), ("a.b-c_d", 7, 0), ("orders", 0, 1834)]);
@@ -231,7 +224,7 @@ mod tests {
 
     #[test]
     fn bytes_equal_kafkas_text_format() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::new("/d/replication-offset-checkpoint");
         file.write(&fs, &offsets(&[("orders", 1, 1790), ("orders", 0, 1834)])).unwrap();
         assert_eq!(
@@ -242,7 +235,7 @@ mod tests {
 
     #[test]
     fn missing_and_empty_files_hold_no_offsets() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::new("/d/log-start-offset-checkpoint");
         assert!(file.read(&fs).unwrap().is_empty());
         create(&fs, "/d/log-start-offset-checkpoint", b"");
@@ -253,7 +246,7 @@ mod tests {
 
     #[test]
     fn later_duplicate_wins_on_read() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         create(&fs, "/d/cleaner-offset-checkpoint", b"0\n2\nt 0 5\nt 0 9\n");
         let file = OffsetCheckpointFile::new("/d/cleaner-offset-checkpoint");
         assert_eq!(file.read(&fs).unwrap(), offsets(&[("t", 0, 9)]));
@@ -261,7 +254,7 @@ mod tests {
 
     #[test]
     fn leftover_tmp_is_ignored_and_replaced() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::new("/d/recovery-point-offset-checkpoint");
         file.write(&fs, &offsets(&[("t", 0, 5)])).unwrap();
         // A crashed write's temp file, longer than the next write's contents.
@@ -275,7 +268,7 @@ mod tests {
 
     #[test]
     fn malformed_files_name_the_file_and_line() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::new("/d/recovery-point-offset-checkpoint");
         for (text, line) in [
             (&b"1\n0\n"[..], 1),
@@ -302,7 +295,7 @@ mod tests {
 
     #[test]
     fn oversized_files_are_rejected_before_reading() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         create(&fs, "/d/x", b"0123456789");
         match read_if_exists(&fs, Path::new("/d/x"), 9) {
             Err(Error::Malformed { line: None, reason, .. }) => {
@@ -315,7 +308,7 @@ mod tests {
 
     #[test]
     fn write_rejects_topics_that_would_break_the_format() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::new("/d/recovery-point-offset-checkpoint");
         for topic in ["has space", "new\nline", ""] {
             let error = file.write(&fs, &offsets(&[(topic, 0, 1)])).unwrap_err();
@@ -326,7 +319,7 @@ mod tests {
 
     #[test]
     fn failures_name_the_call_and_path() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let path = Path::new("/d/cleaner-offset-checkpoint");
         let expected = [
             ("open", "/d/cleaner-offset-checkpoint.tmp"),
@@ -368,7 +361,7 @@ mod tests {
         kind: FaultKind,
         seed: u64,
     ) -> bool {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = OffsetCheckpointFile::new("/d/recovery-point-offset-checkpoint");
         if let Some(old) = old {
             file.write(&fs, old).unwrap();

@@ -328,16 +328,8 @@ fn json_long_field(text: &str, key: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::{FaultKind, FaultPlan, OpenMode, SimFs};
-
-    fn sim_with_dir() -> SimFs {
-        let fs = SimFs::new();
-        fs.create_dir_all(Path::new("/d/t-0")).unwrap();
-        for dir in ["/", "/d", "/d/t-0"] {
-            fs.sync_dir(Path::new(dir)).unwrap();
-        }
-        fs
-    }
+    use crate::io::{FaultKind, FaultPlan, OpenMode};
+    use crate::testing::sim_with_dir;
 
     fn create(fs: &dyn Fs, path: &str, bytes: &[u8]) {
         let file = fs.open(Path::new(path), OpenMode::CreateOrOpen).unwrap();
@@ -445,7 +437,7 @@ mod tests {
         }
         let error = MetaProperties::parse("version=1\nnode.id=1\n").unwrap_err();
         assert_eq!(error.to_string(), "malformed meta.properties: cluster.id was not found");
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d/t-0");
         let invalid = MetaProperties { version: 1, ..MetaProperties::default() };
         let error = invalid.write(&fs, Path::new("/d")).unwrap_err();
         assert!(matches!(error, Error::InvalidArgument(_)), "{error:?}");
@@ -454,7 +446,7 @@ mod tests {
 
     #[test]
     fn meta_properties_files_round_trip() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d/t-0");
         assert_eq!(MetaProperties::read(&fs, Path::new("/d")).unwrap(), None);
         let meta = MetaProperties {
             version: 1,
@@ -501,7 +493,7 @@ mod tests {
             1
         );
 
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d/t-0");
         let dir = Path::new("/d/t-0");
         assert_eq!(PartitionMetadata::read(&fs, dir).unwrap(), None);
         metadata.write(&fs, dir).unwrap();
@@ -530,14 +522,14 @@ mod tests {
                 other => panic!("{text:?} gave {other:?}"),
             }
         }
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d/t-0");
         let error = PartitionMetadata::new([0; 16]).write(&fs, Path::new("/d/t-0")).unwrap_err();
         assert!(matches!(error, Error::InvalidArgument(_)), "{error:?}");
     }
 
     #[test]
     fn clean_shutdown_marker_lifecycle() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d/t-0");
         let dir = Path::new("/d");
         assert!(!CleanShutdownFile::exists(&fs, dir).unwrap());
         assert_eq!(CleanShutdownFile::broker_epoch(&fs, dir).unwrap(), None);
@@ -565,7 +557,7 @@ mod tests {
 
     #[test]
     fn clean_shutdown_failures_are_io_errors() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d/t-0");
         let dir = Path::new("/d");
         CleanShutdownFile::write(&fs, dir, 1).unwrap();
         fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });

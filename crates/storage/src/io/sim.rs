@@ -59,6 +59,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::{File, FileLock, Fs, FsSpace, OpenMode};
+use crate::testing::Rng;
 
 const ENOENT: i32 = 2;
 const EIO: i32 = 5;
@@ -137,37 +138,7 @@ enum Injected {
 enum ActiveFault {
     None,
     Nth { fail_at_op: u64, kind: FaultKind },
-    Probability { per_million: u32, rng: SplitMix64, kind: FaultKind },
-}
-
-/// SplitMix64 (Steele, Lea and Flood): a tiny, fast, seedable PRNG, good enough for simulation.
-#[derive(Debug, Clone)]
-struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (Lemire's multiply-shift; the bias is negligible here).
-    fn below(&mut self, bound: u64) -> u64 {
-        assert!(bound > 0, "empty range");
-        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
-    }
-
-    fn coin(&mut self) -> bool {
-        self.next_u64() >> 63 == 1
-    }
+    Probability { per_million: u32, rng: Rng, kind: FaultKind },
 }
 
 type Ino = u64;
@@ -221,7 +192,7 @@ impl Inode {
     }
 
     /// The bytes this file holds after a power loss (step 3 of the crash model).
-    fn crash_bytes(&self, rng: &mut SplitMix64) -> Vec<u8> {
+    fn crash_bytes(&self, rng: &mut Rng) -> Vec<u8> {
         const SECTOR: usize = SimFs::SECTOR_BYTES;
         let (old, new) = (&self.durable, &self.live);
         if self.dirty_from.is_none() {
@@ -548,7 +519,7 @@ impl State {
     }
 
     fn crash(&mut self, seed: u64) {
-        let mut rng = SplitMix64::new(seed);
+        let mut rng = Rng(seed);
 
         // 1. Replay the surviving pending changes over the durable entries.
         let mut entries: BTreeMap<DirId, BTreeMap<OsString, Node>> =
@@ -682,7 +653,7 @@ impl SimFs {
                 ActiveFault::Nth { fail_at_op: state.op_count + n.max(1), kind }
             }
             FaultPlan::Probability { per_million, seed, kind } => {
-                ActiveFault::Probability { per_million, rng: SplitMix64::new(seed), kind }
+                ActiveFault::Probability { per_million, rng: Rng(seed), kind }
             }
         };
     }
@@ -1054,6 +1025,7 @@ impl File for SimFile {
 
 #[cfg(test)]
 mod tests {
+    use crate::testing::sim_with_dir;
     use std::collections::BTreeSet;
 
     use proptest::prelude::*;
@@ -1062,14 +1034,6 @@ mod tests {
     use crate::io::{StdFs, read_all};
 
     const SECTOR: usize = SimFs::SECTOR_BYTES;
-
-    /// A SimFs holding the directory `/d`, durable.
-    fn sim_with_dir() -> SimFs {
-        let fs = SimFs::new();
-        fs.create_dir_all(Path::new("/d")).unwrap();
-        fs.sync_dir(Path::new("/")).unwrap();
-        fs
-    }
 
     fn read_path(fs: &dyn Fs, path: &str) -> Option<Vec<u8>> {
         let path = Path::new(path);
@@ -1095,7 +1059,7 @@ mod tests {
 
     #[test]
     fn reads_see_live_bytes_and_crash_keeps_durable_bytes() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"synced");
         fs.sync_dir(Path::new("/d")).unwrap();
         file.sync_data().unwrap();
@@ -1105,7 +1069,7 @@ mod tests {
         // The unsynced 8 bytes end before the first sector boundary: all or nothing.
         let mut outcomes = BTreeSet::new();
         for seed in 0..64 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/a.log", b"synced");
             fs.sync_dir(Path::new("/d")).unwrap();
             file.sync_data().unwrap();
@@ -1121,7 +1085,7 @@ mod tests {
     fn crash_keeps_a_sector_aligned_prefix_of_the_tail() {
         let mut lens = BTreeSet::new();
         for seed in 0..200 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/a.log", &pattern(1, 100));
             file.sync_data().unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
@@ -1142,7 +1106,7 @@ mod tests {
         let new = pattern(100, 4 * SECTOR);
         let mut n_torn = 0;
         for seed in 0..32 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/a.index", &old);
             file.sync_data().unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
@@ -1172,7 +1136,7 @@ mod tests {
     fn crash_keeps_or_drops_an_unsynced_truncation() {
         let mut lens = BTreeSet::new();
         for seed in 0..32 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/a.log", &pattern(1, 1000));
             file.sync_data().unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
@@ -1188,7 +1152,7 @@ mod tests {
     #[test]
     fn crash_is_deterministic() {
         let run = |seed| {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             for file_idx in 0..8u8 {
                 let file = create(&fs, &format!("/d/{file_idx}.log"), &pattern(file_idx, 700));
                 if file_idx % 2 == 0 {
@@ -1211,7 +1175,7 @@ mod tests {
     fn unsynced_directory_changes_may_or_may_not_survive() {
         let mut outcomes = BTreeSet::new();
         for seed in 0..32 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/new.log", b"x");
             file.sync_data().unwrap();
             fs.crash(seed);
@@ -1221,7 +1185,7 @@ mod tests {
 
         // Once its directory is synced, a file's entry survives every crash.
         for seed in 0..32 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             create(&fs, "/d/new.log", b"x").sync_data().unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
             fs.crash(seed);
@@ -1233,7 +1197,7 @@ mod tests {
     fn a_rename_is_atomic_on_crash() {
         let mut outcomes = BTreeSet::new();
         for seed in 0..32 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             create(&fs, "/d/a.cleaned", b"data").sync_data().unwrap();
             create(&fs, "/d/a.log", b"old").sync_data().unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
@@ -1257,7 +1221,7 @@ mod tests {
         // leaves the file under one of the three names, never under two or none.
         let mut outcomes = BTreeSet::new();
         for seed in 0..64 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             create(&fs, "/d/0.log.cleaned", b"data").sync_data().unwrap();
             fs.sync_dir(Path::new("/d")).unwrap();
             fs.rename(Path::new("/d/0.log.cleaned"), Path::new("/d/0.log.swap")).unwrap();
@@ -1276,7 +1240,7 @@ mod tests {
     #[test]
     fn a_rename_across_directories_needs_both_synced() {
         for seed in 0..32 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             fs.create_dir_all(Path::new("/e")).unwrap();
             fs.sync_dir(Path::new("/")).unwrap();
             create(&fs, "/d/a.log", b"data").sync_data().unwrap();
@@ -1310,7 +1274,7 @@ mod tests {
 
     #[test]
     fn handles_from_before_a_crash_are_stale() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"x");
         fs.crash(0);
         check_raw_os_error(file.len(), ESTALE);
@@ -1319,7 +1283,7 @@ mod tests {
 
     #[test]
     fn handles_follow_renames_and_outlive_removal() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"abc");
         fs.rename(Path::new("/d/a.log"), Path::new("/d/b.log")).unwrap();
         file.write_all_at(b"d", 3).unwrap();
@@ -1331,7 +1295,7 @@ mod tests {
 
     #[test]
     fn namespace_errors_match_posix() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         create(&fs, "/d/a.log", b"x");
         check_raw_os_error(fs.open(Path::new("/d/missing"), OpenMode::Read), ENOENT);
         check_raw_os_error(fs.open(Path::new("/d/missing"), OpenMode::ReadWrite), ENOENT);
@@ -1373,7 +1337,7 @@ mod tests {
 
     #[test]
     fn every_method_is_one_counted_operation() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let start = fs.op_count();
         let file = fs.open(Path::new("/d/a.log"), OpenMode::CreateNew).unwrap();
         file.write_all_at(b"x", 0).unwrap();
@@ -1398,7 +1362,7 @@ mod tests {
     #[test]
     fn fail_nth_fails_exactly_the_nth_operation() {
         for n in 1..=6 {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/a.log", b"abc");
             fs.set_fault_plan(FaultPlan::FailNth { n, kind: FaultKind::Eio });
             let results = [
@@ -1425,7 +1389,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_changes_nothing() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"abc");
         fs.set_now_ms(9);
         fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });
@@ -1436,7 +1400,7 @@ mod tests {
 
     #[test]
     fn fail_nth_enospc_waits_for_a_write() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"abc");
         fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Enospc });
         file.len().unwrap();
@@ -1449,7 +1413,7 @@ mod tests {
 
     #[test]
     fn short_write_writes_only_a_prefix() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"");
         fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::ShortWrite });
         file.sync_data().unwrap();
@@ -1475,7 +1439,7 @@ mod tests {
     #[test]
     fn probability_plan_is_seeded() {
         let pattern_of = |seed| {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let file = create(&fs, "/d/a.log", b"abc");
             fs.set_fault_plan(FaultPlan::Probability {
                 per_million: 250_000,
@@ -1490,7 +1454,7 @@ mod tests {
         let n_failures = failures.iter().filter(|failed| **failed).count();
         assert!((60..140).contains(&n_failures), "{n_failures} of 400 at 25%");
 
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         let file = create(&fs, "/d/a.log", b"abc");
         fs.set_fault_plan(FaultPlan::Probability { per_million: 0, seed: 1, kind: FaultKind::Eio });
         assert!((0..100).all(|_| file.len().is_ok()));
@@ -1498,7 +1462,7 @@ mod tests {
 
     #[test]
     fn capacity_limits_growth_with_enospc() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         fs.set_capacity_bytes(Some(1000));
         let a = create(&fs, "/d/a.log", &[1; 600]);
         let b = create(&fs, "/d/b.log", &[2; 300]);
@@ -1523,7 +1487,7 @@ mod tests {
 
     #[test]
     fn modified_times_come_from_the_manual_clock() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir("/d");
         fs.set_now_ms(1_000);
         let file = create(&fs, "/d/a.log", b"");
         assert_eq!(file.modified_ms().unwrap(), 1_000);
@@ -1581,7 +1545,7 @@ mod tests {
             ops in proptest::collection::vec(crash_op(), 0..40),
             seed in any::<u64>(),
         ) {
-            let fs = sim_with_dir();
+            let fs = sim_with_dir("/d");
             let mut files: Vec<ModelFile> = (0..3).map(|_| ModelFile::default()).collect();
             let path = |file_idx: usize| PathBuf::from(format!("/d/{file_idx}.log"));
             for (op_idx, op) in ops.iter().enumerate() {
@@ -1753,7 +1717,7 @@ mod tests {
         #[test]
         fn sim_fs_matches_std_fs(ops in proptest::collection::vec(equivalence_op(), 1..40)) {
             let tempdir = tempfile::tempdir().unwrap();
-            let (std_fs, sim_fs) = (StdFs, sim_with_dir());
+            let (std_fs, sim_fs) = (StdFs, sim_with_dir("/d"));
             let std_root = tempdir.path().to_path_buf();
             let sim_root = PathBuf::from("/d");
             let std_path = |name_idx: usize| std_root.join(format!("{name_idx}.log"));

@@ -257,17 +257,9 @@ fn checked_entry(epoch: i32, start_offset: i64) -> Result<EpochEntry> {
 mod tests {
     use super::*;
     use crate::io::{FaultKind, FaultPlan, OpenMode, SimFs, read_all};
+    use crate::testing::sim_with_dir;
 
     const DIR: &str = "/d/t-0";
-
-    fn sim_with_dir() -> SimFs {
-        let fs = SimFs::new();
-        fs.create_dir_all(Path::new(DIR)).unwrap();
-        for dir in ["/", "/d", DIR] {
-            fs.sync_dir(Path::new(dir)).unwrap();
-        }
-        fs
-    }
 
     fn load(fs: &SimFs) -> LeaderEpochFileCache {
         LeaderEpochFileCache::load(Arc::new(fs.clone()), Path::new(DIR)).unwrap()
@@ -302,7 +294,7 @@ mod tests {
 
     #[test]
     fn assign_appends_and_writes_the_checkpoint_synchronously() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = load(&fs);
         assert!(cache.is_empty());
         assert!(!fs.exists(cache.path()).unwrap(), "load creates nothing");
@@ -315,7 +307,7 @@ mod tests {
 
     #[test]
     fn assign_ignores_the_latest_epoch_at_the_same_or_a_later_offset() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = cache_with(&fs, &[(2, 6)]);
         let n_ops = fs.op_count();
         assert!(!cache.assign(2, 6).unwrap());
@@ -329,7 +321,7 @@ mod tests {
 
     #[test]
     fn assign_removes_entries_with_a_higher_epoch_or_offset() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         // A lower epoch removes the higher ones (an epoch >= the new one).
         let mut cache = cache_with(&fs, &[(2, 6), (3, 8), (4, 11)]);
         assert!(cache.assign(3, 12).unwrap());
@@ -351,7 +343,7 @@ mod tests {
 
     #[test]
     fn assign_rejects_negative_epochs_and_offsets() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = cache_with(&fs, &[(1, 5)]);
         for (epoch, start_offset) in [(-1, 0), (0, -1), (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)] {
             let error = cache.assign(epoch, start_offset).unwrap_err();
@@ -369,7 +361,7 @@ mod tests {
 
     #[test]
     fn assign_all_writes_once() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = load(&fs);
         let entries: Vec<EpochEntry> =
             (0..5).map(|epoch| EpochEntry { epoch, start_offset: i64::from(epoch) * 10 }).collect();
@@ -383,7 +375,7 @@ mod tests {
 
     #[test]
     fn latest_and_earliest() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let cache = load(&fs);
         assert_eq!(
             (cache.latest_epoch(), cache.latest_entry(), cache.earliest_entry()),
@@ -397,7 +389,7 @@ mod tests {
 
     #[test]
     fn epoch_for_offset_is_the_largest_epoch_starting_at_or_before() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         assert_eq!(load(&fs).epoch_for_offset(0), None);
         let cache = cache_with(&fs, &[(1, 10), (3, 20), (5, 30)]);
         for (offset, epoch) in [
@@ -417,7 +409,7 @@ mod tests {
 
     #[test]
     fn end_offset_for_covers_every_case() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let empty = load(&fs);
         assert_eq!(empty.end_offset_for(UNDEFINED_EPOCH, 100), (-1, -1));
         assert_eq!(empty.end_offset_for(0, 100), (-1, -1), "nothing cached");
@@ -444,7 +436,7 @@ mod tests {
 
     #[test]
     fn truncate_from_end_removes_entries_starting_at_or_after() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = cache_with(&fs, &[(2, 6), (3, 8), (4, 11)]);
         assert!(!cache.truncate_from_end(12).unwrap(), "past the latest start");
         assert!(!cache.truncate_from_end(-1).unwrap(), "negative: ignored");
@@ -461,7 +453,7 @@ mod tests {
 
     #[test]
     fn truncate_from_start_reinserts_the_last_removed_epoch() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         for (start_offset, expected, changed) in [
             (100, &[(1, 100)][..], true), // spec §7.13's example
             (90, &[(1, 90)], true),
@@ -483,7 +475,7 @@ mod tests {
 
     #[test]
     fn clear_writes_an_empty_checkpoint() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = cache_with(&fs, &[(1, 10)]);
         cache.clear().unwrap();
         assert!(cache.is_empty());
@@ -493,7 +485,7 @@ mod tests {
 
     #[test]
     fn load_applies_assigns_rules_to_the_file() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         write_file(&fs, "0\n3\n1 10\n2 5\n3 20\n");
         assert_eq!(pairs(&load(&fs)), [(2, 5), (3, 20)]);
         write_file(&fs, "0\n3\n5 50\n1 10\n1 60\n");
@@ -504,7 +496,7 @@ mod tests {
 
     #[test]
     fn load_rejects_malformed_files_naming_the_line() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         for (text, line) in
             [("1\n0\n", 1), ("0\n2\n0 0\n", 4), ("0\n1\n0\n", 3), ("0\n2\n0 0\n-1 5\n", 4)]
         {
@@ -521,7 +513,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_is_an_io_error() {
-        let fs = sim_with_dir();
+        let fs = sim_with_dir(DIR);
         let mut cache = cache_with(&fs, &[(1, 10)]);
         fs.set_fault_plan(FaultPlan::FailNth { n: 4, kind: FaultKind::Eio });
         match cache.assign(2, 20) {

@@ -19,6 +19,7 @@ use super::validator::AppendOrigin;
 use crate::config::{DurabilityMode, LogConfig};
 use crate::error::Error;
 use crate::io::{FaultKind, FaultPlan, Fs, OpenMode, SimFs, StdFs, read_all};
+use crate::testing::producer_batch;
 
 fn dir() -> PathBuf {
     PathBuf::from("/logs/orders-0")
@@ -47,18 +48,12 @@ fn open(fs: &SimFs, config: LogConfig) -> PartitionLog {
 }
 
 /// A producer batch (base offset 0) of `n` records with timestamps `ts..`.
-fn producer_batch(n: usize, ts: i64) -> Vec<u8> {
-    let mut builder = RecordBatchBuilder::new(Compression::None);
-    for idx in 0..n {
-        builder
-            .push(ts + idx as i64, Some(b"key"), Some(format!("value-{idx}").as_bytes()), &[])
-            .unwrap();
-    }
-    builder.build().unwrap()
+fn batch_of(n: usize, ts: i64) -> Vec<u8> {
+    producer_batch((0..n).map(|idx| (ts + idx as i64, Some(b"key"), format!("value-{idx}"))))
 }
 
 fn append(log: &PartitionLog, n: usize, ts: i64) -> AppendInfo {
-    log.append_as_leader(&producer_batch(n, ts), 0, AppendOrigin::Client, ts).unwrap()
+    log.append_as_leader(&batch_of(n, ts), 0, AppendOrigin::Client, ts).unwrap()
 }
 
 fn read_offsets(log: &PartitionLog, from: i64, isolation: Isolation) -> Vec<i64> {
@@ -79,7 +74,7 @@ fn read_offsets(log: &PartitionLog, from: i64, isolation: Isolation) -> Vec<i64>
 }
 
 fn small_segments(records_per_segment: usize) -> LogConfig {
-    let batch_bytes = producer_batch(1, 0).len() as u32;
+    let batch_bytes = batch_of(1, 0).len() as u32;
     LogConfig {
         segment_bytes: batch_bytes * records_per_segment as u32,
         segment_index_bytes: 4096,
@@ -123,7 +118,7 @@ fn high_watermark_bounds_reads() {
 #[test]
 fn size_based_roll_and_out_of_range_reads() {
     let fs = SimFs::new();
-    let batch_bytes = producer_batch(1, 0).len() as u32;
+    let batch_bytes = batch_of(1, 0).len() as u32;
     let log =
         open(&fs, LogConfig { segment_bytes: 10 * (batch_bytes - 1), ..LogConfig::default() });
     for _ in 0..11 {
@@ -157,15 +152,13 @@ fn time_based_roll_uses_record_time() {
 fn size_limits_are_typed_errors_and_write_nothing() {
     let fs = SimFs::new();
     let log = open(&fs, LogConfig { max_message_bytes: 200, ..LogConfig::default() });
-    let error =
-        log.append_as_leader(&producer_batch(20, 0), 0, AppendOrigin::Client, 0).unwrap_err();
+    let error = log.append_as_leader(&batch_of(20, 0), 0, AppendOrigin::Client, 0).unwrap_err();
     let Error::Validation(validation) = &error else { panic!("{error}") };
     assert_eq!(validation.error_code(), 10, "MESSAGE_TOO_LARGE");
     assert_eq!(log.log_end_offset().unwrap(), 0);
     let log2_fs = SimFs::new();
     let log2 = open(&log2_fs, LogConfig { segment_bytes: 100, ..LogConfig::default() });
-    let error =
-        log2.append_as_leader(&producer_batch(20, 0), 0, AppendOrigin::Client, 0).unwrap_err();
+    let error = log2.append_as_leader(&batch_of(20, 0), 0, AppendOrigin::Client, 0).unwrap_err();
     let Error::Validation(validation) = &error else { panic!("{error}") };
     assert_eq!(validation.error_code(), 18, "RECORD_LIST_TOO_LARGE");
 }
@@ -173,7 +166,7 @@ fn size_limits_are_typed_errors_and_write_nothing() {
 /// The retention examples of spec §7.9: 15 single-record batches in 5-record segments.
 #[test]
 fn retention_by_bytes_time_and_log_start() {
-    let batch_bytes = i64::from(producer_batch(1, 0).len() as u32);
+    let batch_bytes = i64::from(batch_of(1, 0).len() as u32);
     let setup = |config: LogConfig| {
         let fs = SimFs::new();
         let log = open(&fs, LogConfig { segment_bytes: 5 * batch_bytes as u32, ..config });
@@ -245,7 +238,7 @@ fn offsets_by_timestamp() {
     let fs = SimFs::new();
     let log = open(&fs, small_segments(3));
     for (idx, epoch) in [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2)] {
-        let batch = producer_batch(1, 100 + idx * 10);
+        let batch = batch_of(1, 100 + idx * 10);
         log.append_as_leader(&batch, epoch, AppendOrigin::Client, 0).unwrap();
     }
     let found = log.fetch_offset_by_timestamp(125).unwrap().unwrap();
@@ -266,7 +259,7 @@ fn truncation() {
     let fs = SimFs::new();
     let log = open(&fs, small_segments(3));
     for epoch in 0..9 {
-        log.append_as_leader(&producer_batch(1, 0), epoch / 3, AppendOrigin::Client, 0).unwrap();
+        log.append_as_leader(&batch_of(1, 0), epoch / 3, AppendOrigin::Client, 0).unwrap();
     }
     assert!(!log.truncate_to(9, 0).unwrap(), "to the end: nothing");
     assert!(log.truncate_to(4, 0).unwrap());
@@ -414,8 +407,7 @@ fn io_errors_take_the_log_offline() {
     let log = open(&fs, LogConfig::default());
     append(&log, 1, 0);
     fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });
-    let error =
-        log.append_as_leader(&producer_batch(1, 0), 0, AppendOrigin::Client, 0).unwrap_err();
+    let error = log.append_as_leader(&batch_of(1, 0), 0, AppendOrigin::Client, 0).unwrap_err();
     assert!(matches!(error, Error::Io { .. }), "{error}");
     fs.set_fault_plan(FaultPlan::None);
     assert!(log.is_offline());
@@ -441,7 +433,7 @@ fn readers_race_a_writer() {
         std::thread::spawn(move || {
             for idx in 0..300 {
                 log.append_as_leader(
-                    &producer_batch(1 + idx % 3, idx as i64),
+                    &batch_of(1 + idx % 3, idx as i64),
                     0,
                     AppendOrigin::Client,
                     0,
@@ -498,11 +490,9 @@ fn crash_after_each_step_of_roll_and_segment_delete() {
             fs.set_fault_plan(FaultPlan::FailNth { n: fail_at, kind: FaultKind::Eio });
             let outcome = match step {
                 // Two appends: the second one rolls (4 records per segment, 6 already in).
-                0 => log
-                    .append_as_leader(&producer_batch(1, 0), 0, AppendOrigin::Client, 0)
-                    .and_then(|_| {
-                        log.append_as_leader(&producer_batch(1, 0), 0, AppendOrigin::Client, 0)
-                    }),
+                0 => log.append_as_leader(&batch_of(1, 0), 0, AppendOrigin::Client, 0).and_then(
+                    |_| log.append_as_leader(&batch_of(1, 0), 0, AppendOrigin::Client, 0),
+                ),
                 _ => log
                     .delete_old_segments(1_000_000)
                     .map(|_| log.log_end_offset().unwrap_or(0))
@@ -868,7 +858,7 @@ fn a_sole_leaders_append_moves_the_high_watermark_in_the_same_call() {
     let log = open(&fs, config);
     append(&log, 3, 1_000);
     assert_eq!(log.high_watermark().unwrap(), 0, "a plain leader append leaves it");
-    let info = log.append_as_sole_leader(&producer_batch(2, 2_000), AppendOrigin::Client, 2_000);
+    let info = log.append_as_sole_leader(&batch_of(2, 2_000), AppendOrigin::Client, 2_000);
     let info = info.unwrap();
     assert_eq!((info.first_offset, info.last_offset), (3, 4));
     assert_eq!(info.high_watermark, 5);
@@ -883,7 +873,7 @@ fn a_sole_leaders_append_moves_the_high_watermark_in_the_same_call() {
 fn read_info_returns_the_records_with_the_watermarks_of_the_same_moment() {
     let fs = SimFs::new();
     let log = open(&fs, LogConfig::default());
-    log.append_as_sole_leader(&producer_batch(4, 1_000), AppendOrigin::Client, 1_000).unwrap();
+    log.append_as_sole_leader(&batch_of(4, 1_000), AppendOrigin::Client, 1_000).unwrap();
     append(&log, 2, 2_000);
     let read = log.read_info(0, u32::MAX, Isolation::HighWatermark, true).unwrap();
     assert_eq!((read.high_watermark, read.last_stable_offset), (4, 4));

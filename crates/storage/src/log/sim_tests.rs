@@ -19,7 +19,7 @@ use super::producer_state::BatchMetadata;
 use super::validator::AppendOrigin;
 use crate::config::{DurabilityMode, LogConfig};
 use crate::io::{Fs, SimFs};
-use crate::test_rng::Rng;
+use crate::testing::Rng;
 
 fn dir() -> PathBuf {
     PathBuf::from("/sim/p-0")
@@ -305,7 +305,7 @@ fn run(seed: u64, steps: usize) {
             }
             _ => {
                 drop(log);
-                fs.crash(rng.next());
+                fs.crash(rng.next_u64());
                 let params = LoadParams {
                     had_clean_shutdown: false,
                     log_start_offset_checkpoint: model.checkpoint_log_start_offset,

@@ -9,7 +9,7 @@ use seglog_format::{Compression, RecordBatch, RecordBatchBuilder};
 
 use super::*;
 use crate::io::{FaultKind, FaultPlan, SimFs};
-use crate::test_rng::Rng;
+use crate::testing::Rng;
 
 #[derive(Debug, Clone)]
 struct ModelBatch {
@@ -174,7 +174,7 @@ fn run(seed: u64) {
             _ => {
                 // Power loss: synced bytes survive, unsynced ones may partly survive.
                 drop(segment);
-                fs.crash(rng.next());
+                fs.crash(rng.next_u64());
                 let (mut reopened, _) = open(&fs, interval);
                 let report = reopened.recover().unwrap();
                 assert!(

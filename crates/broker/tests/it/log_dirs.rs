@@ -3,11 +3,7 @@
 //! producer keeps producing, after which every acknowledged record is fetchable from the new
 //! directory.
 
-mod common;
-
-// As in the `seglog` binary: see ARCHITECTURE.md, "Hostile array counts".
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -11,7 +11,7 @@
     clippy::type_complexity
 )]
 
-mod common;
+use crate::common;
 
 use seglog_format::{
     Batch, Batches, Compression, DecodeLimits, HeaderRef, RecordBatch, RecordBatchBuilder,

@@ -9,7 +9,7 @@
     clippy::type_complexity
 )]
 
-mod common;
+use crate::common;
 
 use common::{hex, hex_dump};
 use seglog_format::{

@@ -3,11 +3,7 @@
 
 #![allow(clippy::too_many_lines, reason = "each test walks one API through its cases")]
 
-mod common;
-
-// As in the `seglog` binary: see ARCHITECTURE.md, "Hostile array counts".
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -375,9 +371,9 @@ async fn every_api_answers_at_every_advertised_version() {
                     assert_eq!(response.error_code, 0, "v{version}");
                     assert!(response.producer_id.0 >= 0, "v{version}");
                 }
-                // Every version of each group API is sent by tests/groups.rs.
+                // Every version of each group API is sent by tests/it/groups.rs.
                 key if GROUP_APIS.contains(&key) => {}
-                // Every version of both is sent, with two log directories, by tests/log_dirs.rs.
+                // Every version of both is sent, with two log directories, by tests/it/log_dirs.rs.
                 ApiKey::DescribeLogDirs | ApiKey::AlterReplicaLogDirs => {}
                 other => panic!("no case for {other:?}"),
             }

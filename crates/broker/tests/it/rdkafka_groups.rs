@@ -4,7 +4,7 @@
 //! assignor's incremental rebalances, committed offsets across a broker restart, and
 //! `auto.offset.reset`.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,9 +18,6 @@ use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use seglog_broker::Server;
-
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TIMEOUT: Duration = Duration::from_mins(1);
 

@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests: hex parsing and the external fixtures directory.
 
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::print_stderr)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Bytes from hex text; anything that is not a hex digit (spaces, `|`, newlines, `0000:` address
 /// columns are stripped by the caller) is ignored.
@@ -28,21 +28,7 @@ pub fn hex_dump(text: &str) -> Vec<u8> {
 /// The `kafka-real` fixtures directory, or `None` (with a loud note) when it is absent outside CI.
 /// In CI (`CI` set) a missing directory fails the test.
 pub fn kafka_real() -> Option<PathBuf> {
-    let root = std::env::var_os("SEGLOG_FIXTURES").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let dir = root.join("kafka-real");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "fixtures missing in CI: {} (set SEGLOG_FIXTURES)",
-        dir.display()
-    );
-    eprintln!("SKIPPED: fixtures not found at {} (set SEGLOG_FIXTURES)", dir.display());
-    None
+    seglog_format::testing::kafka_real_fixtures(Path::is_dir)
 }
 
 /// The repository's `testdata/` directory.

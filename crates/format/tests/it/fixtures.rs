@@ -10,7 +10,7 @@
     clippy::type_complexity
 )]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

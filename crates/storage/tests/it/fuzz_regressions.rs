@@ -14,16 +14,11 @@ use seglog_storage::io::{Fs, OpenMode, SimFs};
 use seglog_storage::log::load::{LoadParams, load};
 use seglog_storage::log::local_log::LocalLogConfig;
 use seglog_storage::segment::{LogSegment, SegmentConfig, segment_path};
+use seglog_storage::testing::sim_with_dir;
 
 const DIR: &str = "/d/t-0";
 /// The largest base offset the fuzz targets try.
 const HUGE_BASE: i64 = i64::MAX - 100;
-
-fn sim_with_dir() -> SimFs {
-    let fs = SimFs::new();
-    fs.create_dir_all(Path::new(DIR)).unwrap();
-    fs
-}
 
 fn write(fs: &SimFs, path: &Path, bytes: &[u8]) {
     let file = fs.open(path, OpenMode::CreateNew).unwrap();
@@ -45,7 +40,7 @@ fn config() -> SegmentConfig {
 /// `find_offset_by_timestamp`. A scan that starts past the end now finds nothing, as Kafka's.
 #[test]
 fn index_entry_past_the_end_of_a_torn_log() {
-    let fs = sim_with_dir();
+    let fs = sim_with_dir(DIR);
     let dir = Path::new(DIR);
     write(&fs, &segment_path(dir, 0, FileKind::Log), &[]);
     write(&fs, &segment_path(dir, 0, FileKind::Index), &[0, 0, 0x65, 0, 0, 0, 0x65, 0]);
@@ -65,7 +60,7 @@ fn index_entry_past_the_end_of_a_torn_log() {
 /// `TimeIndex::maybe_append`. It is the documented out-of-range error now.
 #[test]
 fn append_far_below_a_huge_base_offset() {
-    let fs = sim_with_dir();
+    let fs = sim_with_dir(DIR);
     let offset = i64::from_be_bytes([0xc2, 0xc2, 0xc2, 0xc2, 0xc2, 0x00, 0xc2, 0xc2]);
     let mut index = OffsetIndex::create(&fs, &path("a.index"), HUGE_BASE, 0x6e05).unwrap();
     assert!(matches!(index.append(offset, 0), Err(Error::InvalidArgument(_))));
@@ -85,7 +80,7 @@ fn append_far_below_a_huge_base_offset() {
 /// the index).
 #[test]
 fn index_entry_beyond_i64_max() {
-    let fs = sim_with_dir();
+    let fs = sim_with_dir(DIR);
     write(&fs, &path("a.index"), &[0x00, 0x0c, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x0c]);
     let index = OffsetIndex::open(&fs, &path("a.index"), HUGE_BASE, 0x200).unwrap();
     assert_eq!(index.last_offset(), HUGE_BASE);
@@ -119,7 +114,7 @@ fn entry_at_i64_max(rest: &[u8]) -> Vec<u8> {
 /// after its last entry and overflowed. It is a corrupt-log error now.
 #[test]
 fn swap_segment_ending_at_i64_max() {
-    let fs = sim_with_dir();
+    let fs = sim_with_dir(DIR);
     let entry = entry_at_i64_max(&[
         0x00, 0x00, 0x00, 0x16, 0x6e, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x01,
         0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x01, 0x01,
@@ -141,7 +136,7 @@ fn swap_segment_ending_at_i64_max() {
 /// it. It is a corrupt-log error now, and recovery cuts the entry (its CRC is wrong).
 #[test]
 fn read_next_offset_after_an_entry_at_i64_max() {
-    let fs = sim_with_dir();
+    let fs = sim_with_dir(DIR);
     let dir = Path::new(DIR);
     let log = entry_at_i64_max(&[
         0x00, 0x00, 0x00, 0x0f, 0xfc, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf8, 0x2e,
@@ -165,7 +160,7 @@ fn read_next_offset_after_an_entry_at_i64_max() {
 /// at `i64::MAX` now ends the valid prefix, like any other impossible offset.
 #[test]
 fn recovery_of_a_batch_ending_at_i64_max() {
-    let fs = sim_with_dir();
+    let fs = sim_with_dir(DIR);
     let dir = Path::new(DIR);
     let mut message =
         vec![0x00, 0x00, 0x00, 0x42, 0x5f, 0xfb, 0x3a, 0xea, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08];

@@ -3,7 +3,7 @@
 //! config changes, and a broker restart in the middle of producing with nothing acknowledged
 //! lost.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -19,9 +19,6 @@ use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use seglog_broker::Server;
-
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -4,10 +4,7 @@
 
 #![allow(clippy::too_many_lines, reason = "each test walks one API through its cases")]
 
-mod common;
-
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use crate::common;
 
 use bytes::Bytes;
 use common::{Client, start};

@@ -1,0 +1,13 @@
+//! seglog-broker's integration tests, one binary (one link, as rust-analyzer has it): one
+//! module per area, each starting the server in-process; helpers in `common`.
+
+// As in the `seglog` binary: see ARCHITECTURE.md, "Hostile array counts".
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+mod common;
+mod groups;
+mod log_dirs;
+mod protocol;
+mod rdkafka;
+mod rdkafka_groups;

@@ -1,0 +1,8 @@
+//! The `seglog` binary's integration tests, one binary (one link, as rust-analyzer has it): one
+//! module per command or area, each running `CARGO_BIN_EXE_seglog`.
+
+mod cli;
+mod dump;
+mod inspect;
+mod kill;
+mod serve;

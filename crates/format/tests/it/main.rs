@@ -1,0 +1,9 @@
+//! seglog-format's integration tests, one binary (one link, as rust-analyzer has it): one
+//! module per area, helpers in `common`.
+
+mod batch;
+mod common;
+mod fixtures;
+mod kafka_python;
+mod proptest;
+mod regressions;
