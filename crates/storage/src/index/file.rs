@@ -28,6 +28,87 @@ pub trait IndexEntry: Copy + std::fmt::Debug + PartialEq {
     fn may_follow(&self, previous: &Self) -> bool;
 }
 
+/// Implements [`IndexEntry`] for one of `format`'s fixed-size entries (`OffsetIndexEntry`,
+/// `TimeIndexEntry`), whose ordering rule is `$may_follow(entry, previous)`.
+macro_rules! impl_index_entry {
+    ($entry:ty, $bytes:expr, $may_follow:path) => {
+        impl IndexEntry for $entry {
+            const BYTES: usize = $bytes;
+
+            fn decode(bytes: &[u8]) -> Option<Self> {
+                let bytes = <&[u8; $bytes]>::try_from(bytes).ok()?;
+                <$entry>::decode(bytes).ok()
+            }
+
+            fn encode(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&<$entry>::encode(self));
+            }
+
+            fn relative_offset(&self) -> u32 {
+                self.relative_offset
+            }
+
+            fn may_follow(&self, previous: &Self) -> bool {
+                $may_follow(self, previous)
+            }
+        }
+    };
+}
+pub(crate) use impl_index_entry;
+
+/// What every index type has over its `file` field: `create` (new, preallocated, empty), `open`
+/// (Kafka's file, with or without a zero-filled preallocated tail), and the plain delegations.
+macro_rules! index_constructors {
+    ($entry:ty) => {
+        /// Creates a new, preallocated, empty index.
+        pub fn create(
+            fs: &dyn Fs,
+            path: &Path,
+            base_offset: i64,
+            index_bytes_max: u64,
+        ) -> Result<Self> {
+            Ok(Self { file: IndexFile::create(fs, path, base_offset, index_bytes_max)? })
+        }
+
+        /// Opens an existing index (Kafka's, with or without a zero-filled preallocated tail).
+        pub fn open(
+            fs: &dyn Fs,
+            path: &Path,
+            base_offset: i64,
+            index_bytes_max: u64,
+        ) -> Result<Self> {
+            Ok(Self { file: IndexFile::open(fs, path, base_offset, index_bytes_max)? })
+        }
+
+        /// Removes every entry.
+        pub fn truncate(&mut self) -> Result<()> {
+            self.file.truncate_entries(0)
+        }
+
+        /// Number of entries.
+        pub fn n_entries(&self) -> usize {
+            self.file.n_entries()
+        }
+
+        /// Kafka's `sanityCheck`, plus garbage after the valid entries (and, for the time
+        /// index, timestamps going backwards).
+        pub fn sanity_check(&self) -> Result<()> {
+            self.file.sanity_check()
+        }
+
+        /// The underlying file (trim, resize, flush, close).
+        pub fn file_mut(&mut self) -> &mut IndexFile<$entry> {
+            &mut self.file
+        }
+
+        /// The underlying file.
+        pub fn file(&self) -> &IndexFile<$entry> {
+            &self.file
+        }
+    };
+}
+pub(crate) use index_constructors;
+
 /// Which column a lookup searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SearchKey {
@@ -169,6 +250,21 @@ impl<E: IndexEntry> IndexFile<E> {
         fs.rename(&self.path, path).map_err(|e| Error::io("rename index", &self.path, e))?;
         path.clone_into(&mut self.path);
         Ok(())
+    }
+
+    /// `offset` relative to the base offset, when it fits the index's 31 bits.
+    pub fn relative_offset_of(&self, offset: i64) -> Result<u32> {
+        offset
+            .checked_sub(self.base_offset())
+            .and_then(|relative| i32::try_from(relative).ok())
+            .filter(|relative| *relative >= 0)
+            .map(i32::unsigned_abs)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "offset {offset} is out of the 31-bit range of an index based at {}",
+                    self.base_offset()
+                ))
+            })
     }
 
     /// The segment's base offset.

@@ -12,30 +12,16 @@ use std::path::Path;
 use seglog_format::OffsetIndexEntry;
 use seglog_format::index::OFFSET_INDEX_ENTRY_BYTES;
 
-use super::file::{IndexEntry, IndexFile};
+use super::file::{IndexEntry, IndexFile, impl_index_entry, index_constructors};
 use crate::error::{Error, Result};
 use crate::io::Fs;
 
-impl IndexEntry for OffsetIndexEntry {
-    const BYTES: usize = OFFSET_INDEX_ENTRY_BYTES;
+impl_index_entry!(OffsetIndexEntry, OFFSET_INDEX_ENTRY_BYTES, may_follow_offset);
 
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        let bytes = <&[u8; OFFSET_INDEX_ENTRY_BYTES]>::try_from(bytes).ok()?;
-        Self::decode(bytes).ok()
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&OffsetIndexEntry::encode(self));
-    }
-
-    fn relative_offset(&self) -> u32 {
-        self.relative_offset
-    }
-
-    /// Offsets strictly increase and positions never decrease.
-    fn may_follow(&self, previous: &Self) -> bool {
-        self.relative_offset > previous.relative_offset && self.position >= previous.position
-    }
+/// Offsets strictly increase and positions never decrease.
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "IndexEntry::may_follow takes references")]
+fn may_follow_offset(entry: &OffsetIndexEntry, previous: &OffsetIndexEntry) -> bool {
+    entry.relative_offset > previous.relative_offset && entry.position >= previous.position
 }
 
 /// An absolute offset and the byte position of the batch at or before it (Kafka's
@@ -55,20 +41,7 @@ pub struct OffsetIndex {
 }
 
 impl OffsetIndex {
-    /// Creates a new, preallocated, empty index.
-    pub fn create(
-        fs: &dyn Fs,
-        path: &Path,
-        base_offset: i64,
-        index_bytes_max: u64,
-    ) -> Result<Self> {
-        Ok(Self { file: IndexFile::create(fs, path, base_offset, index_bytes_max)? })
-    }
-
-    /// Opens an existing index (Kafka's, with or without a zero-filled preallocated tail).
-    pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
-        Ok(Self { file: IndexFile::open(fs, path, base_offset, index_bytes_max)? })
-    }
+    index_constructors!(OffsetIndexEntry);
 
     fn absolute(&self, entry: OffsetIndexEntry) -> OffsetPosition {
         OffsetPosition {
@@ -109,17 +82,7 @@ impl OffsetIndex {
     /// Appends `(offset, position)`. The index must not be full, the offset must exceed the last
     /// one and fit in 31 bits relative to the base offset.
     pub fn append(&mut self, offset: i64, position: u32) -> Result<()> {
-        let relative_offset = offset
-            .checked_sub(self.file.base_offset())
-            .and_then(|relative| i32::try_from(relative).ok())
-            .filter(|relative| *relative >= 0)
-            .map(|relative| relative as u32)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "offset {offset} is out of the 31-bit range of an index based at {}",
-                    self.file.base_offset()
-                ))
-            })?;
+        let relative_offset = self.file.relative_offset_of(offset)?;
         if let Some(last) = self.file.last()
             && relative_offset <= last.relative_offset
         {
@@ -150,19 +113,9 @@ impl OffsetIndex {
         self.file.truncate_entries(keep)
     }
 
-    /// Removes every entry.
-    pub fn truncate(&mut self) -> Result<()> {
-        self.file.truncate_entries(0)
-    }
-
     /// Whether no more entries fit.
     pub fn is_full(&self) -> bool {
         self.file.n_entries() >= self.file.max_entries()
-    }
-
-    /// Number of entries.
-    pub fn n_entries(&self) -> usize {
-        self.file.n_entries()
     }
 
     /// Entries the file has room for.
@@ -173,21 +126,6 @@ impl OffsetIndex {
     /// Bytes of valid entries.
     pub fn size_bytes(&self) -> u64 {
         self.file.size_bytes()
-    }
-
-    /// Kafka's `sanityCheck`, plus garbage after the valid entries.
-    pub fn sanity_check(&self) -> Result<()> {
-        self.file.sanity_check()
-    }
-
-    /// The underlying file (trim, resize, flush, close).
-    pub fn file_mut(&mut self) -> &mut IndexFile<OffsetIndexEntry> {
-        &mut self.file
-    }
-
-    /// The underlying file.
-    pub fn file(&self) -> &IndexFile<OffsetIndexEntry> {
-        &self.file
     }
 }
 

@@ -13,30 +13,15 @@ use std::path::Path;
 use seglog_format::TimeIndexEntry;
 use seglog_format::index::TIME_INDEX_ENTRY_BYTES;
 
-use super::file::{IndexEntry, IndexFile};
+use super::file::{IndexEntry, IndexFile, impl_index_entry, index_constructors};
 use crate::error::{Error, Result};
 use crate::io::Fs;
 
-impl IndexEntry for TimeIndexEntry {
-    const BYTES: usize = TIME_INDEX_ENTRY_BYTES;
+impl_index_entry!(TimeIndexEntry, TIME_INDEX_ENTRY_BYTES, may_follow_time);
 
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        let bytes = <&[u8; TIME_INDEX_ENTRY_BYTES]>::try_from(bytes).ok()?;
-        Self::decode(bytes).ok()
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&TimeIndexEntry::encode(self));
-    }
-
-    fn relative_offset(&self) -> u32 {
-        self.relative_offset
-    }
-
-    /// Timestamps strictly increase (equal ones are never appended) and offsets never decrease.
-    fn may_follow(&self, previous: &Self) -> bool {
-        self.timestamp > previous.timestamp && self.relative_offset >= previous.relative_offset
-    }
+/// Timestamps strictly increase (equal ones are never appended) and offsets never decrease.
+fn may_follow_time(entry: &TimeIndexEntry, previous: &TimeIndexEntry) -> bool {
+    entry.timestamp > previous.timestamp && entry.relative_offset >= previous.relative_offset
 }
 
 /// A timestamp and an absolute offset (Kafka's `TimestampOffset`).
@@ -55,20 +40,7 @@ pub struct TimeIndex {
 }
 
 impl TimeIndex {
-    /// Creates a new, preallocated, empty index.
-    pub fn create(
-        fs: &dyn Fs,
-        path: &Path,
-        base_offset: i64,
-        index_bytes_max: u64,
-    ) -> Result<Self> {
-        Ok(Self { file: IndexFile::create(fs, path, base_offset, index_bytes_max)? })
-    }
-
-    /// Opens an existing index.
-    pub fn open(fs: &dyn Fs, path: &Path, base_offset: i64, index_bytes_max: u64) -> Result<Self> {
-        Ok(Self { file: IndexFile::open(fs, path, base_offset, index_bytes_max)? })
-    }
+    index_constructors!(TimeIndexEntry);
 
     fn absolute(&self, entry: TimeIndexEntry) -> TimestampOffset {
         TimestampOffset {
@@ -133,17 +105,7 @@ impl TimeIndex {
         if timestamp <= last.timestamp {
             return Ok(());
         }
-        let relative_offset = offset
-            .checked_sub(self.file.base_offset())
-            .and_then(|relative| i32::try_from(relative).ok())
-            .filter(|relative| *relative >= 0)
-            .map(|relative| relative as u32)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "offset {offset} is out of the 31-bit range of an index based at {}",
-                    self.file.base_offset()
-                ))
-            })?;
+        let relative_offset = self.file.relative_offset_of(offset)?;
         self.file.push(TimeIndexEntry { timestamp, relative_offset })
     }
 
@@ -155,34 +117,9 @@ impl TimeIndex {
         self.file.truncate_entries(keep)
     }
 
-    /// Removes every entry.
-    pub fn truncate(&mut self) -> Result<()> {
-        self.file.truncate_entries(0)
-    }
-
     /// Full one entry early: the last slot is reserved for the inactive-segment entry.
     pub fn is_full(&self) -> bool {
         self.file.n_entries() + 1 >= self.file.max_entries()
-    }
-
-    /// Number of entries.
-    pub fn n_entries(&self) -> usize {
-        self.file.n_entries()
-    }
-
-    /// Kafka's `sanityCheck` (also: timestamps must not go backwards).
-    pub fn sanity_check(&self) -> Result<()> {
-        self.file.sanity_check()
-    }
-
-    /// The underlying file (trim, resize, flush, close).
-    pub fn file_mut(&mut self) -> &mut IndexFile<TimeIndexEntry> {
-        &mut self.file
-    }
-
-    /// The underlying file.
-    pub fn file(&self) -> &IndexFile<TimeIndexEntry> {
-        &self.file
     }
 }
 
