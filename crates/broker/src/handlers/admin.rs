@@ -35,7 +35,7 @@ use crate::request::{Reply, encode};
 
 /// Topics that only the broker creates: the metadata log and the coordinators' state.
 const INTERNAL_TOPICS: [&str; 3] =
-    ["__cluster_metadata", crate::group::OFFSETS_TOPIC, "__transaction_state"];
+    ["__cluster_metadata", crate::replica::INTERNAL_TOPICS[0], crate::replica::INTERNAL_TOPICS[1]];
 
 fn uuid(id: [u8; 16]) -> uuid::Uuid {
     uuid::Uuid::from_bytes(id)
@@ -111,8 +111,7 @@ fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -
         if let Some(operations) = topic_operations {
             out.topic_authorized_operations = operations;
         }
-        out.is_internal =
-            version >= 1 && (name == "__consumer_offsets" || name == "__transaction_state");
+        out.is_internal = version >= 1 && crate::replica::INTERNAL_TOPICS.contains(&name.as_str());
         let mut n_partitions = counts.get(&name).copied().unwrap_or(0);
         if n_partitions == 0 {
             if validate_topic(&name).is_err() {

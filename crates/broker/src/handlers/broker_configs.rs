@@ -295,7 +295,13 @@ const IGNORED_DOC: &str = "A Kafka broker config that seglog accepts and does no
 
 /// Every listed key in name order: [`KEYS`] and the one-to-one broker synonyms of the topic
 /// keys (Live, with the topic key's type and default).
-fn listed_keys() -> Vec<ListedKey> {
+fn listed_keys() -> &'static [ListedKey] {
+    static LISTED: std::sync::LazyLock<Vec<ListedKey>> = std::sync::LazyLock::new(build_listing);
+    &LISTED
+}
+
+/// Builds [`listed_keys`]' listing (once: it depends only on the tables).
+fn build_listing() -> Vec<ListedKey> {
     let mut keys: Vec<ListedKey> = KEYS
         .iter()
         .map(|&(name, config_type, kafka_default, usage)| ListedKey {
@@ -433,14 +439,14 @@ pub(crate) fn topic_synonyms(
 fn honoured_broker_keys() -> Vec<(&'static str, Type, Option<String>, Option<String>)> {
     let seglog_defaults = BrokerConfig::default();
     listed_keys()
-        .into_iter()
+        .iter()
         .filter(|key| key.usage != Use::Ignored)
         .map(|key| {
             let seglog = match key.usage {
                 Use::Live => live_value(&seglog_defaults, key.name),
                 Use::AsGiven | Use::Ignored => key.kafka_default.as_deref().map(str::to_owned),
             };
-            (key.name, key.config_type, seglog, key.kafka_default.map(Cow::into_owned))
+            (key.name, key.config_type, seglog, key.kafka_default.as_deref().map(str::to_owned))
         })
         .collect()
 }
@@ -586,7 +592,7 @@ mod tests {
              and otherwise ignored.\n\n",
         );
         let ignored: Vec<String> = listed_keys()
-            .into_iter()
+            .iter()
             .filter(|key| key.usage == Use::Ignored)
             .map(|key| format!("`{}`", key.name))
             .collect();
