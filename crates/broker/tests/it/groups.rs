@@ -349,10 +349,13 @@ async fn every_group_api_answers_at_every_advertised_version() {
                 }
                 ApiKey::DeleteGroups => {
                     commit(&mut client, &group, "t", 3).await;
-                    let (_, _) = stable_group(&mut client, "busy-group").await;
+                    // A group of its own per version: a second join of one group would wait
+                    // for the first member's session to time out.
+                    let busy = format!("busy-{group}");
+                    let (_, _) = stable_group(&mut client, &busy).await;
                     let request = DeleteGroupsRequest::default().with_groups_names(vec![
                         gid(&group),
-                        gid("busy-group"),
+                        gid(&busy),
                         gid("no-such-group"),
                     ]);
                     let response = client.send(&request, version).await;

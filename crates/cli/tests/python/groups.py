@@ -7,7 +7,8 @@ Usage:
   groups.py BOOTSTRAP PREFIX crash-check  the committed offset and every value, after a crash
 
 `consume`: for each library, a topic of 4 partitions gets 400 records; member A subscribes,
-member B subscribes 1 s later; both poll until every record is in. It prints how long after
+member B subscribes 1 s later; both poll until every record is in. The four scenarios below
+run at once, each on its own topic and group. It prints how long after
 B's start the group was balanced (both members with 2 partitions) and every record consumed,
 and fails when that took 10 s or more. The members then close (committing their offsets, as
 both libraries do by default).
@@ -54,6 +55,10 @@ def produce(bootstrap, topic):
     for future in futures:
         future.get(timeout=30)
     producer.close()
+
+
+class Failure(Exception):
+    """A scenario's failure, with what it saw."""
 
 
 class Member(threading.Thread):
@@ -122,14 +127,14 @@ def group_of_two(library, bootstrap, prefix, extra=None, label=None):
                 if member.error:
                     for other in members:
                         other.done.set()
-                    sys.exit(f"{label}: {member.error}")
+                    raise Failure(f"{label}: {member.error}")
             if condition():
                 return time.time()
             time.sleep(0.05)
         for member in members:
             member.done.set()
-        sys.exit(f"{label}: not {what} after 60 s (assignments {first.assignment} "
-                 f"{second.assignment}, {len(seen)} records)")
+        raise Failure(f"{label}: not {what} after 60 s (assignments {first.assignment} "
+                      f"{second.assignment}, {len(seen)} records)")
 
     total = PARTITIONS * PER_PARTITION
     balanced_at = wait("balanced", lambda: len(first.assignment) == 2
@@ -161,7 +166,35 @@ def group_of_two(library, bootstrap, prefix, extra=None, label=None):
     first.done.set()
     first.join(30)
     if ready >= LIMIT_S:
-        sys.exit(f"{label}: took {ready:.2f} s, not under {LIMIT_S} s")
+        raise Failure(f"{label}: took {ready:.2f} s, not under {LIMIT_S} s")
+
+
+def consume(bootstrap, prefix):
+    """The four scenarios at once, each with its own topic and group (as a broker serves
+    many groups at a time); the first failure, if any, fails the run."""
+    scenarios = [
+        ("kafka-python", None, None),
+        ("confluent-kafka", None, None),
+        ("confluent-kafka", {"partition.assignment.strategy": "cooperative-sticky"},
+         "cooperative-sticky"),
+        # KIP-848: the broker assigns (ConsumerGroupHeartbeat).
+        ("confluent-kafka", {"group.protocol": "consumer"}, "consumer-protocol"),
+    ]
+    failures = []
+
+    def run(library, extra, label):
+        try:
+            group_of_two(library, bootstrap, prefix, extra, label)
+        except Exception as error:  # noqa: BLE001 (every failure is reported below)
+            failures.append(f"{label or library}: {error!r}")
+
+    threads = [threading.Thread(target=run, args=scenario) for scenario in scenarios]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        sys.exit("\n".join(failures))
 
 
 def committed(bootstrap, prefix):
@@ -246,13 +279,7 @@ def crash_check(bootstrap, prefix):
 def main():
     bootstrap, prefix, step = sys.argv[1], sys.argv[2], sys.argv[3]
     if step == "consume":
-        group_of_two("kafka-python", bootstrap, prefix)
-        group_of_two("confluent-kafka", bootstrap, prefix)
-        group_of_two("confluent-kafka", bootstrap, prefix,
-                     {"partition.assignment.strategy": "cooperative-sticky"}, "cooperative-sticky")
-        # KIP-848: the broker assigns (ConsumerGroupHeartbeat).
-        group_of_two("confluent-kafka", bootstrap, prefix, {"group.protocol": "consumer"},
-                     "consumer-protocol")
+        consume(bootstrap, prefix)
     elif step == "committed":
         committed(bootstrap, prefix)
     elif step == "crash-load":
