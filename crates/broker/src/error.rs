@@ -135,7 +135,9 @@ pub(crate) fn storage_error(error: &seglog_storage::Error) -> ResponseError {
         | Storage::CorruptLog { .. }
         | Storage::CorruptIndex { .. }
         | Storage::Malformed { .. } => ResponseError::KafkaStorageError,
-        Storage::OffsetOverflow { .. } => ResponseError::UnknownServerError,
+        Storage::OffsetOverflow { .. } | Storage::CleaningAborted { .. } => {
+            ResponseError::UnknownServerError
+        }
         Storage::LogDirNotFound { .. } => ResponseError::LogDirNotFound,
     }
 }

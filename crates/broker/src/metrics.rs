@@ -1,6 +1,7 @@
 //! Prometheus `/metrics` on its own port: request rate and latency per API, bytes in and out,
 //! produce-to-durable latency, connections, and, refreshed at each scrape, every partition's
-//! log end offset and size and the number of offline log directories.
+//! log end offset and size, the number of offline log directories, and the log cleaner's
+//! figures.
 
 #![expect(clippy::cast_precision_loss, reason = "Prometheus gauges are f64 by definition")]
 
@@ -47,6 +48,32 @@ fn refresh_gauges(broker: &Broker) {
         }
     }
     metrics::gauge!("seglog_offline_log_dirs").set(manager.offline_dirs().len() as f64);
+    // The log cleaner, under Kafka's metric names (kafka.log:type=LogCleaner and
+    // LogCleanerManager).
+    let cleaner = manager.cleaner_metrics();
+    for (name, value) in [
+        ("seglog_log_cleaner_max_dirty_percent", cleaner.max_dirty_percent),
+        ("seglog_log_cleaner_time_since_last_run_ms", cleaner.time_since_last_run_ms as f64),
+        ("seglog_log_cleaner_recopy_percent", cleaner.recopy_percent),
+        (
+            "seglog_log_cleaner_max_buffer_utilization_percent",
+            cleaner.max_buffer_utilization_percent,
+        ),
+        ("seglog_log_cleaner_max_clean_time_secs", cleaner.max_clean_time_secs),
+        ("seglog_log_cleaner_max_compaction_delay_secs", cleaner.max_compaction_delay_secs),
+        (
+            "seglog_log_cleaner_uncleanable_partitions_count",
+            cleaner.uncleanable_partitions_count as f64,
+        ),
+        ("seglog_log_cleaner_uncleanable_bytes", cleaner.uncleanable_bytes as f64),
+        ("seglog_log_cleaner_failed_rounds", cleaner.failed_rounds as f64),
+        ("seglog_log_cleaner_completed_rounds", cleaner.completed_rounds as f64),
+        ("seglog_log_cleaner_bytes_read", cleaner.bytes_read as f64),
+        ("seglog_log_cleaner_bytes_written", cleaner.bytes_written as f64),
+        ("seglog_log_cleaner_dead_thread_count", cleaner.dead_thread_count as f64),
+    ] {
+        metrics::gauge!(name).set(value);
+    }
 }
 
 /// The text a scrape returns.

@@ -240,8 +240,27 @@ async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
         let _ = tokio::task::spawn_blocking(move || {
             broker.groups.tick(now_ms());
             report_dir_failures(&broker.manager);
+            report_cleaner_failures(&broker.manager);
         })
         .await;
+    }
+}
+
+/// Logs each failed cleaning round, once, at warn level: the partition is uncleanable until a
+/// restart or a change of its topic's configuration, and every other partition is still cleaned
+/// (Kafka's cleaner thread logs "Unexpected exception thrown when cleaning log" and, unlike
+/// this, may die).
+pub(crate) fn report_cleaner_failures(manager: &LogManager) {
+    for failure in manager.take_cleaner_failures() {
+        let tp = &failure.topic_partition;
+        tracing::warn!(
+            topic = %tp.topic,
+            partition = tp.partition,
+            reason = %failure.reason,
+            "the log cleaner failed on {tp} and marked it uncleanable (the other partitions are \
+             still cleaned; a restart or a change of the topic's config retries it): {}",
+            failure.reason
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod bench;
 mod common;
+mod compact;
 mod consume;
 mod dump;
 mod inspect;
@@ -59,6 +60,11 @@ enum Command {
     ///
     /// Example: seglog dump --files 00000000000000000000.log --print-data-log
     Dump(dump::DumpArgs),
+    /// Cleans a compacted topic's partitions now, as the log cleaner would, in a stopped broker's
+    /// log directory (one written by Kafka too); prints bytes, records and keys before and after.
+    ///
+    /// Example: seglog compact --log-dir ./seglog-data --topic __consumer_offsets
+    Compact(compact::CompactArgs),
     /// Checks every partition of a log directory; --repair fixes what recovery can.
     ///
     /// Example: seglog verify --log-dir /var/lib/kafka/data --repair
@@ -106,6 +112,7 @@ fn main() -> ExitCode {
             dump::run(&args, &mut std::io::stdout().lock(), &mut std::io::stderr().lock())
         }
         Command::Verify(args) => verify::run(&args),
+        Command::Compact(args) => compact::run(&args).map(|()| true),
         Command::Bench(args) => bench::run(&args).map(|()| true),
         Command::Serve(args) => serve::run(&args).map(|()| true),
         Command::Inspect { path, decompressed_mib_max } => {

@@ -22,7 +22,7 @@ enum TopicsAction {
     /// Lists the topics, one per line.
     List,
     /// Shows each partition: log start and end offsets, size, segments, first and last
-    /// timestamps, durability.
+    /// timestamps, durability, and for compacted topics the dirty ratio and the cleaner's state.
     Describe {
         /// Only this topic.
         #[arg(long)]
@@ -63,7 +63,7 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
             let (manager, _) = open_existing(dirs)?;
             writeln!(
                 out,
-                "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY"
+                "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY\tDIRTY_RATIO\tCLEANER"
             )?;
             for tp in manager.partitions() {
                 if topic.as_ref().is_some_and(|topic| *topic != tp.topic) {
@@ -76,9 +76,24 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
                 let max = log
                     .fetch_offset_by_timestamp(MAX_TIMESTAMP)?
                     .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
+                // For compacted topics: the dirty ratio and where the cleaner stands.
+                let (dirty, cleaner) = match manager.partition_cleaner_state(&tp)? {
+                    None => ("-".to_owned(), "-".to_owned()),
+                    Some(state) => (
+                        format!("{:.3}", state.dirty_ratio),
+                        match (&state.uncleanable, state.state) {
+                            (Some(reason), _) => format!("uncleanable: {reason}"),
+                            (None, Some(state)) => format!("{state:?}").to_lowercase(),
+                            (None, None) => format!(
+                                "idle, dirty from {} to {}",
+                                state.first_dirty_offset, state.first_uncleanable_offset
+                            ),
+                        },
+                    ),
+                };
                 writeln!(
                     out,
-                    "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}\t{dirty}\t{cleaner}",
                     tp.topic,
                     tp.partition,
                     log.log_start_offset()?,

@@ -303,38 +303,7 @@ fn check_all(dirs: &[PathBuf], out: &mut impl Write, warned: &mut bool) -> Resul
             );
         }
         progress.finish_and_clear();
-        // Checkpoints never point past the data.
-        for name in [
-            "recovery-point-offset-checkpoint",
-            "log-start-offset-checkpoint",
-            "replication-offset-checkpoint",
-        ] {
-            let path = log_dir.join(name);
-            let Ok(text) = std::fs::read_to_string(&path) else { continue };
-            match parse_offset_checkpoint(&text) {
-                Ok(entries) => {
-                    for entry in entries {
-                        if let Some(end) = ends.get(&(entry.topic.clone(), entry.partition))
-                            && entry.offset > *end
-                        {
-                            writeln!(
-                                out,
-                                "{}: {}-{} at offset {} is past the log end {end}",
-                                path.display(),
-                                entry.topic,
-                                entry.partition,
-                                entry.offset
-                            )?;
-                            clean = false;
-                        }
-                    }
-                }
-                Err(error) => {
-                    writeln!(out, "{}: {error}", path.display())?;
-                    clean = false;
-                }
-            }
-        }
+        clean &= check_checkpoints(log_dir, &ends, out, warned)?;
         writeln!(
             out,
             "{}: {} partitions, {}",
@@ -342,6 +311,66 @@ fn check_all(dirs: &[PathBuf], out: &mut impl Write, warned: &mut bool) -> Resul
             partitions.len(),
             if clean { "clean" } else { "PROBLEMS FOUND" }
         )?;
+    }
+    Ok(clean)
+}
+
+/// Checkpoints never point past the data: `ends` holds each partition's log end. Returns
+/// whether none does (a cleaner checkpoint past the end is only a warning).
+fn check_checkpoints(
+    log_dir: &Path,
+    ends: &BTreeMap<(String, i32), i64>,
+    out: &mut impl Write,
+    warned: &mut bool,
+) -> Result<bool> {
+    let mut clean = true;
+    for name in [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    ] {
+        // A cleaner checkpoint past the log end is a warning: the cleaner starts that
+        // partition over from its log start, as Kafka's does.
+        let is_cleaner = name == "cleaner-offset-checkpoint";
+        let path = log_dir.join(name);
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        match parse_offset_checkpoint(&text) {
+            Ok(entries) => {
+                for entry in entries {
+                    if let Some(end) = ends.get(&(entry.topic.clone(), entry.partition))
+                        && entry.offset > *end
+                    {
+                        if is_cleaner {
+                            writeln!(
+                                out,
+                                "  warning: {}: {}-{} at offset {} is past the log end {end} \
+                                 (the cleaner starts over from the log start)",
+                                path.display(),
+                                entry.topic,
+                                entry.partition,
+                                entry.offset
+                            )?;
+                            *warned = true;
+                            continue;
+                        }
+                        writeln!(
+                            out,
+                            "{}: {}-{} at offset {} is past the log end {end}",
+                            path.display(),
+                            entry.topic,
+                            entry.partition,
+                            entry.offset
+                        )?;
+                        clean = false;
+                    }
+                }
+            }
+            Err(error) => {
+                writeln!(out, "{}: {error}", path.display())?;
+                clean = false;
+            }
+        }
     }
     Ok(clean)
 }

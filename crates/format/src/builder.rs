@@ -9,7 +9,7 @@ use crate::batch::{
 use crate::compression::{Compression, compress};
 use crate::control::{ControlRecordType, EndTransactionMarker};
 use crate::error::{DecodeError, Result};
-use crate::record::{HeaderRef, encode_record};
+use crate::record::{HeaderRef, Record, encode_record, encode_record_with_headers};
 
 /// Builds one magic v2 batch from records (the role of Kafka's `MemoryRecordsBuilder`).
 ///
@@ -28,6 +28,7 @@ pub struct RecordBatchBuilder {
     is_transactional: bool,
     is_control: bool,
     delete_horizon_ms: Option<i64>,
+    last_offset_override: Option<i64>,
     records: Vec<u8>,
     n_records: i32,
     last_offset: Option<i64>,
@@ -50,6 +51,7 @@ impl RecordBatchBuilder {
             is_transactional: false,
             is_control: false,
             delete_horizon_ms: None,
+            last_offset_override: None,
             records: Vec::new(),
             n_records: 0,
             last_offset: None,
@@ -145,6 +147,49 @@ impl RecordBatchBuilder {
         value: Option<&[u8]>,
         headers: &[HeaderRef<'_>],
     ) -> Result<()> {
+        let (offset_delta, timestamp_delta) = self.deltas(offset, timestamp)?;
+        encode_record(&mut self.records, timestamp_delta, offset_delta, key, value, headers)?;
+        self.n_records += 1;
+        self.last_offset = Some(offset);
+        self.max_timestamp = self.max_timestamp.max(timestamp);
+        Ok(())
+    }
+
+    /// Appends `record` as it was read from another batch, at its own offset and timestamp, with
+    /// its headers copied byte for byte (the log cleaner's rewrite, Kafka's
+    /// `MemoryRecordsBuilder.append(Record)`).
+    pub fn append_record(&mut self, record: &Record<'_>) -> Result<()> {
+        let (offset_delta, timestamp_delta) = self.deltas(record.offset, record.timestamp)?;
+        encode_record_with_headers(
+            &mut self.records,
+            timestamp_delta,
+            offset_delta,
+            record.key,
+            record.value,
+            &record.headers,
+        )?;
+        self.n_records += 1;
+        self.last_offset = Some(record.offset);
+        self.max_timestamp = self.max_timestamp.max(record.timestamp);
+        Ok(())
+    }
+
+    /// Makes the batch end at `last_offset` whatever its last record (Kafka's
+    /// `overrideLastOffset`): a rewritten batch keeps its `lastOffsetDelta`, so the producer's
+    /// last sequence stays what it was.
+    pub fn override_last_offset(&mut self, last_offset: i64) -> Result<()> {
+        if self.last_offset.is_some_and(|last| last_offset < last) || last_offset < self.base_offset
+        {
+            return Err(DecodeError::Unencodable {
+                reason: "the last offset cannot be below a record's offset",
+            });
+        }
+        self.last_offset_override = Some(last_offset);
+        Ok(())
+    }
+
+    /// The offset and timestamp deltas of a record at `offset` with `timestamp`, checked.
+    fn deltas(&mut self, offset: i64, timestamp: i64) -> Result<(i32, i64)> {
         if self.last_offset.is_some_and(|last| offset <= last) || offset < self.base_offset {
             return Err(DecodeError::Unencodable { reason: "offsets must be strictly increasing" });
         }
@@ -161,11 +206,7 @@ impl RecordBatchBuilder {
             Some(horizon) => timestamp.wrapping_sub(horizon),
             None => timestamp.wrapping_sub(base_timestamp),
         };
-        encode_record(&mut self.records, timestamp_delta, offset_delta, key, value, headers)?;
-        self.n_records += 1;
-        self.last_offset = Some(offset);
-        self.max_timestamp = self.max_timestamp.max(timestamp);
-        Ok(())
+        Ok((offset_delta, timestamp_delta))
     }
 
     /// Encodes the batch, compressing the records and computing the CRC.
@@ -173,6 +214,7 @@ impl RecordBatchBuilder {
         let Some(last_offset) = self.last_offset else {
             return Err(DecodeError::Unencodable { reason: "a batch needs at least one record" });
         };
+        let last_offset = self.last_offset_override.unwrap_or(last_offset).max(last_offset);
         if self.is_transactional && self.producer_id < 0 {
             return Err(DecodeError::Unencodable {
                 reason: "a transactional batch needs a producer id",
@@ -192,7 +234,8 @@ impl RecordBatchBuilder {
                 self.is_control,
                 self.delete_horizon_ms.is_some(),
             ),
-            last_offset_delta: (last_offset - self.base_offset) as i32,
+            last_offset_delta: i32::try_from(last_offset - self.base_offset)
+                .map_err(|_| DecodeError::Unencodable { reason: "offset delta exceeds i32" })?,
             base_timestamp: self
                 .delete_horizon_ms
                 .unwrap_or_else(|| self.base_timestamp.unwrap_or(NO_TIMESTAMP)),

@@ -276,6 +276,40 @@ pub(crate) fn encode_record(
     Ok(out.len() - start)
 }
 
+/// Appends one encoded v2 record whose header section is copied as it was read (so a header key
+/// that is not UTF-8 survives a rewrite byte for byte); returns the bytes written.
+pub(crate) fn encode_record_with_headers(
+    out: &mut Vec<u8>,
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &Headers<'_>,
+) -> Result<usize> {
+    let n_headers = i32::try_from(headers.n_headers)
+        .map_err(|_| DecodeError::Unencodable { reason: "too many headers" })?;
+    let body_len = 1
+        + size_of_varlong(timestamp_delta)
+        + size_of_varint(offset_delta)
+        + size_of_nullable(key)
+        + size_of_nullable(value)
+        + size_of_varint(n_headers)
+        + headers.bytes.len();
+    let body_len_i32 = i32::try_from(body_len)
+        .map_err(|_| DecodeError::Unencodable { reason: "record larger than 2 GiB" })?;
+    let start = out.len();
+    out.reserve(body_len + 5);
+    write_varint(out, body_len_i32);
+    out.push(0);
+    write_varlong(out, timestamp_delta);
+    write_varint(out, offset_delta);
+    write_nullable(out, key);
+    write_nullable(out, value);
+    write_varint(out, n_headers);
+    out.extend_from_slice(headers.bytes);
+    Ok(out.len() - start)
+}
+
 fn write_nullable(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
     match bytes {
         None => write_varint(out, -1),

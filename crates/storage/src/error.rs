@@ -73,6 +73,12 @@ pub enum Error {
     #[error(transparent)]
     Validation(#[from] crate::log::validator::ValidationError),
 
+    /// A cleaning round stopped without changing the log (Kafka's
+    /// `LogCleaningAbortedException`): its partition is being deleted, truncated or moved, its
+    /// segments changed during the round, or the cleaner shuts down.
+    #[error("cleaning of {partition} stopped: {reason}")]
+    CleaningAborted { partition: String, reason: &'static str },
+
     /// No such topic or partition (Kafka's `UNKNOWN_TOPIC_OR_PARTITION`).
     #[error("unknown topic or partition {topic}-{partition}")]
     UnknownTopicOrPartition { topic: String, partition: i32 },

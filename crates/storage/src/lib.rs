@@ -9,6 +9,7 @@
 //! - [`index`]: the sparse offset index and time index of a segment.
 //! - [`segment`]: one segment, Kafka's `LogSegment`: append, read, lookups, truncation, recovery.
 
+pub mod cleaner;
 pub mod config;
 pub mod dirs;
 pub mod error;

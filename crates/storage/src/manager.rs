@@ -27,8 +27,10 @@ use crate::log::load::{LoadParams, LoadReport};
 use crate::log::partition_log::{PartitionLog, TopicPartition};
 use crate::splitmix;
 
+mod cleaning;
 mod log_dirs;
 
+pub use cleaning::{CleanOutcome, CleanerFailure};
 pub use log_dirs::{INVALID_OFFSET_LAG, LogDirDescription, ReplicaDescription};
 
 /// The clean-shutdown marker of a log directory.
@@ -159,6 +161,8 @@ pub struct LogManager {
     /// Directories that went offline and have not been reported yet (at most one entry per
     /// directory: a directory goes offline once).
     failures: Mutex<Vec<DirFailure>>,
+    /// The log cleaner's states, marks and figures (`manager/cleaning.rs`).
+    cleaner: cleaning::CleanerShared,
 }
 
 /// A Kafka `Uuid` from `seed` and `path`: never all zero, different for different inputs.
@@ -235,6 +239,7 @@ impl LogManager {
                 lock: Mutex::new(Some(lock)),
             });
         }
+        let cleaner = cleaning::CleanerShared::new(config.cleaner.clone());
         let manager = Self {
             fs,
             clock,
@@ -250,6 +255,7 @@ impl LogManager {
             delete_counter: AtomicU64::new(0),
             producer_ids: Mutex::new(None),
             failures: Mutex::default(),
+            cleaner,
         };
         manager.load_topic_overrides()?;
         let mut futures = Vec::new();
@@ -753,6 +759,19 @@ impl LogManager {
         for tp in moving {
             self.abort_move(&tp, &mut no_move)?;
         }
+        // No cleaning round may write into a directory being renamed away (Kafka's
+        // `abortCleaning` before `deleteLog`).
+        let doomed: Vec<TopicPartition> = self
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .filter(|tp| tp.topic == topic)
+            .cloned()
+            .collect();
+        for tp in &doomed {
+            self.abort_and_pause_cleaning(tp);
+        }
         let removed: Vec<(TopicPartition, usize, Arc<PartitionLog>)> = {
             let mut logs = self.logs.write().unwrap_or_else(PoisonError::into_inner);
             let keys: Vec<TopicPartition> =
@@ -761,6 +780,10 @@ impl LogManager {
                 .filter_map(|tp| logs.remove(&tp).map(|(d, log)| (tp, d, log)))
                 .collect()
         };
+        for tp in &doomed {
+            let dir_idx = removed.iter().find(|(r, ..)| r == tp).map_or(0, |(_, d, _)| *d);
+            self.forget_cleaning(dir_idx, tp);
+        }
         if removed.is_empty() {
             return Err(Error::UnknownTopicOrPartition { topic: topic.to_owned(), partition: -1 });
         }
@@ -900,7 +923,9 @@ impl LogManager {
                 continue;
             }
             let _ = self.observe(*dir_idx, log.flush_if_due(now_ms));
-            if retention_due {
+            // Compacted logs get their retention from the cleaner, after each pass (Kafka's
+            // `cleanupLogs` leaves them to it, and with `log.cleaner.enable=false` to nobody).
+            if retention_due && !log.config().is_ok_and(|config| config.is_compact()) {
                 let _ = self.observe(*dir_idx, log.delete_old_segments(now_ms));
             }
             let _ = self.observe(*dir_idx, log.delete_expired(now_ms));
@@ -915,6 +940,7 @@ impl LogManager {
     /// Closes everything cleanly: every log flushed and trimmed, checkpoints written, the clean
     /// shutdown marker written in each healthy directory, and the directory locks released.
     pub fn shutdown(&self) -> Result<()> {
+        self.stop_cleaner();
         self.refresh_offline();
         let now_ms = self.clock.now_ms();
         let mut first_error = None;
@@ -964,6 +990,9 @@ impl LogManager {
     /// Starts the one background thread that runs [`LogManager::tick`] every `period` (Kafka's
     /// scheduler: retention, flushes and group commit, checkpoints, delayed deletes). The thread
     /// stops when the returned handle is dropped.
+    ///
+    /// With `log.cleaner.enable`, `log.cleaner.threads` cleaner threads start too (Kafka's
+    /// `LogCleaner.startup`), stopped and joined with the handle.
     pub fn start_background(self: &Arc<Self>, period: Duration) -> Result<Background> {
         let (stop, stopped) = mpsc::channel::<()>();
         let manager = Arc::clone(self);
@@ -975,7 +1004,26 @@ impl LogManager {
                 }
             })
             .map_err(|error| Error::io("spawn background thread", "seglog-log-manager", error))?;
-        Ok(Background { stop: Some(stop), thread: Some(thread) })
+        let mut background = Background {
+            stop: Some(stop),
+            thread: Some(thread),
+            cleaners: Vec::new(),
+            manager: None,
+        };
+        if self.cleaner.config.enable {
+            self.cleaner.stop.store(false, Ordering::SeqCst);
+            for thread_idx in 0..self.cleaner.config.threads {
+                let manager = Arc::clone(self);
+                let name = format!("seglog-log-cleaner-{thread_idx}");
+                let thread = std::thread::Builder::new()
+                    .name(name.clone())
+                    .spawn(move || manager.run_cleaner_thread())
+                    .map_err(|error| Error::io("spawn cleaner thread", name, error))?;
+                background.cleaners.push(thread);
+            }
+            background.manager = Some(Arc::clone(self));
+        }
+        Ok(background)
     }
 }
 
@@ -984,11 +1032,20 @@ impl LogManager {
 pub struct Background {
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    cleaners: Vec<JoinHandle<()>>,
+    /// Set when cleaner threads run, to stop them.
+    manager: Option<Arc<LogManager>>,
 }
 
 impl Drop for Background {
     fn drop(&mut self) {
         drop(self.stop.take());
+        if let Some(manager) = self.manager.take() {
+            manager.stop_cleaner();
+        }
+        for cleaner in self.cleaners.drain(..) {
+            let _ = cleaner.join();
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }

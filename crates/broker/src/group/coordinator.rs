@@ -34,8 +34,6 @@ pub(super) struct Inner {
     pub(super) shutting_down: bool,
     /// When offsets of empty groups were last checked for expiry.
     last_retention_check_ms: Option<i64>,
-    /// Partitions of `__consumer_offsets` written since the bound was last checked.
-    pub(super) appended_partitions: std::collections::BTreeSet<i32>,
 }
 
 /// The group coordinator (Kafka's `GroupCoordinator`).
@@ -242,6 +240,5 @@ impl GroupCoordinator {
         // Groups that hold nothing (no member, pending member, offset or stored generation)
         // go at once, so a client inventing group ids cannot grow memory for long.
         inner.groups.retain(|_, group| !group.holds_nothing());
-        self.bound_offsets_topic(&mut inner, now_ms);
     }
 }

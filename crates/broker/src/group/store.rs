@@ -2,13 +2,12 @@
 //! `storeGroup`, `loadGroupsAndOffsets`, and the records of `GroupCoordinatorRecordHelpers`):
 //! which partition a group lives in, the append and its wait for durability, a classic group's
 //! metadata record, a KIP-848 group's `ConsumerGroup*` records (written as differences from the
-//! last write), tombstones, the replay at start, and the bound on each partition.
+//! last write), tombstones, and the replay at start.
 //!
-//! Until log compaction exists, `__consumer_offsets` stays bounded by rewriting: when a
-//! partition grows past `offsets.topic.segment.bytes` and past twice its live state, the live
-//! state (every committed offset and group of that partition) is appended again and the log
-//! start offset moves to the first rewritten record, so retention deletes the older segments.
-//! A crash part-way leaves the old start in place and replays to the same state.
+//! `__consumer_offsets` is created as Kafka creates it (`cleanup.policy=compact`,
+//! `compression.type=producer`, `segment.bytes` from `offsets.topic.segment.bytes`), and the log
+//! cleaner keeps it bounded: each key's last record survives, tombstones go after
+//! `delete.retention.ms`, so a replay reads the live state and little else.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -163,7 +162,6 @@ impl GroupCoordinator {
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
         let partition = partition_for(group_id, partitions);
-        inner.appended_partitions.insert(partition);
         self.append_to(partition, records, now_ms)
     }
 
@@ -288,57 +286,6 @@ impl GroupCoordinator {
         }
         Ok(Some(written))
     }
-
-    /// Rewrites any partition of `__consumer_offsets` that outgrew its bound (see the module
-    /// documentation).
-    pub(super) fn bound_offsets_topic(&self, inner: &mut Inner, now_ms: i64) {
-        // Only a partition written since the last check can have outgrown its bound.
-        for partition in std::mem::take(&mut inner.appended_partitions) {
-            let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
-            let Ok(log) = self.manager.get_log(&tp) else { continue };
-            let Ok(size) = log.size_bytes() else { continue };
-            if size <= self.config.offsets_topic_segment_bytes {
-                continue;
-            }
-            let mut live = Vec::new();
-            for group in inner.groups.values() {
-                if partition_for(&group.group_id, inner.partitions) == partition
-                    && let Ok(records) = live_records(group)
-                {
-                    live.extend(records);
-                }
-            }
-            let live_bytes: u64 = live
-                .iter()
-                .map(|(key, value)| (key.len() + value.as_ref().map_or(0, Vec::len) + 16) as u64)
-                .sum();
-            if live_bytes.saturating_mul(2) >= size {
-                continue;
-            }
-            let Ok(start) = log.log_end_offset() else { continue };
-            if !live.is_empty() && self.append_to(partition, &live, now_ms).is_err() {
-                continue;
-            }
-            let new_start =
-                if live.is_empty() { log.log_end_offset().unwrap_or(start) } else { start };
-            match log.maybe_increment_log_start_offset(new_start) {
-                Ok(_) => {
-                    let deleted = log.delete_old_segments(now_ms).unwrap_or(0);
-                    tracing::info!(
-                        partition,
-                        size,
-                        live_bytes,
-                        new_start,
-                        deleted,
-                        "rewrote {OFFSETS_TOPIC} partition to its live state"
-                    );
-                }
-                Err(error) => {
-                    tracing::warn!(%error, partition, "cannot advance {OFFSETS_TOPIC} log start");
-                }
-            }
-        }
-    }
 }
 
 fn group_metadata_record(group: &Group) -> Result<KeyValue, seglog_format::DecodeError> {
@@ -372,22 +319,6 @@ fn group_metadata_record(group: &Group) -> Result<KeyValue, seglog_format::Decod
 /// The group `group_id`, created empty if there is none yet.
 fn group_entry<'a>(inner: &'a mut Inner, group_id: &str, now_ms: i64) -> &'a mut Group {
     inner.groups.entry(group_id.to_owned()).or_insert_with(|| Group::new(group_id, now_ms))
-}
-
-/// Every live record of a group: its metadata (classic, or KIP-848's records) and its offsets.
-fn live_records(group: &Group) -> Result<Vec<KeyValue>, seglog_format::DecodeError> {
-    let mut out = match &group.consumer {
-        Some(consumer) => consumer
-            .persisted
-            .iter()
-            .map(|(key, value)| (key.clone(), Some(value.clone())))
-            .collect(),
-        None => vec![group_metadata_record(group)?],
-    };
-    for ((topic, partition), committed) in &group.offsets {
-        out.push(offset_commit_record(&group.group_id, topic, *partition, committed)?);
-    }
-    Ok(out)
 }
 
 /// The key of a committed offset's record.

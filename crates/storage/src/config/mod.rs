@@ -442,6 +442,22 @@ pub mod broker {
     /// `replica.fetch.response.max.bytes`: what moves between log directories copy in all per
     /// step.
     pub const REPLICA_FETCH_RESPONSE_MAX_BYTES: &str = "replica.fetch.response.max.bytes";
+    /// `log.cleaner.enable`: whether compacted topics are cleaned.
+    pub const LOG_CLEANER_ENABLE: &str = "log.cleaner.enable";
+    /// `log.cleaner.threads`: cleaner threads.
+    pub const LOG_CLEANER_THREADS: &str = "log.cleaner.threads";
+    /// `log.cleaner.dedupe.buffer.size`: bytes of offset map over all cleaner threads.
+    pub const LOG_CLEANER_DEDUPE_BUFFER_SIZE: &str = "log.cleaner.dedupe.buffer.size";
+    /// `log.cleaner.io.buffer.load.factor`: how full an offset map gets.
+    pub const LOG_CLEANER_IO_BUFFER_LOAD_FACTOR: &str = "log.cleaner.io.buffer.load.factor";
+    /// `log.cleaner.io.buffer.size`: bytes of I/O buffers over all cleaner threads.
+    pub const LOG_CLEANER_IO_BUFFER_SIZE: &str = "log.cleaner.io.buffer.size";
+    /// `log.cleaner.io.max.bytes.per.second`: the cleaner's I/O rate limit.
+    pub const LOG_CLEANER_IO_MAX_BYTES_PER_SECOND: &str = "log.cleaner.io.max.bytes.per.second";
+    /// `log.cleaner.backoff.ms`: a cleaner thread's sleep when nothing is due.
+    pub const LOG_CLEANER_BACKOFF_MS: &str = "log.cleaner.backoff.ms";
+    /// `message.max.bytes`: the largest batch (the cleaner's largest buffer).
+    pub const MESSAGE_MAX_BYTES: &str = "message.max.bytes";
 }
 
 /// The broker-level settings storage needs (Kafka's `KafkaConfig`, storage subset, spec §10.2),
@@ -479,6 +495,8 @@ pub struct BrokerLogConfig {
     /// `replica.fetch.response.max.bytes` (10485760; at least 0): once moves have copied this
     /// much in one tick, no other partition's copy starts in it.
     pub replica_fetch_response_max_bytes: u32,
+    /// The log cleaner's `log.cleaner.*` keys.
+    pub cleaner: crate::cleaner::CleanerConfig,
 }
 
 impl Default for BrokerLogConfig {
@@ -496,6 +514,7 @@ impl Default for BrokerLogConfig {
             node_id: None,
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_response_max_bytes: 10_485_760,
+            cleaner: crate::cleaner::CleanerConfig::default(),
         }
     }
 }
@@ -567,6 +586,7 @@ impl BrokerLogConfig {
                 d.replica_fetch_response_max_bytes,
                 0,
             )?,
+            cleaner: cleaner_config(&r)?,
         })
     }
 
@@ -601,6 +621,35 @@ fn default_log_config(r: &Reader<'_>) -> Result<LogConfig, ConfigError> {
             None => ConfigError::InvalidValue { key, value, reason },
         },
         syntax @ ConfigError::Syntax { .. } => syntax,
+    })
+}
+
+/// The `log.cleaner.*` keys, with Kafka's defaults and ranges.
+fn cleaner_config(r: &Reader<'_>) -> Result<crate::cleaner::CleanerConfig, ConfigError> {
+    use broker::{
+        LOG_CLEANER_BACKOFF_MS, LOG_CLEANER_DEDUPE_BUFFER_SIZE, LOG_CLEANER_ENABLE,
+        LOG_CLEANER_IO_BUFFER_LOAD_FACTOR, LOG_CLEANER_IO_BUFFER_SIZE,
+        LOG_CLEANER_IO_MAX_BYTES_PER_SECOND, LOG_CLEANER_THREADS, MESSAGE_MAX_BYTES,
+    };
+    let d = crate::cleaner::CleanerConfig::default();
+    let dedupe = r.long(LOG_CLEANER_DEDUPE_BUFFER_SIZE, d.dedupe_buffer_bytes as i64, 0)?;
+    Ok(crate::cleaner::CleanerConfig {
+        enable: r.value(LOG_CLEANER_ENABLE, &d.enable, Any)?,
+        threads: r.uint(LOG_CLEANER_THREADS, d.threads, 0)?,
+        dedupe_buffer_bytes: dedupe as u64,
+        dedupe_buffer_load_factor: r.value(
+            LOG_CLEANER_IO_BUFFER_LOAD_FACTOR,
+            &d.dedupe_buffer_load_factor,
+            Any,
+        )?,
+        io_buffer_bytes: r.uint(LOG_CLEANER_IO_BUFFER_SIZE, d.io_buffer_bytes, 0)?,
+        io_bytes_per_second_max: r.value(
+            LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
+            &d.io_bytes_per_second_max,
+            Any,
+        )?,
+        backoff_ms: r.long(LOG_CLEANER_BACKOFF_MS, d.backoff_ms, 0)?,
+        max_message_bytes: r.uint(MESSAGE_MAX_BYTES, d.max_message_bytes, 0)?,
     })
 }
 

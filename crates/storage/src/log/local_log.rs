@@ -16,6 +16,10 @@ use crate::segment::{
 
 /// The suffix of files scheduled for deletion.
 pub const DELETED_SUFFIX: &str = ".deleted";
+/// The suffix of the log cleaner's output while it is written (Kafka's `CleanedFileSuffix`).
+pub const CLEANED_SUFFIX: &str = ".cleaned";
+/// The suffix of a cleaned segment that is being swapped in (Kafka's `SwapFileSuffix`).
+pub const SWAP_SUFFIX: &str = ".swap";
 
 /// Settings of a local log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +183,11 @@ impl LocalLog {
         let mut segments = LogSegments::new();
         segments.add(segment);
         Self::new(fs, dir, config, segments, start_offset, start_offset, now_ms)
+    }
+
+    /// The file system the log is on.
+    pub fn fs(&self) -> Arc<dyn Fs> {
+        Arc::clone(&self.fs)
     }
 
     /// The partition directory.
@@ -455,6 +464,48 @@ impl LocalLog {
             self.delete_expired(now_ms)?;
         }
         Ok(())
+    }
+
+    /// Swaps `cleaned`, a flushed segment whose files end in `.cleaned`, in for the segments at
+    /// `old_bases` (Kafka's `LocalLog.replaceSegments`), with the directory fsynced after each
+    /// of three steps so that a crash at any point loads as either the old segments or the new
+    /// one (`load` completes or drops a swap):
+    /// 1. `.cleaned` becomes `.swap` (from here on, a load completes the swap);
+    /// 2. the old segments are renamed `.deleted`, removed after `file.delete.delay.ms`;
+    /// 3. `.swap` becomes the live name.
+    ///
+    /// An error leaves the in-memory map part-way; the caller poisons the log, and the next
+    /// load finishes or undoes the swap from the files.
+    pub fn replace_segments(
+        &mut self,
+        mut cleaned: LogSegment,
+        old_bases: &[i64],
+        now_ms: i64,
+    ) -> Result<()> {
+        let active_base = self.active().base_offset();
+        if old_bases.contains(&active_base) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot replace the active segment {active_base} of {}",
+                self.dir.display()
+            )));
+        }
+        cleaned.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)?;
+        self.sync_dir()?;
+        let due_ms = now_ms + self.config.file_delete_delay_ms;
+        for base in old_bases {
+            if let Some(segment) = self.segments.remove(*base) {
+                self.retire(segment, due_ms)?;
+            }
+        }
+        self.sync_dir()?;
+        cleaned.change_file_suffixes(SWAP_SUFFIX, "")?;
+        self.sync_dir()?;
+        self.segments.add(cleaned);
+        Ok(())
+    }
+
+    fn sync_dir(&self) -> Result<()> {
+        self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))
     }
 
     /// Removes `.deleted` files whose delay has passed; returns how many segments went.

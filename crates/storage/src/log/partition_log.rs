@@ -27,6 +27,9 @@ use crate::error::{Error, IoFailure, Result};
 use crate::io::Fs;
 use crate::segment::{FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig};
 
+mod cleaning;
+pub(crate) use cleaning::{CleanerView, SegmentView};
+
 /// `ListOffsets` special timestamp: the log end (or the high watermark, for consumers).
 pub const LATEST_TIMESTAMP: i64 = -1;
 /// `ListOffsets` special timestamp: the log start offset.
@@ -184,6 +187,10 @@ pub struct PartitionLog {
     flush_lock: Mutex<()>,
     /// Signalled whenever the recovery point moves, for callers waiting to be durable.
     durable: (Mutex<i64>, Condvar),
+    /// Bumped, under the state lock for writing, whenever segments leave the log or shrink
+    /// (retention, truncation, a swap): the log cleaner reads segments without the lock and
+    /// swaps its output in only if nothing of the kind happened meanwhile.
+    segments_generation: std::sync::atomic::AtomicU64,
 }
 
 impl PartitionLog {
@@ -236,6 +243,7 @@ impl PartitionLog {
             }),
             flush_lock: Mutex::new(()),
             durable: (Mutex::new(recovery_point), Condvar::new()),
+            segments_generation: std::sync::atomic::AtomicU64::new(0),
         };
         Ok((log, report))
     }
@@ -667,6 +675,7 @@ impl PartitionLog {
     pub fn delete_old_segments(&self, now_ms: i64) -> Result<usize> {
         let mut state = self.write_state()?;
         let result = delete_segments(&mut state, now_ms, Retention::All);
+        self.segments_changed_if(result.as_ref().is_ok_and(|n| *n > 0));
         poison(&mut state, result)
     }
 
@@ -676,6 +685,7 @@ impl PartitionLog {
     pub fn delete_segments_below_log_start(&self, now_ms: i64) -> Result<usize> {
         let mut state = self.write_state()?;
         let result = delete_segments(&mut state, now_ms, Retention::LogStartOnly);
+        self.segments_changed_if(result.as_ref().is_ok_and(|n| *n > 0));
         poison(&mut state, result)
     }
 
@@ -758,6 +768,7 @@ impl PartitionLog {
             )));
         }
         let mut state = self.write_state()?;
+        self.segments_changed_if(true);
         let result = truncate_to(&mut state, target, now_ms);
         poison(&mut state, result)
     }
@@ -765,6 +776,7 @@ impl PartitionLog {
     /// Deletes everything and starts again at `new_offset` (Kafka's `truncateFullyAndStartAt`).
     pub fn truncate_fully_and_start_at(&self, new_offset: i64, now_ms: i64) -> Result<()> {
         let mut state = self.write_state()?;
+        self.segments_changed_if(true);
         let result = (|| {
             let state: &mut State = &mut state;
             state.local.truncate_fully_and_start_at(new_offset, now_ms)?;
@@ -798,6 +810,14 @@ impl PartitionLog {
         poison(&mut state, result)
     }
 
+    /// Bumps [`PartitionLog::segments_generation`] when `changed`; called with the state lock
+    /// held for writing.
+    fn segments_changed_if(&self, changed: bool) {
+        if changed {
+            self.segments_generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
     /// The epoch and last batch of an idempotent producer, when the log knows it (Kafka's
     /// `ProducerStateManager.lastEntry`).
     pub fn producer_last_entry(
@@ -829,6 +849,7 @@ impl PartitionLog {
     {
         let _one_flush = self.flush_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut state = self.write_state()?;
+        self.segments_changed_if(true);
         let replacement = match swap(&Frozen { state: &state }) {
             Ok(replacement) => replacement,
             Err((error, committed)) => {

@@ -141,6 +141,15 @@ pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     segment_path(dir, offset, FileKind::Snapshot)
 }
 
+/// A producer's last data offset and epoch (Kafka's `LastRecord`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LastRecord {
+    /// The last offset of the producer's last data batch, if it has one.
+    pub last_data_offset: Option<i64>,
+    /// The producer's epoch.
+    pub producer_epoch: i16,
+}
+
 /// The producers of one partition and its snapshot files (Kafka's `ProducerStateManager`).
 #[derive(Debug)]
 pub struct ProducerStateManager {
@@ -260,6 +269,19 @@ impl ProducerStateManager {
     /// The epoch and last batch of `producer_id`, when it is known (Kafka's `lastEntry`).
     pub fn last_entry(&self, producer_id: i64) -> Option<(i16, Option<BatchMetadata>)> {
         self.producers.get(&producer_id).map(|entry| (entry.epoch, entry.batches.back().copied()))
+    }
+
+    /// Each tracked producer's epoch and the last offset of its last data batch, if it has one
+    /// (Kafka's `lastRecordsOfActiveProducers`): the batches the log cleaner keeps, emptied if
+    /// need be, so that a retry of a producer's last batch is still found a duplicate.
+    pub fn last_records_of_active_producers(&self) -> BTreeMap<i64, LastRecord> {
+        self.producers
+            .iter()
+            .map(|(id, entry)| {
+                let last_data_offset = entry.batches.back().map(|batch| batch.last_offset);
+                (*id, LastRecord { last_data_offset, producer_epoch: entry.epoch })
+            })
+            .collect()
     }
 
     /// Producers tracked.

@@ -189,12 +189,28 @@ impl LogSegment {
         config: SegmentConfig,
         now_ms: i64,
     ) -> Result<Self> {
+        Self::create_with_suffix(fs, dir, base_offset, config, now_ms, "")
+    }
+
+    /// Creates a new, empty segment whose files carry `suffix` after their names, such as
+    /// `.cleaned` for the log cleaner's output (Kafka's `LogSegment.open` with a file suffix).
+    pub fn create_with_suffix(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        base_offset: i64,
+        config: SegmentConfig,
+        now_ms: i64,
+        suffix: &str,
+    ) -> Result<Self> {
+        let suffixed = |kind| {
+            PathBuf::from(format!("{}{suffix}", segment_path(dir, base_offset, kind).display()))
+        };
         if base_offset < 0 {
             return Err(Error::InvalidArgument(format!(
                 "a segment cannot start at offset {base_offset}"
             )));
         }
-        let log_path = segment_path(dir, base_offset, FileKind::Log);
+        let log_path = suffixed(FileKind::Log);
         let log: Arc<dyn File> = Arc::from(
             fs.open(&log_path, OpenMode::CreateNew)
                 .map_err(|e| Error::io("create segment", &log_path, e))?,
@@ -203,17 +219,17 @@ impl LogSegment {
             log.set_len(u64::from(config.preallocate_bytes))
                 .map_err(|e| Error::io("preallocate segment", &log_path, e))?;
         }
-        let txn_path = segment_path(dir, base_offset, FileKind::TxnIndex);
+        let txn_path = suffixed(FileKind::TxnIndex);
         let txn_index = TransactionIndex::open(fs.clone(), &txn_path, base_offset)?;
         let offset_index = OffsetIndex::create(
             fs.as_ref(),
-            &segment_path(dir, base_offset, FileKind::Index),
+            &suffixed(FileKind::Index),
             base_offset,
             config.index_bytes_max,
         )?;
         let time_index = TimeIndex::create(
             fs.as_ref(),
-            &segment_path(dir, base_offset, FileKind::TimeIndex),
+            &suffixed(FileKind::TimeIndex),
             base_offset,
             config.index_bytes_max,
         )?;
@@ -693,6 +709,24 @@ impl LogSegment {
         Ok(())
     }
 
+    /// Deletes the segment's files at the names they have now (any suffix); missing files are
+    /// not an error. For an unfinished segment that never joined a log (the cleaner's output).
+    pub fn delete_files(self) -> Result<()> {
+        for path in [
+            self.log_path.as_path(),
+            self.offset_index.file().path(),
+            self.time_index.file().path(),
+            self.txn_index.path(),
+        ] {
+            match self.fs.remove(path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(Error::io("delete segment", path, error)),
+            }
+        }
+        Ok(())
+    }
+
     /// The `.log` file's last-modified time.
     pub fn last_modified_ms(&self) -> Result<i64> {
         self.log.modified_ms().map_err(|e| Error::io("stat segment", &self.log_path, e))
@@ -701,13 +735,11 @@ impl LogSegment {
     /// Sets the last-modified time of the `.log` and both indexes.
     pub fn set_last_modified_ms(&self, ms: i64) -> Result<()> {
         self.log.set_modified_ms(ms).map_err(|e| Error::io("touch segment", &self.log_path, e))?;
-        for kind in [FileKind::Index, FileKind::TimeIndex] {
-            let path = segment_path(&self.dir, self.base_offset, kind);
-            let file = self
-                .fs
-                .open(&path, OpenMode::ReadWrite)
-                .map_err(|e| Error::io("open index", &path, e))?;
-            file.set_modified_ms(ms).map_err(|e| Error::io("touch index", &path, e))?;
+        for (file, path) in [
+            (self.offset_index.file().handle(), self.offset_index.file().path()),
+            (self.time_index.file().handle(), self.time_index.file().path()),
+        ] {
+            file.set_modified_ms(ms).map_err(|e| Error::io("touch index", path, e))?;
         }
         Ok(())
     }
@@ -717,6 +749,12 @@ impl LogSegment {
     pub fn has_overflow(&self) -> Result<bool> {
         let next = self.read_next_offset()?;
         Ok(next > self.base_offset && self.check_relative(next - 1).is_err())
+    }
+
+    /// The `.log` file's handle, for readers that work without the log's lock on a segment that
+    /// no longer changes (the log cleaner).
+    pub fn log_file(&self) -> Arc<dyn File> {
+        Arc::clone(&self.log)
     }
 
     /// The transaction index.
