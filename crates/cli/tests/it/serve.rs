@@ -689,3 +689,63 @@ fn a_full_disk_is_logged_and_no_acknowledged_record_is_lost() {
     eprintln!("{} acknowledged, failures {failed:?}; all served after the restart", acked.len());
     drop(broker);
 }
+
+/// Log compaction through real clients: a topic created with `cleanup.policy=compact` is
+/// compacted by the broker's cleaner thread (Kafka's settings but a short backoff), and a
+/// consumer from the beginning sees exactly each key's last value, in offset order, with no
+/// tombstone once its horizon has passed (compaction.py says what it writes). Then 100,000
+/// offset commits over 1,000 groups leave `__consumer_offsets` within a few segments per
+/// partition, and a restart restores every group's last commit.
+#[test]
+fn the_broker_compacts_topics_and_the_offsets_topic_for_real_clients() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let overrides = [
+        "--override",
+        "log.cleaner.backoff.ms=100",
+        "--override",
+        "offsets.topic.segment.bytes=16384",
+    ];
+    let broker = Broker::start_with(dir.path(), "127.0.0.1:0", &overrides);
+    let run = |addr: &str, name: &str, step: &str| {
+        let output = Command::new(&python)
+            .arg(python_script("compaction.py"))
+            .args([addr, name, step])
+            .output()
+            .expect("python runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        eprintln!("{stdout}");
+        stdout
+    };
+    let stdout = run(&broker.addr, "compacted", "keyed");
+    assert!(stdout.contains("exactly the last value of each live key"), "{stdout}");
+    let stdout = run(&broker.addr, "cg", "commit");
+    assert!(stdout.contains("committed 100000 offsets"), "{stdout}");
+    assert!(broker.terminate().success());
+    let mut written_segments = Vec::new();
+    let mut total_bytes = 0;
+    for entry in std::fs::read_dir(dir.path()).expect("log dir") {
+        let path = entry.expect("entry").path();
+        if !path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("__consumer_offsets-"))
+        {
+            continue;
+        }
+        let logs: Vec<u64> = std::fs::read_dir(&path)
+            .expect("partition")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .map(|p| std::fs::metadata(&p).expect("stat").len())
+            .collect();
+        total_bytes += logs.iter().sum::<u64>();
+        written_segments.push(logs.len());
+    }
+    let most = written_segments.iter().copied().max().unwrap_or(0);
+    assert!(most <= 6, "a partition of __consumer_offsets has {most} segments");
+    // 100,000 commits are over 10 MB of records; compacted, a small part of that is left.
+    assert!(total_bytes < 3 * 1024 * 1024, "__consumer_offsets holds {total_bytes} bytes");
+    let broker = Broker::start_with(dir.path(), "127.0.0.1:0", &overrides);
+    let stdout = run(&broker.addr, "cg", "committed");
+    assert!(stdout.contains("every group's last commit survived the restart"), "{stdout}");
+    assert!(broker.terminate().success());
+}

@@ -689,6 +689,17 @@ impl PartitionLog {
         poison(&mut state, result)
     }
 
+    /// Starts a new, empty active segment at the log end unless the active one is empty already
+    /// (Kafka's `UnifiedLog.roll`): `seglog compact` rolls so that the whole log can be cleaned.
+    pub fn roll(&self, now_ms: i64) -> Result<()> {
+        let mut state = self.write_state()?;
+        if state.local.active_segment().size_bytes() == 0 {
+            return Ok(());
+        }
+        let result = roll_and_snapshot(&mut state, None, now_ms);
+        poison(&mut state, result).map(|_| ())
+    }
+
     /// Removes `.deleted` files whose delay has passed.
     pub fn delete_expired(&self, now_ms: i64) -> Result<usize> {
         let mut state = self.write_state()?;
