@@ -487,48 +487,95 @@ fn a_producers_last_batch_is_kept_empty_and_its_retry_is_a_duplicate() {
 /// dropped (Kafka's `LogLoaderTest` swap cases): power is lost after every file-system operation
 /// of a round in turn (the operation fails, then `SimFs` keeps only what was durable), and each
 /// reopened log reads as exactly the log before the round or after it, with no leftover file.
+/// Workload 0 is fixed; `SEGLOG_CLEANER_CRASH_WORKLOADS=N` adds seeded ones (keys, values,
+/// tombstones, codecs, segment sizes), each crashed after every operation of its round.
 #[test]
 fn a_round_interrupted_after_any_operation_reloads_as_before_or_after() {
-    let build = || {
-        let h = harness(&[], small_map());
+    let workloads: u64 = std::env::var("SEGLOG_CLEANER_CRASH_WORKLOADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let mut cycles = 0;
+    for seed in 0..workloads {
+        cycles += crash_after_every_operation(seed);
+    }
+    eprintln!("{cycles} crash cycles over {workloads} workloads");
+}
+
+/// A compacted log of workload `seed`, flushed, with one group to clean.
+fn crash_workload(seed: u64) -> Harness {
+    let mut rng = crate::testing::Rng(seed);
+    let segment_bytes = if seed == 0 { 1024 } else { 200 + rng.below(1500) };
+    let h = harness(&[("segment.bytes", &segment_bytes.to_string())], small_map());
+    let codecs = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+    if seed == 0 {
         for round in 0..8 {
             for key in ["a", "b", "c"] {
                 h.put(key, Some(&format!("{key}{round}")));
             }
         }
-        // One group: the round swaps one segment in.
-        h.log()
-            .set_config(crate::config::LogConfig {
-                segment_bytes: 1 << 20,
-                ..h.log().config().unwrap()
-            })
-            .unwrap();
-        h.log().flush(h.clock_ms()).unwrap();
-        h
-    };
-    let reference = build();
+    } else {
+        let n_keys = 2 + rng.below(10);
+        for _ in 0..10 + rng.below(50) {
+            let records: Vec<(String, Option<String>)> = (0..1 + rng.below(4))
+                .map(|_| {
+                    let key = format!("k{}", rng.below(n_keys));
+                    let value = (rng.below(6) != 0).then(|| format!("v{}", rng.next_u64()));
+                    (key, value)
+                })
+                .collect();
+            let refs: Vec<(Option<&str>, Option<&str>)> =
+                records.iter().map(|(k, v)| (Some(k.as_str()), v.as_deref())).collect();
+            h.append(&refs, codecs[rng.below(5) as usize]);
+        }
+    }
+    // One group: the round swaps one segment in.
+    h.log()
+        .set_config(crate::config::LogConfig {
+            segment_bytes: 1 << 20,
+            ..h.log().config().unwrap()
+        })
+        .unwrap();
+    h.log().flush(h.clock_ms()).unwrap();
+    h
+}
+
+/// Crashes workload `seed`'s round after each of its operations; returns the cycles run.
+fn crash_after_every_operation(seed: u64) -> u64 {
+    let reference = crash_workload(seed);
     let before = reference.records();
     let start = reference.fs.op_count();
-    assert!(matches!(reference.clean(), CleanOutcome::Cleaned { .. }));
+    if !matches!(reference.clean(), CleanOutcome::Cleaned { .. }) {
+        return 0;
+    }
     let n_ops = reference.fs.op_count() - start;
     let after = reference.records();
-    assert_ne!(before, after);
-    assert!(n_ops > 10, "the round had {n_ops} operations");
+    if seed == 0 {
+        assert_ne!(before, after);
+        assert!(n_ops > 10, "the round had {n_ops} operations");
+    }
     let mut interrupted = 0;
     for op in 1..=n_ops {
-        let h = build();
+        let h = crash_workload(seed);
         h.fs.set_fault_plan(FaultPlan::FailNth { n: op, kind: FaultKind::Eio });
         let outcome = h.clean();
-        interrupted += usize::from(!matches!(outcome, CleanOutcome::Cleaned { .. }));
+        interrupted += u64::from(!matches!(outcome, CleanOutcome::Cleaned { .. }));
         h.fs.set_fault_plan(FaultPlan::None);
-        h.fs.crash(op);
+        h.fs.crash(op ^ (seed << 20));
         drop(h.manager);
         let clock = Arc::new(ManualClock::new(NOW_MS));
         let manager = open_manager(&h.fs, &clock, small_map());
         let records = read_all(&manager.get_log(&h.tp).unwrap());
         assert!(
             records == before || records == after,
-            "power lost after operation {op} of {n_ops} of the round: {outcome:?}\n{records:?}"
+            "workload {seed}: power lost after operation {op} of {n_ops} of the round: \
+             {outcome:?}\n{records:?}"
         );
         let leftovers: Vec<PathBuf> =
             h.fs.list(&PathBuf::from("/data/t-0"))
@@ -539,9 +586,12 @@ fn a_round_interrupted_after_any_operation_reloads_as_before_or_after() {
                     n.ends_with(".cleaned") || n.ends_with(".swap")
                 })
                 .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
+        assert!(leftovers.is_empty(), "workload {seed}, operation {op}: {leftovers:?}");
     }
-    assert!(interrupted > 10, "{interrupted} of {n_ops} faults stopped the round");
+    if seed == 0 {
+        assert!(interrupted > 10, "{interrupted} of {n_ops} faults stopped the round");
+    }
+    n_ops
 }
 
 /// An I/O error during a round: the partition is marked uncleanable with the cause, counted,
