@@ -523,7 +523,7 @@ fn crash_workload(seed: u64) -> Harness {
     } else {
         let n_keys = 2 + rng.below(10);
         for _ in 0..10 + rng.below(50) {
-            let records: Vec<(String, Option<String>)> = (0..1 + rng.below(4))
+            let records: Vec<(String, Option<String>)> = (0..=rng.below(4))
                 .map(|_| {
                     let key = format!("k{}", rng.below(n_keys));
                     let value = (rng.below(6) != 0).then(|| format!("v{}", rng.next_u64()));
