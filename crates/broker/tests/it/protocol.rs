@@ -971,6 +971,16 @@ async fn metrics_endpoint_serves_prometheus_text() {
         "seglog_offline_log_dirs 0",
         "seglog_bytes_in_total",
         "seglog_produce_durable_seconds",
+        // The log cleaner's gauges, under Kafka's names.
+        "seglog_log_cleaner_max_dirty_percent",
+        "seglog_log_cleaner_time_since_last_run_ms",
+        "seglog_log_cleaner_recopy_percent",
+        "seglog_log_cleaner_max_buffer_utilization_percent",
+        "seglog_log_cleaner_max_clean_time_secs",
+        "seglog_log_cleaner_max_compaction_delay_secs",
+        "seglog_log_cleaner_uncleanable_partitions_count 0",
+        "seglog_log_cleaner_uncleanable_bytes 0",
+        "seglog_log_cleaner_dead_thread_count 0",
     ] {
         assert!(text.contains(needle), "missing {needle} in:\n{text}");
     }

@@ -123,3 +123,68 @@ fn kafka_written_offsets_topics_compact_to_their_key_view() {
     }
     assert!(shrunk >= 3, "compaction removed records in {shrunk} partitions");
 }
+
+/// `seglog topics describe` shows a compacted partition's dirty ratio and where the cleaner
+/// stands; `seglog verify` warns of a leftover `.cleaned` or `.swap` file and of a cleaner
+/// checkpoint past the log end, and exits 0 (recovery and the cleaner fix both).
+#[test]
+fn describe_shows_the_dirty_ratio_and_verify_warns_of_cleaner_leftovers() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("data");
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let created = seglog(&[
+        "topics",
+        "create",
+        "--log-dir",
+        &dir_arg,
+        "--topic",
+        "c",
+        "--config",
+        "cleanup.policy=compact",
+        "--config",
+        "segment.bytes=1024",
+    ]);
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let mut lines = String::new();
+    for i in 0..200 {
+        std::fmt::Write::write_fmt(&mut lines, format_args!("key-{}\tvalue-{i}\n", i % 10))
+            .expect("a string takes it");
+    }
+    let mut produce = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["produce", "--log-dir", &dir_arg, "--topic", "c", "--key-separator", "\t"])
+        .args(["--batch-bytes", "200"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("produce");
+    std::io::Write::write_all(&mut produce.stdin.take().expect("stdin"), lines.as_bytes())
+        .expect("write");
+    assert!(produce.wait().expect("produce exits").success());
+    let describe = |expect: &str| {
+        let output = seglog(&["topics", "describe", "--log-dir", &dir_arg, "--topic", "c"]);
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{text}");
+        let header = text.lines().next().expect("header");
+        assert!(header.ends_with("\tDIRTY_RATIO\tCLEANER"), "{header}");
+        let row: Vec<&str> = text.lines().nth(1).expect("row").split('\t').collect();
+        let ratio: f64 = row[9].parse().expect("a ratio");
+        assert!(row[10].starts_with(expect), "{row:?}");
+        ratio
+    };
+    let dirty = describe("idle, dirty from 0 to ");
+    assert!(dirty > 0.5, "{dirty}");
+    let compacted = seglog(&["compact", "--log-dir", &dir_arg, "--topic", "c"]);
+    assert!(compacted.status.success(), "{}", String::from_utf8_lossy(&compacted.stderr));
+    let clean = describe("idle, dirty from ");
+    assert!(clean < dirty, "{clean} after, {dirty} before");
+    // Leftovers of an interrupted round, and a checkpoint past the log end.
+    std::fs::write(dir.join("c-0").join("00000000000000000000.log.cleaned"), b"").expect("write");
+    std::fs::write(dir.join("c-0").join("00000000000000000000.index.swap"), b"").expect("write");
+    std::fs::write(dir.join("cleaner-offset-checkpoint"), b"0\n1\nc 0 999999\n").expect("write");
+    let verified = seglog(&["verify", "--log-dir", &dir_arg]);
+    let text = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert_eq!(verified.status.code(), Some(0), "{text}");
+    assert!(text.contains("00000000000000000000.log.cleaned: leftover .cleaned file"), "{text}");
+    assert!(text.contains("00000000000000000000.index.swap: leftover .swap file"), "{text}");
+    assert!(text.contains("c-0 at offset 999999 is past the log end"), "{text}");
+    assert!(text.contains("the cleaner starts over from the log start"), "{text}");
+}
