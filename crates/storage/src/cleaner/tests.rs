@@ -37,6 +37,8 @@ pub(crate) fn harness(topic: &[(&str, &str)], cleaner: CleanerConfig) -> Harness
 }
 
 pub(crate) fn harness_on(fs: SimFs, topic: &[(&str, &str)], cleaner: CleanerConfig) -> Harness {
+    // Files get real-looking mtimes (the legacy tombstone horizon reads them).
+    fs.set_now_ms(NOW_MS);
     let clock = Arc::new(ManualClock::new(NOW_MS));
     let manager = open_manager(&fs, &clock, cleaner);
     let mut config: BTreeMap<String, String> = [
@@ -701,4 +703,73 @@ fn deleting_a_topic_aborts_its_round() {
         h.manager.partition_cleaner_state(&h.tp),
         Err(Error::UnknownTopicOrPartition { .. })
     ));
+}
+
+/// One keyed v0/v1 message at `offset` (a tombstone when `value` is `None`).
+fn legacy_message(magic: i8, offset: i64, key: &[u8], value: Option<&[u8]>) -> Vec<u8> {
+    let mut body = vec![magic as u8, 0];
+    if magic == 1 {
+        body.extend_from_slice(&NOW_MS.to_be_bytes());
+    }
+    body.extend_from_slice(&(key.len() as i32).to_be_bytes());
+    body.extend_from_slice(key);
+    match value {
+        Some(value) => {
+            body.extend_from_slice(&(value.len() as i32).to_be_bytes());
+            body.extend_from_slice(value);
+        }
+        None => body.extend_from_slice(&(-1i32).to_be_bytes()),
+    }
+    let mut entry = offset.to_be_bytes().to_vec();
+    entry.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+    entry.extend_from_slice(&0u32.to_be_bytes());
+    entry.extend_from_slice(&body);
+    let crc = seglog_format::LegacyEntry::new(&entry).unwrap().compute_crc();
+    entry[12..16].copy_from_slice(&crc.to_be_bytes());
+    entry
+}
+
+/// Kafka's `testCleaningWithDeletes` on magic v0 and v1 segments: legacy entries are kept byte
+/// for byte or dropped, never rewritten; a tombstone stays while its segment is newer than the
+/// legacy horizon (the last clean segment's mtime minus `delete.retention.ms`), and goes in a
+/// later round once it is not.
+#[test]
+fn legacy_segments_are_cleaned_entry_by_entry_and_keep_their_magic() {
+    for magic in [0i8, 1] {
+        let h = harness(&[("delete.retention.ms", "0")], small_map());
+        let log = h.log();
+        let mut entries = Vec::new();
+        let writes: [(&[u8], Option<&[u8]>); 8] = [
+            (b"a", Some(b"a0")),
+            (b"b", Some(b"b0")),
+            (b"a", Some(b"a1")),
+            (b"c", Some(b"c0")),
+            (b"b", None),
+            (b"a", Some(b"a2")),
+            (b"d", Some(b"d0")),
+            (b"d", Some(b"d1")),
+        ];
+        for (offset, (key, value)) in writes.iter().enumerate() {
+            entries.push(legacy_message(magic, offset as i64, key, *value));
+        }
+        log.append_as_follower(&entries[..6].concat(), NOW_MS).unwrap();
+        log.roll(NOW_MS).unwrap();
+        log.maybe_increment_leader_high_watermark().unwrap();
+        assert!(matches!(h.clean(), CleanOutcome::Cleaned { .. }), "magic {magic}");
+        let records = h.records();
+        let offsets: Vec<i64> = records.iter().map(|r| r.0).collect();
+        assert_eq!(offsets, [3, 4, 5], "magic {magic}: c0, b's tombstone, a2");
+        assert_eq!(records[1], (4, s("b"), None), "magic {magic}: no clean segment, no horizon");
+        for bytes in h.batch_bytes() {
+            assert_eq!(Batch::new(&bytes).unwrap().magic(), magic);
+            assert!(entries.contains(&bytes), "magic {magic}: an entry kept byte for byte");
+        }
+        // A second round: the tombstone's segment is now clean and not newer than the horizon.
+        log.append_as_follower(&entries[6..].concat(), NOW_MS).unwrap();
+        log.roll(NOW_MS).unwrap();
+        log.maybe_increment_leader_high_watermark().unwrap();
+        assert!(matches!(h.clean(), CleanOutcome::Cleaned { .. }), "magic {magic}");
+        let offsets: Vec<i64> = h.records().iter().map(|r| r.0).collect();
+        assert_eq!(offsets, [3, 5, 7], "magic {magic}: the tombstone went");
+    }
 }
