@@ -227,23 +227,6 @@ fn size_of_nullable(bytes: Option<&[u8]>) -> usize {
     }
 }
 
-/// Bytes of the record body (everything after its length varint).
-fn body_size(
-    timestamp_delta: i64,
-    offset_delta: i32,
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    headers: &[HeaderRef<'_>],
-) -> usize {
-    let mut size = 1 + size_of_varlong(timestamp_delta) + size_of_varint(offset_delta);
-    size += size_of_nullable(key) + size_of_nullable(value);
-    size += size_of_varint(headers.len() as i32);
-    for header in headers {
-        size += size_of_nullable(Some(header.key.as_bytes())) + size_of_nullable(header.value);
-    }
-    size
-}
-
 /// Appends one encoded v2 record; returns the bytes written.
 pub(crate) fn encode_record(
     out: &mut Vec<u8>,
@@ -253,27 +236,15 @@ pub(crate) fn encode_record(
     value: Option<&[u8]>,
     headers: &[HeaderRef<'_>],
 ) -> Result<usize> {
-    let body_len = body_size(timestamp_delta, offset_delta, key, value, headers);
-    let body_len_i32 = i32::try_from(body_len)
-        .map_err(|_| DecodeError::Unencodable { reason: "record larger than 2 GiB" })?;
-    let start = out.len();
-    out.reserve(body_len + 5);
-    write_varint(out, body_len_i32);
-    out.push(0);
-    write_varlong(out, timestamp_delta);
-    write_varint(out, offset_delta);
-    write_nullable(out, key);
-    write_nullable(out, value);
-    write_varint(out, headers.len() as i32);
+    let mut section = Vec::new();
     for header in headers {
-        write_nullable(out, Some(header.key.as_bytes()));
-        write_nullable(out, header.value);
+        write_nullable(&mut section, Some(header.key.as_bytes()));
+        write_nullable(&mut section, header.value);
     }
-    debug_assert_eq!(
-        out.len() - start,
-        size_of_unsigned_varint((body_len_i32 as u32) << 1) + body_len
-    );
-    Ok(out.len() - start)
+    let n_headers = i32::try_from(headers.len())
+        .map_err(|_| DecodeError::Unencodable { reason: "too many headers" })?;
+    let fields = RecordFields { timestamp_delta, offset_delta, key, value };
+    encode_with_header_section(out, &fields, n_headers, &section)
 }
 
 /// Appends one encoded v2 record whose header section is copied as it was read (so a header key
@@ -288,25 +259,48 @@ pub(crate) fn encode_record_with_headers(
 ) -> Result<usize> {
     let n_headers = i32::try_from(headers.n_headers)
         .map_err(|_| DecodeError::Unencodable { reason: "too many headers" })?;
+    let fields = RecordFields { timestamp_delta, offset_delta, key, value };
+    encode_with_header_section(out, &fields, n_headers, headers.bytes)
+}
+
+/// A record's fields other than its headers.
+struct RecordFields<'a> {
+    timestamp_delta: i64,
+    offset_delta: i32,
+    key: Option<&'a [u8]>,
+    value: Option<&'a [u8]>,
+}
+
+/// The record with `n_headers` headers already encoded as `section`.
+fn encode_with_header_section(
+    out: &mut Vec<u8>,
+    fields: &RecordFields<'_>,
+    n_headers: i32,
+    section: &[u8],
+) -> Result<usize> {
     let body_len = 1
-        + size_of_varlong(timestamp_delta)
-        + size_of_varint(offset_delta)
-        + size_of_nullable(key)
-        + size_of_nullable(value)
+        + size_of_varlong(fields.timestamp_delta)
+        + size_of_varint(fields.offset_delta)
+        + size_of_nullable(fields.key)
+        + size_of_nullable(fields.value)
         + size_of_varint(n_headers)
-        + headers.bytes.len();
+        + section.len();
     let body_len_i32 = i32::try_from(body_len)
         .map_err(|_| DecodeError::Unencodable { reason: "record larger than 2 GiB" })?;
     let start = out.len();
     out.reserve(body_len + 5);
     write_varint(out, body_len_i32);
     out.push(0);
-    write_varlong(out, timestamp_delta);
-    write_varint(out, offset_delta);
-    write_nullable(out, key);
-    write_nullable(out, value);
+    write_varlong(out, fields.timestamp_delta);
+    write_varint(out, fields.offset_delta);
+    write_nullable(out, fields.key);
+    write_nullable(out, fields.value);
     write_varint(out, n_headers);
-    out.extend_from_slice(headers.bytes);
+    out.extend_from_slice(section);
+    debug_assert_eq!(
+        out.len() - start,
+        size_of_unsigned_varint((body_len_i32 as u32) << 1) + body_len
+    );
     Ok(out.len() - start)
 }
 

@@ -128,6 +128,15 @@ def consume_all(bootstrap, topic):
     return records
 
 
+def in_sixteen_threads(work):
+    """`work(groups)` in 16 threads, over the 1,000 group numbers between them."""
+    threads = [threading.Thread(target=work, args=(range(t, 1_000, 16),)) for t in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def commit(bootstrap, prefix):
     topic = f"{prefix}-committed"
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -153,12 +162,7 @@ def commit(bootstrap, prefix):
         counts.append(n)
 
     # Sixteen clients at a time, as many applications commit at once.
-    threads = [threading.Thread(target=commit_groups, args=(range(t, 1_000, 16),))
-               for t in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_sixteen_threads(commit_groups)
     if failures:
         sys.exit("\n".join(failures))
     print(f"committed {sum(counts)} offsets over 1000 groups", flush=True)
@@ -177,26 +181,20 @@ def committed(bootstrap, prefix):
             if position.offset != 100 + g:
                 wrong.append(f"group {g}: committed {position.offset}, want {100 + g}")
 
-    threads = [threading.Thread(target=check, args=(range(t, 1_000, 16),)) for t in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_sixteen_threads(check)
     if wrong:
         sys.exit(f"{len(wrong)} groups lost their last commit: {wrong[:10]}")
     print("every group's last commit survived the restart", flush=True)
 
 
+STEPS = {"keyed": keyed, "commit": commit, "committed": committed}
+
+
 def main():
     bootstrap, name, step = sys.argv[1], sys.argv[2], sys.argv[3]
-    if step == "keyed":
-        keyed(bootstrap, name)
-    elif step == "commit":
-        commit(bootstrap, name)
-    elif step == "committed":
-        committed(bootstrap, name)
-    else:
+    if step not in STEPS:
         sys.exit(f"unknown step {step}")
+    STEPS[step](bootstrap, name)
 
 
 if __name__ == "__main__":

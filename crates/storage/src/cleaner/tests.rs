@@ -134,22 +134,7 @@ impl Harness {
 
     /// The batches' raw bytes from the log start.
     pub(crate) fn batch_bytes(&self) -> Vec<Vec<u8>> {
-        let log = self.log();
-        let mut out = Vec::new();
-        let mut next = log.log_start_offset().expect("start");
-        let end = log.log_end_offset().expect("end");
-        while next < end {
-            let fetch = log.read(next, 1 << 20, Isolation::LogEnd, true).expect("read");
-            if fetch.records.is_empty() {
-                break;
-            }
-            for batch in Batches::new(&fetch.records) {
-                let batch = batch.expect("batch").batch;
-                next = batch.next_offset();
-                out.push(batch.as_bytes().to_vec());
-            }
-        }
-        out
+        all_batches(&self.log())
     }
 
     pub(crate) fn segment_count(&self) -> usize {
@@ -157,7 +142,8 @@ impl Harness {
     }
 }
 
-pub(crate) fn read_all(log: &PartitionLog) -> Vec<Read> {
+/// Every batch's bytes from the log start, in offset order.
+pub(crate) fn all_batches(log: &PartitionLog) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut next = log.log_start_offset().expect("start");
     let end = log.log_end_offset().expect("end");
@@ -169,18 +155,29 @@ pub(crate) fn read_all(log: &PartitionLog) -> Vec<Read> {
         for batch in Batches::new(&fetch.records) {
             let batch = batch.expect("batch").batch;
             next = batch.next_offset();
-            if batch.is_control_batch() {
-                continue;
-            }
-            for record in &batch.records(seglog_format::DecodeLimits::default()).expect("records") {
-                let record = record.expect("record");
-                if record.offset >= log.log_start_offset().expect("start") {
-                    out.push((
-                        record.offset,
-                        record.key.map(<[u8]>::to_vec),
-                        record.value.map(<[u8]>::to_vec),
-                    ));
-                }
+            out.push(batch.as_bytes().to_vec());
+        }
+    }
+    out
+}
+
+/// Every data record from the log start, in offset order.
+pub(crate) fn read_all(log: &PartitionLog) -> Vec<Read> {
+    let log_start = log.log_start_offset().expect("start");
+    let mut out = Vec::new();
+    for bytes in all_batches(log) {
+        let batch = Batch::new(&bytes).expect("batch");
+        if batch.is_control_batch() {
+            continue;
+        }
+        for record in &batch.records(seglog_format::DecodeLimits::default()).expect("records") {
+            let record = record.expect("record");
+            if record.offset >= log_start {
+                out.push((
+                    record.offset,
+                    record.key.map(<[u8]>::to_vec),
+                    record.value.map(<[u8]>::to_vec),
+                ));
             }
         }
     }
