@@ -227,7 +227,7 @@ fn raw_periodic(plan: &Plan<'_>, raw_path: &std::path::Path) -> Result<(f64, His
     let mut last_sync = Instant::now();
     let mut fsyncs = Histogram::<u64>::new(3)?;
     for batch_idx in 0..plan.n_batches {
-        pace(started, batch_idx * plan.batch.len() as u64, plan.args.rate_mb_per_s);
+        pace(started, batch_idx * plan.batch.len() as u64, plan.args.rate_mb_per_s_or(0.0));
         file.write_all(&plan.batch)?;
         if last_sync.elapsed() >= interval {
             let begun = Instant::now();
@@ -298,7 +298,7 @@ fn append_phase(
     let started = Instant::now();
     for batch_idx in 0..plan.n_batches {
         let log_idx = (batch_idx % logs.len() as u64) as usize;
-        pace(started, batch_idx * plan.batch.len() as u64, plan.args.rate_mb_per_s);
+        pace(started, batch_idx * plan.batch.len() as u64, plan.args.rate_mb_per_s_or(0.0));
         let begun = Instant::now();
         let info = logs[log_idx].append_as_leader(&plan.batch, 0, AppendOrigin::Client, 0)?;
         match &waits {

@@ -4,10 +4,14 @@
 //!
 //! - `append.rs`: the default workload (append, read, tail consume, lookups, restart, the
 //!   `commitlog` peer), one function per phase.
+//! - `compact.rs`: `--workload compact`, the log cleaner: its throughput next to raw read +
+//!   write of the same bytes, its peak memory next to its offset map, and a producer's append
+//!   latency with and without it.
 //! - this file: the arguments and what the workloads share (the raw disk references, the
 //!   table, timing helpers).
 
 mod append;
+mod compact;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,17 +49,54 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value_t = 5)]
     group_commit_interval_ms: i64,
     /// Paces the appends to this rate (MB/s) instead of as fast as possible: latency is then
-    /// measured below saturation, as published latency figures are (0: unpaced).
-    #[arg(long, default_value_t = 0.0)]
-    rate_mb_per_s: f64,
+    /// measured below saturation, as published latency figures are (0: unpaced). Default: 0
+    /// for `append`; 50 for `compact` (its producer next to the cleaner).
+    #[arg(long)]
+    rate_mb_per_s: Option<f64>,
+    /// What to measure: `append` (append, read, lookups, restart, next to raw disk and
+    /// `commitlog`) or `compact` (the log cleaner next to raw read + write, its memory, and a
+    /// producer's latency while it runs).
+    #[arg(long, value_enum, default_value_t = Workload::Append)]
+    workload: Workload,
+    /// With `--workload compact`: the cleaner's I/O limit while the producer runs
+    /// (`log.cleaner.io.max.bytes.per.second`, in MB/s; 0: none).
+    #[arg(long, default_value_t = 100.0)]
+    cleaner_io_mb_per_s: f64,
+    /// With `--workload compact`: seconds the producer runs without the cleaner, then again
+    /// with it (or until the cleaning ends).
+    #[arg(long, default_value_t = 5.0)]
+    producer_secs: f64,
+    /// With `--workload compact`: the cleaner's offset map (`log.cleaner.dedupe.buffer.size`),
+    /// in MiB.
+    #[arg(long, default_value_t = 128)]
+    dedupe_buffer_mib: u64,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
 }
 
+/// What `seglog bench` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Workload {
+    /// Append, read, lookups, restart (`append.rs`).
+    Append,
+    /// The log cleaner (`compact.rs`).
+    Compact,
+}
+
+impl BenchArgs {
+    /// `--rate-mb-per-s`, or the workload's default.
+    fn rate_mb_per_s_or(&self, default: f64) -> f64 {
+        self.rate_mb_per_s.unwrap_or(default)
+    }
+}
+
 /// Runs `seglog bench`.
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
-    append::run(args)
+    match args.workload {
+        Workload::Append => append::run(args),
+        Workload::Compact => compact::run(args),
+    }
 }
 
 #[expect(clippy::cast_precision_loss, reason = "a throughput figure")]
