@@ -12,11 +12,7 @@ pub(crate) const FILE_LINES_MAX: usize = 1200;
 pub(crate) const FUNCTION_LINES_MAX: usize = 150;
 
 /// Exceptions: a file (`path`) or a function (`path::name`), and why it is allowed for now.
-const ALLOWED: &[(&str, &str)] = &[(
-    "crates/cli/src/bench.rs::run",
-    "one measured sequence of phases sharing their setup; to be split into one function \
-         per phase",
-)];
+const ALLOWED: &[(&str, &str)] = &[];
 
 /// Whether `path` holds only tests (a `tests.rs`, a `*_tests.rs`, or a file under `tests/` or
 /// `benches/`).

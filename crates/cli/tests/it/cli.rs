@@ -305,6 +305,65 @@ fn bench_runs_and_prints_the_ratio_line() {
     assert!(!temp.path().join("b").exists(), "the run directory is removed");
 }
 
+/// `seglog bench --workload compact` runs end to end (tiny): the ratio line's four figures
+/// parse, and the cleaned log kept one record per key (and the batch after the roll), so it
+/// is smaller than the dirty one.
+#[test]
+fn bench_compact_cleans_and_prints_its_ratio_line() {
+    let temp = tempfile::tempdir().unwrap();
+    let json = temp.path().join("bench.json");
+    let output = seglog(
+        temp.path(),
+        &[
+            "bench",
+            "--workload",
+            "compact",
+            "--total-mib",
+            "8",
+            "--producer-secs",
+            "0.5",
+            "--dedupe-buffer-mib",
+            "16",
+            "--dir",
+            "b",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        None,
+    );
+    let stdout = ok(&output);
+    let last = stdout.lines().last().unwrap();
+    let line: std::collections::BTreeMap<&str, f64> = last
+        .split(' ')
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap();
+            (key, value.parse().unwrap())
+        })
+        .collect();
+    let keys: Vec<&str> = line.keys().copied().collect();
+    assert_eq!(
+        keys,
+        [
+            "peak_rss_mib",
+            "ratio_append_p99_with_cleaner",
+            "ratio_cleaner_vs_raw_read_write",
+            "rss_budget_mib"
+        ],
+        "{last}"
+    );
+    assert!(line.values().all(|v| v.is_finite() && *v > 0.0), "{last}");
+    assert_eq!(line["rss_budget_mib"], 16.0 + 64.0, "{last}");
+    let figures: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let figure = |key: &str| figures[key].as_f64().unwrap();
+    assert!(figure("compact_bytes_after") < figure("compact_bytes_before") / 4.0, "{figures}");
+    assert!(figure("compact_records_after") < figure("compact_records_before"), "{figures}");
+    assert!(figure("compact_records_after") > figure("compact_keys"), "{figures}");
+    assert!(figure("cleaner_rounds") >= 1.0 && figure("cleaner_bytes_read") > 0.0, "{figures}");
+    assert!(figure("producer_appends_with_cleaner") > 0.0, "{figures}");
+    assert!(!temp.path().join("b").exists(), "the run directory is removed");
+}
+
 /// Issue 14, point 7: `--log-dir` is global, so it may follow the subcommand of `topics` as well
 /// as precede it (before, `topics create --log-dir D` was a usage error).
 #[test]
