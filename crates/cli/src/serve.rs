@@ -70,6 +70,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
+        // The handlers are in place before the broker says it serves: a SIGTERM sent as soon
+        // as the address is announced stops it cleanly rather than killing it.
+        let signals = Signals::install()?;
         let dirs = config.log.log_dirs.clone();
         let server = Server::start(config).await.with_context(|| {
             format!(
@@ -84,7 +87,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
                 .metrics_addr()
                 .map_or_else(|| "off".to_owned(), |addr| format!("http://{addr}/metrics"))
         );
-        wait_for_signal().await?;
+        signals.wait().await;
         eprintln!("seglog: shutting down");
         server.shutdown().await.context("shutdown failed")?;
         eprintln!("seglog: stopped cleanly");
@@ -92,13 +95,26 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
     })
 }
 
-async fn wait_for_signal() -> Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
+/// SIGTERM and SIGINT, listened for.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+        })
     }
-    Ok(())
+
+    /// Returns at the first SIGTERM or SIGINT.
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
 }
