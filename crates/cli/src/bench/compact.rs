@@ -25,7 +25,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use seglog_format::{Batches, Compression, RecordBatchBuilder};
 use seglog_storage::cleaner::CleanerConfig;
-use seglog_storage::config::{BrokerLogConfig, DurabilityMode, LogConfig};
+use seglog_storage::config::{BrokerLogConfig, CleanupPolicy, DurabilityMode, LogConfig, topic};
 use seglog_storage::io::StdFs;
 use seglog_storage::log::partition_log::{Isolation, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
@@ -197,8 +197,8 @@ fn cleaner_config(args: &BenchArgs, throttle_mb_per_s: f64) -> CleanerConfig {
 fn create_topic(manager: &LogManager, topic: &str, compact: bool) -> Result<Arc<PartitionLog>> {
     let overrides = if compact {
         BTreeMap::from([
-            ("cleanup.policy".to_owned(), "compact".to_owned()),
-            ("segment.bytes".to_owned(), SEGMENT_BYTES.to_string()),
+            (topic::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
+            (topic::SEGMENT_BYTES.to_owned(), SEGMENT_BYTES.to_string()),
         ])
     } else {
         BTreeMap::new()
