@@ -770,3 +770,29 @@ fn legacy_segments_are_cleaned_entry_by_entry_and_keep_their_magic() {
         assert_eq!(offsets, [3, 5, 7], "magic {magic}: the tombstone went");
     }
 }
+
+/// A compacted log whose cleaned segments keep only empty batches (an idempotent producer's
+/// records all superseded later): one read from the log start goes past them to the first
+/// records, so that no fetch answers with empty batches alone while records follow (older
+/// librdkafka grows its fetch size at each such answer until it gives up).
+#[test]
+fn a_read_goes_past_segments_that_hold_only_empty_batches() {
+    let h = harness(&[], small_map());
+    for i in 0..400 {
+        let mut builder = RecordBatchBuilder::new(Compression::None).producer(3, 0, i);
+        builder.push(NOW_MS, Some(format!("k{}", i % 5).as_bytes()), Some(b"value"), &[]).unwrap();
+        let batch = builder.build().unwrap();
+        h.log().append_as_sole_leader(&batch, AppendOrigin::Client, NOW_MS).unwrap();
+    }
+    h.clean_fully(10);
+    let log = h.log();
+    let bases = log.segment_base_offsets().unwrap();
+    assert!(bases.len() > 5, "{bases:?}");
+    let first = log.read(0, 1 << 20, Isolation::LogEnd, true).unwrap();
+    let batches: Vec<Batch<'_>> = Batches::new(&first.records).map(|b| b.unwrap().batch).collect();
+    let empty = batches.iter().take_while(|b| b.records_count() == Some(0)).count();
+    assert!(empty >= 2, "the cleaned segments hold empty batches: {empty}");
+    assert!(batches.len() > empty, "and the one read reaches the first records");
+    // The whole log is still read record by record, in order.
+    assert_eq!(key_view(&h.records()).len(), 5);
+}

@@ -21,6 +21,14 @@ pub const CLEANED_SUFFIX: &str = ".cleaned";
 /// The suffix of a cleaned segment that is being swapped in (Kafka's `SwapFileSuffix`).
 pub const SWAP_SUFFIX: &str = ".swap";
 
+/// Whether the batches of `fetch` hold at least one record (an empty v2 batch holds none; a v0/v1
+/// entry always holds one). Undecodable bytes count as records: the client is to see them.
+fn holds_a_record(fetch: &FetchData) -> bool {
+    seglog_format::Batches::new(&fetch.records).any(|batch| {
+        batch.map_or(true, |positioned| positioned.batch.records_count().is_none_or(|n| n > 0))
+    })
+}
+
 /// Settings of a local log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalLogConfig {
@@ -402,6 +410,13 @@ impl LocalLog {
             }));
         }
         let floor_base = floor.base_offset();
+        // What was read so far, when it held batches but no record (a compacted segment may
+        // keep only an idempotent producer's empty batch): the read goes on into the next
+        // segments, within `max_bytes`, so that a fetch is never all empty batches while records
+        // follow. Kafka's read stops at the first segment with data, and older librdkafka
+        // (2.0, Debian's kcat) then grows its fetch size at every such answer until it gives up
+        // ("might be too large to fetch").
+        let mut pending: Option<FetchData> = None;
         for segment in std::iter::once(floor).chain(self.segments.higher_segments(floor_base)) {
             let max_position =
                 match segment.base_offset().cmp(&max_offset_metadata.segment_base_offset) {
@@ -409,13 +424,33 @@ impl LocalLog {
                     std::cmp::Ordering::Equal => Some(max_offset_metadata.relative_position),
                     std::cmp::Ordering::Greater => None,
                 };
-            if let Some(fetch) =
-                segment.read(start_offset, max_bytes, max_position, min_one_message)?
-            {
+            let (offset, budget, min_one) = match &pending {
+                None => (start_offset, max_bytes, min_one_message),
+                Some(so_far) => (
+                    segment.base_offset(),
+                    max_bytes.saturating_sub(so_far.records.len() as u32),
+                    false,
+                ),
+            };
+            if pending.is_some() && (budget == 0 || max_position.is_none()) {
+                break;
+            }
+            let Some(fetch) = segment.read(offset, budget, max_position, min_one)? else {
+                continue;
+            };
+            let fetch = match pending.take() {
+                None => fetch,
+                Some(mut so_far) => {
+                    so_far.records.extend_from_slice(&fetch.records);
+                    so_far
+                }
+            };
+            if fetch.records.is_empty() || fetch.first_entry_incomplete || holds_a_record(&fetch) {
                 return Ok(fetch);
             }
+            pending = Some(fetch);
         }
-        Ok(empty(self.next_offset_metadata))
+        Ok(pending.unwrap_or_else(|| empty(self.next_offset_metadata)))
     }
 
     /// Renames a removed segment's files `.deleted` and queues them for removal at `due_ms`.
