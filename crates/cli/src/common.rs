@@ -20,9 +20,15 @@ pub(crate) struct LogDirArgs {
     pub(crate) log_dir: Vec<PathBuf>,
 }
 
-/// Opens the log directories (creating them when missing), recovering as a broker would.
+/// Opens the log directories (creating them when missing), recovering as a broker would. The
+/// tools run no cleaner threads (`seglog produce`'s background thread is for its flushes);
+/// `seglog compact` cleans on demand.
 pub(crate) fn open_manager(dirs: &[PathBuf]) -> Result<(Arc<LogManager>, OpenReport)> {
-    let config = BrokerLogConfig { log_dirs: dirs.to_vec(), ..BrokerLogConfig::default() };
+    let cleaner = seglog_storage::cleaner::CleanerConfig {
+        enable: false,
+        ..seglog_storage::cleaner::CleanerConfig::default()
+    };
+    let config = BrokerLogConfig { log_dirs: dirs.to_vec(), cleaner, ..BrokerLogConfig::default() };
     let (manager, report) = LogManager::open(Arc::new(StdFs), Arc::new(SystemClock), config)
         .with_context(|| format!("cannot open log directory {}", show(dirs)))?;
     Ok((Arc::new(manager), report))
