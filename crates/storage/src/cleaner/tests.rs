@@ -795,4 +795,24 @@ fn a_read_goes_past_segments_that_hold_only_empty_batches() {
     assert!(batches.len() > empty, "and the one read reaches the first records");
     // The whole log is still read record by record, in order.
     assert_eq!(key_view(&h.records()).len(), 5);
+    // Whatever the byte limit, what a read adds past the first segment is whole batches: a
+    // batch cut by the limit ends the read, never followed by another segment's bytes.
+    for max_bytes in (61..2_000).step_by(7) {
+        let fetch = log.read(0, max_bytes, Isolation::LogEnd, true).unwrap();
+        let mut walk = Batches::new(&fetch.records);
+        for batch in walk.by_ref() {
+            let batch = batch.unwrap();
+            batch.batch.validate().unwrap_or_else(|e| panic!("max {max_bytes}: {e}"));
+        }
+        let trailing = fetch.records.len() - walk.next_position() as usize;
+        let segment_end = bases.get(1).copied().unwrap_or(i64::MAX);
+        if trailing > 0 {
+            // A cut batch is allowed only within the first segment's own bytes (as Kafka's).
+            let last = Batches::new(&fetch.records).filter_map(Result::ok).last();
+            assert!(
+                last.is_none_or(|b| b.batch.last_offset() < segment_end),
+                "max {max_bytes}: a cut batch after the first segment"
+            );
+        }
+    }
 }

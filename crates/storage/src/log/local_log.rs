@@ -29,6 +29,17 @@ fn holds_a_record(fetch: &FetchData) -> bool {
     })
 }
 
+/// The length of the whole batches at the start of `records` (a batch cut short ends them).
+fn whole_batches_len(records: &[u8]) -> usize {
+    let mut batches = seglog_format::Batches::new(records);
+    for batch in batches.by_ref() {
+        if batch.is_err() {
+            return 0;
+        }
+    }
+    usize::try_from(batches.next_position()).unwrap_or(0)
+}
+
 /// Settings of a local log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalLogConfig {
@@ -441,11 +452,21 @@ impl LocalLog {
             let fetch = match pending.take() {
                 None => fetch,
                 Some(mut so_far) => {
-                    so_far.records.extend_from_slice(&fetch.records);
+                    // Only whole batches are added; one cut by the byte limit ends the read.
+                    let whole = whole_batches_len(&fetch.records);
+                    so_far.records.extend_from_slice(&fetch.records[..whole]);
+                    if whole < fetch.records.len() || fetch.first_entry_incomplete {
+                        return Ok(so_far);
+                    }
                     so_far
                 }
             };
-            if fetch.records.is_empty() || fetch.first_entry_incomplete || holds_a_record(&fetch) {
+            let cut_short = whole_batches_len(&fetch.records) < fetch.records.len();
+            if fetch.records.is_empty()
+                || fetch.first_entry_incomplete
+                || cut_short
+                || holds_a_record(&fetch)
+            {
                 return Ok(fetch);
             }
             pending = Some(fetch);
