@@ -9,6 +9,7 @@ mod admin;
 mod common;
 mod groups;
 mod log_dirs;
+mod metrics;
 mod protocol;
 mod rdkafka;
 mod rdkafka_groups;

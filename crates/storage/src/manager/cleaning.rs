@@ -94,6 +94,18 @@ fn describe(error: &Error) -> String {
 }
 
 impl LogManager {
+    /// The log of `tp` and the index of its directory.
+    fn log_and_dir(&self, tp: &TopicPartition) -> Result<(usize, Arc<PartitionLog>)> {
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+        let Some((dir_idx, log)) = logs.get(tp) else {
+            return Err(Error::UnknownTopicOrPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            });
+        };
+        Ok((*dir_idx, Arc::clone(log)))
+    }
+
     /// The cleaner settings.
     pub fn cleaner_config(&self) -> &CleanerConfig {
         &self.cleaner.config
@@ -228,16 +240,7 @@ impl LogManager {
         tp: &TopicPartition,
         now_ms: i64,
     ) -> Result<CleanOutcome> {
-        let (dir_idx, log) = {
-            let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
-            let Some((dir_idx, log)) = logs.get(tp) else {
-                return Err(Error::UnknownTopicOrPartition {
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                });
-            };
-            (*dir_idx, Arc::clone(log))
-        };
+        let (dir_idx, log) = self.log_and_dir(tp)?;
         {
             let mut state = self.cleaner.lock();
             if state.in_progress.contains_key(tp) {
@@ -445,16 +448,7 @@ impl LogManager {
         &self,
         tp: &TopicPartition,
     ) -> Result<Option<PartitionCleanerState>> {
-        let (dir_idx, log) = {
-            let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
-            let Some((dir_idx, log)) = logs.get(tp) else {
-                return Err(Error::UnknownTopicOrPartition {
-                    topic: tp.topic.clone(),
-                    partition: tp.partition,
-                });
-            };
-            (*dir_idx, Arc::clone(log))
-        };
+        let (dir_idx, log) = self.log_and_dir(tp)?;
         if !log.config()?.is_compact() {
             return Ok(None);
         }
