@@ -1,7 +1,7 @@
 //! The one table of the APIs this broker serves (Kafka's `ApiKeys` with `KafkaApis.handle`'s
 //! match): each entry's key, advertised version range, role and handler. Dispatch (`route`),
 //! ApiVersions (`SUPPORTED_APIS`, `api_version_list`), the metrics label (`api_name`) and
-//! `GROUP_APIS` all come from it, so an API is added in exactly one place.
+//! `GROUP_APIS` and `TXN_APIS` all come from it, so an API is added in exactly one place.
 //!
 //! The ranges are what the handlers implement, within what the `kafka-protocol` crate encodes.
 //! The maxima are what Kafka 4.1 advertises by default (versions its schemas mark
@@ -26,6 +26,8 @@ pub(crate) enum Role {
     Broker,
     /// The group coordinator (`handlers::groups`).
     Coordinator,
+    /// The transaction coordinator (`handlers::txn`, over `crate::txn`).
+    Transaction,
 }
 
 /// One row of the table, without its handler (which the table's `route` match holds).
@@ -103,8 +105,28 @@ apis! {
     };
     Broker DescribeCluster 0..=2 =>
         |broker, request| handlers::describe_cluster(broker, &request.decode()?, request.version);
-    Broker InitProducerId 0..=5 => |broker, request| {
+    Transaction InitProducerId 0..=5 => |broker, request| {
         handlers::init_producer_id(broker, &request.decode()?, request.version).await
+    };
+    Transaction AddPartitionsToTxn 0..=5 => |broker, request| {
+        handlers::add_partitions_to_txn(broker, request.decode()?, request.version).await
+    };
+    Transaction AddOffsetsToTxn 0..=4 => |broker, request| {
+        handlers::add_offsets_to_txn(broker, request.decode()?, request.version).await
+    };
+    Transaction EndTxn 0..=5 =>
+        |broker, request| handlers::end_txn(broker, request.decode()?, request.version).await;
+    Transaction TxnOffsetCommit 0..=5 => |broker, request| {
+        handlers::txn_offset_commit(broker, request.decode()?, request.version).await
+    };
+    Transaction DescribeTransactions 0..=0 => |broker, request| {
+        handlers::describe_transactions(broker, request.decode()?, request.version).await
+    };
+    Transaction ListTransactions 0..=1 => |broker, request| {
+        handlers::list_transactions(broker, request.decode()?, request.version).await
+    };
+    Transaction DescribeProducers 0..=0 => |broker, request| {
+        handlers::describe_producers(broker, request.decode()?, request.version).await
     };
     Coordinator FindCoordinator 0..=6 => |broker, request| {
         groups::find_coordinator(broker, request.decode()?, request.version).await
@@ -169,19 +191,25 @@ pub const SUPPORTED_APIS: [(ApiKey, i16, i16); APIS.len()] = {
     out
 };
 
-/// The APIs the group coordinator serves (routed to `handlers::groups`), from [`APIS`].
-pub const GROUP_APIS: [ApiKey; count(Role::Coordinator)] = {
-    let mut out = [ApiKey::Produce; count(Role::Coordinator)];
+/// The keys of the APIs with `role`, in table order (`N` is `count(role)`).
+const fn keys_of<const N: usize>(role: Role) -> [ApiKey; N] {
+    let mut out = [ApiKey::Produce; N];
     let (mut idx, mut n) = (0, 0);
     while idx < APIS.len() {
-        if APIS[idx].role as u8 == Role::Coordinator as u8 {
+        if APIS[idx].role as u8 == role as u8 {
             out[n] = APIS[idx].key;
             n += 1;
         }
         idx += 1;
     }
     out
-};
+}
+
+/// The APIs the group coordinator serves (routed to `handlers::groups`), from [`APIS`].
+pub const GROUP_APIS: [ApiKey; count(Role::Coordinator)] = keys_of(Role::Coordinator);
+
+/// The APIs of transactions (routed to `handlers::txn`), from [`APIS`].
+pub const TXN_APIS: [ApiKey; count(Role::Transaction)] = keys_of(Role::Transaction);
 
 /// The table row of `api_key`, if it is served.
 pub(crate) fn api(api_key: ApiKey) -> Option<&'static Api> {

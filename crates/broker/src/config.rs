@@ -38,6 +38,20 @@ pub const TOPIC_PARTITIONS_MAX: &str = "seglog.topic.partitions.max";
 
 /// `offsets.topic.num.partitions`.
 pub const OFFSETS_TOPIC_NUM_PARTITIONS: &str = "offsets.topic.num.partitions";
+/// `transaction.state.log.num.partitions`.
+pub const TRANSACTION_STATE_LOG_NUM_PARTITIONS: &str = "transaction.state.log.num.partitions";
+/// `transaction.state.log.segment.bytes`.
+pub const TRANSACTION_STATE_LOG_SEGMENT_BYTES: &str = "transaction.state.log.segment.bytes";
+/// `transaction.max.timeout.ms`.
+pub const TRANSACTION_MAX_TIMEOUT_MS: &str = "transaction.max.timeout.ms";
+/// `transactional.id.expiration.ms`.
+pub const TRANSACTIONAL_ID_EXPIRATION_MS: &str = "transactional.id.expiration.ms";
+/// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+pub const TRANSACTION_ABORT_TIMED_OUT_INTERVAL_MS: &str =
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms";
+/// `transaction.remove.expired.transaction.cleanup.interval.ms`.
+pub const TRANSACTION_REMOVE_EXPIRED_INTERVAL_MS: &str =
+    "transaction.remove.expired.transaction.cleanup.interval.ms";
 /// `offsets.topic.segment.bytes`.
 pub const OFFSETS_TOPIC_SEGMENT_BYTES: &str = "offsets.topic.segment.bytes";
 /// `group.initial.rebalance.delay.ms`.
@@ -89,6 +103,8 @@ pub struct BrokerConfig {
     pub log: BrokerLogConfig,
     /// The group coordinator's settings (`offsets.topic.*`, `group.*`).
     pub groups: GroupConfig,
+    /// The transaction coordinator's settings.
+    pub txns: crate::txn::TxnConfig,
     /// The keys as given (`server.properties` and overrides), so that DescribeConfigs can tell
     /// a set key (STATIC_BROKER_CONFIG) from a default.
     pub properties: BTreeMap<String, String>,
@@ -115,6 +131,7 @@ impl Default for BrokerConfig {
                 ..BrokerLogConfig::default()
             },
             groups: GroupConfig::default(),
+            txns: crate::txn::TxnConfig::default(),
             properties: BTreeMap::new(),
         }
     }
@@ -158,6 +175,52 @@ fn resolve(key: &str, value: &str, host: &str, port: u16) -> Result<SocketAddr, 
 }
 
 /// A number of at least `at_least`, through storage's one `ConfigDef`-style parser.
+/// The transaction coordinator's keys (Kafka's `TransactionLogConfig` and
+/// `TransactionStateManagerConfig`), with their lower bounds.
+fn txn_config(
+    properties: &BTreeMap<String, String>,
+    defaults: &crate::txn::TxnConfig,
+) -> Result<crate::txn::TxnConfig, ConfigError> {
+    Ok(crate::txn::TxnConfig {
+        state_log_partitions: parse_number(
+            properties,
+            TRANSACTION_STATE_LOG_NUM_PARTITIONS,
+            defaults.state_log_partitions,
+            1,
+        )?,
+        state_log_segment_bytes: parse_number(
+            properties,
+            TRANSACTION_STATE_LOG_SEGMENT_BYTES,
+            defaults.state_log_segment_bytes,
+            1,
+        )?,
+        max_timeout_ms: parse_number(
+            properties,
+            TRANSACTION_MAX_TIMEOUT_MS,
+            defaults.max_timeout_ms,
+            1,
+        )?,
+        id_expiration_ms: parse_number(
+            properties,
+            TRANSACTIONAL_ID_EXPIRATION_MS,
+            defaults.id_expiration_ms,
+            1,
+        )?,
+        abort_timed_out_interval_ms: parse_number(
+            properties,
+            TRANSACTION_ABORT_TIMED_OUT_INTERVAL_MS,
+            defaults.abort_timed_out_interval_ms,
+            1,
+        )?,
+        remove_expired_interval_ms: parse_number(
+            properties,
+            TRANSACTION_REMOVE_EXPIRED_INTERVAL_MS,
+            defaults.remove_expired_interval_ms,
+            1,
+        )?,
+    })
+}
+
 fn parse_number<T>(
     properties: &BTreeMap<String, String>,
     key: &str,
@@ -287,6 +350,7 @@ impl BrokerConfig {
         };
         log.node_id = Some(node_id);
         let groups = group_config(properties, &defaults.groups)?;
+        let txns = txn_config(properties, &defaults.txns)?;
         Ok(Self {
             listener,
             advertised_host,
@@ -326,6 +390,7 @@ impl BrokerConfig {
             )?,
             log,
             groups,
+            txns,
             properties: properties.clone(),
         })
     }

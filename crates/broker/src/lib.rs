@@ -16,6 +16,7 @@ mod metrics;
 mod replica;
 mod request;
 pub mod server;
+pub mod txn;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<b
     }
 }
 
-pub use apis::{GROUP_APIS, SUPPORTED_APIS, supported_versions};
+pub use apis::{GROUP_APIS, SUPPORTED_APIS, TXN_APIS, supported_versions};
 pub use config::BrokerConfig;
 pub use server::{ServeError, Server};
 
@@ -55,6 +56,8 @@ pub struct Broker {
     replicas: replica::ReplicaManager,
     /// The group coordinator (every group: a single node coordinates them all).
     groups: group::GroupCoordinator,
+    /// The transaction coordinator (every transactional id).
+    txns: txn::TransactionCoordinator,
     cluster_id: String,
     advertised_host: String,
     advertised_port: i32,
@@ -78,12 +81,18 @@ impl Broker {
             Arc::clone(&appended),
         );
         let replicas = replica::ReplicaManager::new(Arc::clone(&manager), Arc::clone(&appended));
+        let txns = txn::TransactionCoordinator::new(
+            Arc::clone(&manager),
+            config.txns.clone(),
+            Arc::clone(&appended),
+        );
         Self {
             config,
             manager,
             appended,
             replicas,
             groups,
+            txns,
             cluster_id,
             advertised_host,
             advertised_port,
@@ -98,6 +107,11 @@ impl Broker {
     /// The group coordinator.
     pub fn groups(&self) -> &group::GroupCoordinator {
         &self.groups
+    }
+
+    /// The transaction coordinator.
+    pub fn txns(&self) -> &txn::TransactionCoordinator {
+        &self.txns
     }
 
     /// The broker's settings.

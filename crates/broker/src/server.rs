@@ -155,6 +155,14 @@ impl Server {
             .and_then(|loaded| loaded)
             .map_err(ServeError::Groups)?;
         tracing::info!(groups = n_groups, elapsed = ?started.elapsed(), "consumer groups loaded");
+        let loading = Arc::clone(&broker);
+        let n_txns =
+            tokio::task::spawn_blocking(move || loading.txns.load(&loading.groups, now_ms()))
+                .await
+                .map_err(|source| Error::Task { what: "transaction load", source })
+                .and_then(|loaded| loaded)
+                .map_err(ServeError::Groups)?;
+        tracing::info!(transactional_ids = n_txns, "transaction state loaded");
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());
         let mut tasks = JoinSet::new();
@@ -202,6 +210,7 @@ impl Server {
         let _ = self.stop.send(true);
         // Waiting joins and syncs answer now, so their connections can finish.
         self.broker.groups.shutdown();
+        self.broker.txns.shutdown();
         let idle = self.connections.idle.notified();
         if self.connections.live.load(Ordering::SeqCst) > 0 {
             let _ = tokio::time::timeout(SHUTDOWN_GRACE, idle).await;
@@ -239,6 +248,7 @@ async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
         let broker = Arc::clone(&broker);
         let _ = tokio::task::spawn_blocking(move || {
             broker.groups.tick(now_ms());
+            broker.txns.tick(&broker.groups, now_ms());
             report_dir_failures(&broker.manager);
             report_cleaner_failures(&broker.manager);
         })

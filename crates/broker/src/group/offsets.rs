@@ -115,6 +115,151 @@ impl GroupCoordinator {
         codes
     }
 
+    /// The partition of `__consumer_offsets` that holds `group_id` (creating the topic if need
+    /// be): what AddOffsetsToTxn adds to a transaction.
+    pub(crate) fn offsets_partition(&self, group_id: &str) -> Result<i32, ResponseError> {
+        let partitions = self.ensure_offsets_topic()?;
+        Ok(super::store::partition_for(group_id, partitions))
+    }
+
+    /// TxnOffsetCommit (Kafka's `handleTxnCommitOffsets`): the offsets are written to the
+    /// group's partition as one transactional batch of the producer and kept pending until the
+    /// transaction's marker ([`Self::complete_transaction`]). A member's commit is fenced by its
+    /// generation (or KIP-848 member epoch) as OffsetCommit is; a commit with no member and no
+    /// generation (TxnOffsetCommit before v3) is not. One error code per offset, in order.
+    #[expect(clippy::too_many_arguments, reason = "the request's fields")]
+    pub(crate) fn txn_commit_offsets(
+        &self,
+        group_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        generation_id: i32,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        offsets: &[OffsetToCommit],
+        now_ms: i64,
+    ) -> Vec<i16> {
+        let all = |code: i16| vec![code; offsets.len()];
+        if group_id.is_empty() {
+            return all(ResponseError::InvalidGroupId.code());
+        }
+        let mut inner = self.lock();
+        if inner.shutting_down {
+            return all(ResponseError::CoordinatorNotAvailable.code());
+        }
+        let partitions = match self.ensure_offsets_topic_locked(&mut inner) {
+            Ok(partitions) => partitions,
+            Err(code) => return all(code.code()),
+        };
+        if !inner.groups.contains_key(group_id) {
+            if generation_id >= 0 {
+                return all(ResponseError::IllegalGeneration.code());
+            }
+            inner.groups.insert(group_id.to_owned(), Group::new(group_id, now_ms));
+        }
+        let Some(group) = inner.groups.get_mut(group_id) else {
+            return all(ResponseError::CoordinatorNotAvailable.code());
+        };
+        if !(member_id.is_empty() && generation_id < 0) {
+            let code = check_commit(group, generation_id, member_id, group_instance_id, now_ms);
+            if code != NONE {
+                return all(code);
+            }
+        }
+        let mut codes = Vec::with_capacity(offsets.len());
+        let mut records = Vec::new();
+        let mut accepted = Vec::new();
+        let mut kept = Vec::new();
+        for offset in offsets {
+            if offset.metadata.len() > self.config.offset_metadata_max_bytes {
+                codes.push(ResponseError::OffsetMetadataTooLarge.code());
+                continue;
+            }
+            let committed = Committed {
+                offset: offset.offset,
+                leader_epoch: offset.leader_epoch,
+                metadata: offset.metadata.clone(),
+                commit_timestamp: now_ms,
+            };
+            match offset_commit_record(group_id, &offset.topic, offset.partition, &committed) {
+                Ok(record) => {
+                    records.push(record);
+                    accepted.push(codes.len());
+                    codes.push(NONE);
+                    kept.push(((offset.topic.clone(), offset.partition), committed));
+                }
+                Err(_) => codes.push(ResponseError::InvalidRequest.code()),
+            }
+        }
+        if records.is_empty() {
+            return codes;
+        }
+        let partition = super::store::partition_for(group_id, partitions);
+        let written = match self.append_to(
+            partition,
+            &records,
+            Some((producer_id, producer_epoch)),
+            now_ms,
+        ) {
+            Ok(written) => written,
+            Err(code) => {
+                fail_accepted(&mut codes, &accepted, code.code());
+                return codes;
+            }
+        };
+        if let Some(group) = inner.groups.get_mut(group_id) {
+            group.pending_txn_offsets.entry(producer_id).or_default().extend(kept);
+        }
+        drop(inner);
+        if let Err(code) = Self::await_durable(&written.0, &written.1, now_ms) {
+            fail_accepted(&mut codes, &accepted, code.code());
+        }
+        codes
+    }
+
+    /// A transaction marker was written to `offsets_partition` of `__consumer_offsets` for
+    /// `producer_id` (Kafka's `scheduleHandleTxnCompletion`): its pending offsets in the groups
+    /// of that partition become committed, or are dropped.
+    pub(crate) fn complete_transaction(
+        &self,
+        offsets_partition: i32,
+        producer_id: i64,
+        commit: bool,
+    ) {
+        let mut inner = self.lock();
+        let partitions = inner.partitions;
+        for group in inner.groups.values_mut() {
+            if super::store::partition_for(&group.group_id, partitions) != offsets_partition {
+                continue;
+            }
+            if let Some(pending) = group.pending_txn_offsets.remove(&producer_id)
+                && commit
+            {
+                group.offsets.extend(pending);
+            }
+        }
+    }
+
+    /// The partitions of `group_id` with offsets pending in an open transaction (OffsetFetch
+    /// with `require_stable` answers UNSTABLE_OFFSET_COMMIT for them).
+    pub(crate) fn unstable_partitions(
+        &self,
+        group_id: &str,
+    ) -> std::collections::BTreeSet<(String, i32)> {
+        let inner = self.lock();
+        inner
+            .groups
+            .get(group_id)
+            .map(|group| {
+                group
+                    .pending_txn_offsets
+                    .values()
+                    .flat_map(|offsets| offsets.keys().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// OffsetFetch for one group: `None` topics means every committed offset. Unknown groups and
     /// partitions answer offset -1, as Kafka does.
     pub(crate) fn fetch_offsets(

@@ -17,7 +17,7 @@ use kafka_protocol::ResponseError;
 use seglog_format::group::{
     self as records, GroupMetadataValue, GroupRecordKey, MemberMetadata, OffsetCommitValue,
 };
-use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+use seglog_format::{Batches, Compression, ControlRecordType, DecodeLimits, RecordBatchBuilder};
 use seglog_storage::config::{BrokerCompressionType, CleanupPolicy, topic};
 use seglog_storage::log::partition_log::{AppendInfo, Isolation, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
@@ -45,6 +45,9 @@ pub(super) fn partition_for(group_id: &str, partitions: i32) -> i32 {
     if partitions <= 0 { 0 } else { abs % partitions }
 }
 
+/// The offset commits of one open transaction in a partition, in log order.
+type PendingTxnOffsets = Vec<((String, String, i32), OffsetCommitValue)>;
+
 /// One record to write: key and value (`None`: a tombstone).
 pub(super) type KeyValue = (Vec<u8>, Option<Vec<u8>>);
 
@@ -59,13 +62,24 @@ impl GroupCoordinator {
             BTreeMap::new();
         let mut metadata: BTreeMap<String, Option<GroupMetadataValue>> = BTreeMap::new();
         let mut consumer: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
+        let mut pending: BTreeMap<(i32, i64), PendingTxnOffsets> = BTreeMap::new();
         for partition in 0..partitions {
             let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
             let log = self.manager.get_log(&tp).map_err(|error| Error::GroupLoad {
                 at: format!("{OFFSETS_TOPIC}-{partition}"),
                 source: error.into(),
             })?;
-            replay_partition(&log, partition, &mut offsets, &mut metadata, &mut consumer)?;
+            let mut open = BTreeMap::new();
+            replay_partition(
+                &log,
+                partition,
+                &mut offsets,
+                &mut metadata,
+                &mut consumer,
+                &mut open,
+            )?;
+            pending
+                .extend(open.into_iter().map(|(producer_id, txn)| ((partition, producer_id), txn)));
         }
         let mut inner = self.lock();
         inner.partitions = partitions;
@@ -104,6 +118,21 @@ impl GroupCoordinator {
                     commit_timestamp: value.commit_timestamp,
                 },
             );
+        }
+        // Transactions still open at the end of the log: their offsets wait for the marker.
+        for ((_, producer_id), txn) in pending {
+            for ((group_id, topic, partition), value) in txn {
+                let group = group_entry(&mut inner, &group_id, now_ms);
+                group.pending_txn_offsets.entry(producer_id).or_default().insert(
+                    (topic, partition),
+                    Committed {
+                        offset: value.offset,
+                        leader_epoch: value.leader_epoch,
+                        metadata: value.metadata,
+                        commit_timestamp: value.commit_timestamp,
+                    },
+                );
+            }
         }
         Ok(inner.groups.len())
     }
@@ -162,13 +191,17 @@ impl GroupCoordinator {
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
         let partition = partition_for(group_id, partitions);
-        self.append_to(partition, records, now_ms)
+        self.append_to(partition, records, None, now_ms)
     }
 
-    fn append_to(
+    /// Appends records to a partition of `__consumer_offsets`; with a producer, as one
+    /// transactional batch of that producer (Kafka's `storeOffsets` for TxnOffsetCommit: base
+    /// sequence 0, which a coordinator's append does not check).
+    pub(super) fn append_to(
         &self,
         partition: i32,
         records: &[KeyValue],
+        producer: Option<(i64, i16)>,
         now_ms: i64,
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
@@ -176,6 +209,9 @@ impl GroupCoordinator {
         let mut rest = records;
         while !rest.is_empty() {
             let mut builder = RecordBatchBuilder::new(Compression::None);
+            if let Some((producer_id, producer_epoch)) = producer {
+                builder = builder.producer(producer_id, producer_epoch, 0).transactional(true);
+            }
             let mut taken = 0;
             for (key, value) in rest {
                 if taken > 0
@@ -375,6 +411,7 @@ fn replay_partition(
     offsets: &mut BTreeMap<(String, String, i32), Option<OffsetCommitValue>>,
     metadata: &mut BTreeMap<String, Option<GroupMetadataValue>>,
     consumer: &mut BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
+    pending: &mut BTreeMap<i64, PendingTxnOffsets>,
 ) -> Result<(), Error> {
     let failed = |error: Cause| Error::GroupLoad {
         at: format!("{OFFSETS_TOPIC}-{partition}"),
@@ -400,8 +437,13 @@ fn replay_partition(
             let batch = entry.batch;
             next = next.max(batch.last_offset() + 1);
             if batch.is_control_batch() {
+                if batch.is_transactional() && batch.last_offset() >= before {
+                    replay_marker(&batch, limits, offsets, pending)
+                        .map_err(|error| failed(error.into()))?;
+                }
                 continue;
             }
+            let txn_producer = batch.is_transactional().then(|| batch.producer_id());
             let batch_records = batch.records(limits).map_err(|error| failed(error.into()))?;
             for record in &batch_records {
                 let record = record.map_err(|error| failed(error.into()))?;
@@ -416,7 +458,15 @@ fn replay_partition(
                             .map(records::decode_offset_commit_value)
                             .transpose()
                             .map_err(|error| failed_at(record.offset, error.into()))?;
-                        offsets.insert((group, topic, partition), value);
+                        match (txn_producer, value) {
+                            (Some(producer_id), Some(value)) => pending
+                                .entry(producer_id)
+                                .or_default()
+                                .push(((group, topic, partition), value)),
+                            (_, value) => {
+                                offsets.insert((group, topic, partition), value);
+                            }
+                        }
                     }
                     Ok(GroupRecordKey::GroupMetadata { group }) => {
                         let value = record
@@ -457,6 +507,30 @@ fn replay_partition(
                 partition,
                 offset: before,
             });
+        }
+    }
+    Ok(())
+}
+
+/// A transaction marker: the offsets of its producer's open transaction become committed, or
+/// are dropped (Kafka's `replayEndTransactionMarker`).
+fn replay_marker(
+    batch: &seglog_format::Batch<'_>,
+    limits: DecodeLimits,
+    offsets: &mut BTreeMap<(String, String, i32), Option<OffsetCommitValue>>,
+    pending: &mut BTreeMap<i64, PendingTxnOffsets>,
+) -> Result<(), seglog_format::DecodeError> {
+    let batch_records = batch.records(limits)?;
+    let marker = batch_records
+        .iter()
+        .next()
+        .transpose()?
+        .and_then(|record| record.key.map(ControlRecordType::parse_key))
+        .transpose()?;
+    let txn = pending.remove(&batch.producer_id()).unwrap_or_default();
+    if marker == Some(ControlRecordType::Commit) {
+        for (key, value) in txn {
+            offsets.insert(key, Some(value));
         }
     }
     Ok(())

@@ -47,7 +47,8 @@ fn tp(topic: &str, partition: i32) -> TopicPartition {
 /// Versions: v10 (KIP-951) adds the current leader and its endpoint for NOT_LEADER_OR_FOLLOWER
 /// answers, which this node, leader of every partition it has, never gives (a partition on an
 /// offline directory is KAFKA_STORAGE_ERROR, as in Kafka), so both stay empty and unsent; v11
-/// and v12 (KIP-890) only concern transactions, refused here; v13 (KIP-516) names topics by
+/// (KIP-890) lets a transactional produce answer TRANSACTION_ABORTABLE, and v12 (transactions
+/// version 2) is not used, since no `transaction.version` feature is advertised; v13 (KIP-516) names topics by
 /// id, and an id no topic has is UNKNOWN_TOPIC_ID.
 pub(crate) async fn produce(
     broker: &Arc<Broker>,
@@ -55,7 +56,8 @@ pub(crate) async fn produce(
     version: i16,
 ) -> Result<Reply, Error> {
     let acks = request.acks;
-    let transactional = request.transactional_id.is_some();
+    let transactional_id: Option<Arc<str>> =
+        request.transactional_id.as_ref().map(|id| Arc::from(id.0.as_str()));
     let ids = if version >= 13 {
         let broker = Arc::clone(broker);
         Some(blocking(move || TopicIds::new(&broker)).await?)
@@ -72,15 +74,18 @@ pub(crate) async fn produce(
         for partition in topic.partition_data {
             let broker = Arc::clone(broker);
             let name = name.clone();
+            let transactional_id = transactional_id.clone();
             partitions.push(tokio::task::spawn_blocking(move || {
-                let response = if transactional {
-                    produce_error(
-                        partition.index,
-                        ResponseError::TransactionalIdAuthorizationFailed.code(),
-                        "transactions are not supported by this broker",
+                let response = if let Some(name) = name {
+                    let target = Target { topic: &name, partition: partition.index };
+                    append_partition(
+                        &broker,
+                        target,
+                        partition.records,
+                        acks,
+                        transactional_id.as_deref(),
+                        version,
                     )
-                } else if let Some(name) = name {
-                    append_partition(&broker, &name, partition.index, partition.records, acks)
                 } else {
                     produce_error(
                         partition.index,
@@ -154,13 +159,32 @@ fn produce_error(partition: i32, code: i16, message: &str) -> PartitionProduceRe
     response
 }
 
+/// The partition a produce appends to.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    topic: &'a str,
+    partition: i32,
+}
+
+/// The producer of a record set's first batch, if it is transactional data (not a marker).
+fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
+    let batch = seglog_format::Batch::new(records).ok()?;
+    (batch.is_transactional() && !batch.is_control_batch())
+        .then(|| (batch.producer_id(), batch.producer_epoch()))
+}
+
+/// Appends one partition's record set. Transactional data is appended only once the
+/// transaction coordinator confirms the partition is in the producer's open transaction
+/// (KIP-890 part 1), under the transaction's gate, so that no write lands after its end.
 fn append_partition(
     broker: &Broker,
-    topic: &str,
-    partition: i32,
+    target: Target<'_>,
     records: Option<Bytes>,
     acks: i16,
+    transactional_id: Option<&str>,
+    version: i16,
 ) -> PartitionProduceResponse {
+    let Target { topic, partition } = target;
     let Some(acks) = Acks::from_wire(acks) else {
         return produce_error(
             partition,
@@ -177,7 +201,40 @@ fn append_partition(
     };
     let started = Instant::now();
     let tp = tp(topic, partition);
-    let info = match broker.replicas.append(&tp, &records, AppendOrigin::Client, acks, now_ms()) {
+    let append = || broker.replicas.append(&tp, &records, AppendOrigin::Client, acks, now_ms());
+    let appended = match (transactional_producer(&records), transactional_id) {
+        (None, _) => append(),
+        (Some(_), None) => {
+            return produce_error(
+                partition,
+                ResponseError::InvalidTxnState.code(),
+                "transactional records need the producer's transactional id",
+            );
+        }
+        (Some((producer_id, producer_epoch)), Some(transactional_id)) => {
+            match broker.txns.with_verified(
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                &tp,
+                append,
+            ) {
+                Ok(appended) => appended,
+                Err(error) => {
+                    let message = format!(
+                        "the transaction of {transactional_id} (producer {producer_id}, epoch \
+                         {producer_epoch}) does not accept writes to {tp}: {error:?}"
+                    );
+                    return produce_error(
+                        partition,
+                        crate::txn::TransactionCoordinator::produce_error(error, version),
+                        &message,
+                    );
+                }
+            }
+        }
+    };
+    let info = match appended {
         Ok((_, info)) => info,
         Err(AppendError::InternalTopic(_)) => {
             // Only the coordinators write the internal topics (Kafka's ReplicaManager).

@@ -74,7 +74,16 @@ pub(crate) async fn find_coordinator(
     version: i16,
 ) -> Result<Reply, Error> {
     let for_groups = Arc::clone(broker);
-    let ensured = blocking(move || for_groups.groups.ensure_offsets_topic()).await?;
+    let key_type = request.key_type;
+    // Kafka creates the coordinator's topic on the first FindCoordinator for its key type.
+    let ensured = blocking(move || {
+        if key_type == 1 {
+            for_groups.txns.ensure_topic()
+        } else {
+            for_groups.groups.ensure_offsets_topic()
+        }
+    })
+    .await?;
     let answer = |key: &StrBytes| -> (i16, Option<&'static str>) {
         if request.key_type != 0 && request.key_type != 1 {
             return (
@@ -82,8 +91,13 @@ pub(crate) async fn find_coordinator(
                 Some("only group (0) and transaction (1) keys are served"),
             );
         }
-        if request.key_type == 0 && key.is_empty() {
-            return (ResponseError::InvalidRequest.code(), Some("the group id is empty"));
+        if key.is_empty() {
+            let message = if request.key_type == 0 {
+                "the group id is empty"
+            } else {
+                "the transactional id is empty"
+            };
+            return (ResponseError::InvalidRequest.code(), Some(message));
         }
         match ensured {
             Ok(_) => (NONE, None),
@@ -382,19 +396,12 @@ pub(crate) async fn offset_fetch(
             })
             .collect()
     };
-    let for_groups = Arc::clone(broker);
-    let results: Vec<(String, Result<FetchedOffsets, ResponseError>)> = blocking(move || {
-        asked
-            .into_iter()
-            .map(|(group, topics)| {
-                let fetched = for_groups.groups.fetch_offsets(&group, topics);
-                (group, fetched)
-            })
-            .collect()
-    })
-    .await?;
+    // KIP-447: with `require_stable` (v7+), offsets pending in an open transaction are not
+    // answered: UNSTABLE_OFFSET_COMMIT, which the consumer retries.
+    let require_stable = version >= 7 && request.require_stable;
+    let results = fetch_group_offsets(broker, asked, require_stable).await?;
     let mut response = OffsetFetchResponse::default();
-    for (group, fetched) in results {
+    for (group, fetched, unstable) in results {
         let (code, topics) = match fetched {
             Ok(topics) => (NONE, topics),
             Err(code) => (code.code(), Vec::new()),
@@ -407,11 +414,16 @@ pub(crate) async fn offset_fetch(
                 let mut out = OffsetFetchResponseTopic::default();
                 out.name = topic_name(&topic);
                 for (partition, committed) in partitions {
+                    let is_unstable = unstable.contains(&(topic.clone(), partition));
+                    let committed = committed.filter(|_| !is_unstable);
                     let (offset, leader_epoch, metadata) = committed_fields(committed.as_ref());
                     let mut entry = OffsetFetchResponsePartition::default()
                         .with_partition_index(partition)
                         .with_committed_offset(offset)
                         .with_metadata(Some(metadata));
+                    if is_unstable {
+                        entry.error_code = ResponseError::UnstableOffsetCommit.code();
+                    }
                     if version >= 5 {
                         entry.committed_leader_epoch = leader_epoch;
                     }
@@ -427,14 +439,18 @@ pub(crate) async fn offset_fetch(
                 let mut topic_out = OffsetFetchResponseTopics::default();
                 topic_out.name = topic_name(&topic);
                 for (partition, committed) in partitions {
+                    let is_unstable = unstable.contains(&(topic.clone(), partition));
+                    let committed = committed.filter(|_| !is_unstable);
                     let (offset, leader_epoch, metadata) = committed_fields(committed.as_ref());
-                    topic_out.partitions.push(
-                        OffsetFetchResponsePartitions::default()
-                            .with_partition_index(partition)
-                            .with_committed_offset(offset)
-                            .with_committed_leader_epoch(leader_epoch)
-                            .with_metadata(Some(metadata)),
-                    );
+                    let mut entry = OffsetFetchResponsePartitions::default()
+                        .with_partition_index(partition)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(leader_epoch)
+                        .with_metadata(Some(metadata));
+                    if is_unstable {
+                        entry.error_code = ResponseError::UnstableOffsetCommit.code();
+                    }
+                    topic_out.partitions.push(entry);
                 }
                 out.topics.push(topic_out);
             }
@@ -442,6 +458,32 @@ pub(crate) async fn offset_fetch(
         }
     }
     encode(&response, version)
+}
+
+/// One group's OffsetFetch answer: its offsets, and the partitions pending in a transaction.
+type GroupOffsets = (String, Result<FetchedOffsets, ResponseError>, BTreeSet<(String, i32)>);
+
+async fn fetch_group_offsets(
+    broker: &Arc<Broker>,
+    asked: Vec<(String, Option<TopicPartitions>)>,
+    require_stable: bool,
+) -> Result<Vec<GroupOffsets>, Error> {
+    let broker = Arc::clone(broker);
+    blocking(move || {
+        asked
+            .into_iter()
+            .map(|(group, topics)| {
+                let unstable = if require_stable {
+                    broker.groups.unstable_partitions(&group)
+                } else {
+                    BTreeSet::new()
+                };
+                let fetched = broker.groups.fetch_offsets(&group, topics);
+                (group, fetched, unstable)
+            })
+            .collect()
+    })
+    .await
 }
 
 pub(crate) fn list_groups(

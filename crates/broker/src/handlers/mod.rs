@@ -7,6 +7,7 @@ mod configs;
 mod data;
 pub(crate) mod groups;
 mod log_dirs;
+mod txn;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, BrokerId, DescribeClusterRequest,
-    DescribeClusterResponse, InitProducerIdRequest, InitProducerIdResponse, ProducerId, TopicName,
+    DescribeClusterResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use seglog_storage::manager::{Clock, SystemClock};
@@ -25,9 +26,13 @@ pub(crate) use admin::{create_partitions, create_topics, delete_records, delete_
 pub(crate) use configs::{alter_configs, describe_configs, incremental_alter_configs};
 pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch, produce};
 pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
+pub(crate) use txn::{
+    add_offsets_to_txn, add_partitions_to_txn, describe_producers, describe_transactions, end_txn,
+    init_producer_id, list_transactions, txn_offset_commit,
+};
 
 use crate::Broker;
-use crate::error::{Error, storage_error};
+use crate::error::Error;
 use crate::request::{Reply, encode};
 
 /// Kafka's `AclOperation` codes as a bit field, for "authorized operations": with no
@@ -123,43 +128,6 @@ pub(crate) fn api_versions(
         response.error_code = ResponseError::InvalidRequest.code();
     }
     response.api_keys = api_keys;
-    encode(&response, version)
-}
-
-/// InitProducerId for idempotent producers: a producer id never handed out before (reserved
-/// durably in blocks) at epoch 0. Transactional ids need the transaction coordinator, which
-/// seglog does not have yet: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error for the
-/// client rather than an endless retry. v4 and v5 only allow new error codes (PRODUCER_FENCED,
-/// TRANSACTION_ABORTABLE), which need transactions; v6 (KIP-939 two-phase commit) is unstable
-/// in Kafka 4.1 and not advertised.
-pub(crate) async fn init_producer_id(
-    broker: &Arc<Broker>,
-    request: &InitProducerIdRequest,
-    version: i16,
-) -> Result<Reply, Error> {
-    let mut response = InitProducerIdResponse::default();
-    response.producer_id = ProducerId(-1);
-    response.producer_epoch = -1;
-    match &request.transactional_id {
-        None => {}
-        // Kafka's TransactionCoordinator answers an empty transactional id this way.
-        Some(id) if id.0.is_empty() => {
-            response.error_code = ResponseError::InvalidRequest.code();
-            return encode(&response, version);
-        }
-        Some(_) => {
-            response.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
-            return encode(&response, version);
-        }
-    }
-    let manager = Arc::clone(broker.manager());
-    match blocking(move || manager.allocate_producer_id()).await? {
-        Ok(producer_id) => {
-            response.producer_id = ProducerId(producer_id);
-            response.producer_epoch = 0;
-        }
-        Err(error) => response.error_code = storage_error(&error).code(),
-    }
     encode(&response, version)
 }
 

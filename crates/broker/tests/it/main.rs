@@ -13,3 +13,4 @@ mod metrics;
 mod protocol;
 mod rdkafka;
 mod rdkafka_groups;
+mod txn;

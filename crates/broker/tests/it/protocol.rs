@@ -34,7 +34,7 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochRequest, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use seglog_broker::{GROUP_APIS, SUPPORTED_APIS};
+use seglog_broker::{GROUP_APIS, SUPPORTED_APIS, TXN_APIS};
 use seglog_format::Compression;
 
 pub(crate) fn name(text: &str) -> TopicName {
@@ -378,6 +378,8 @@ async fn every_api_answers_at_every_advertised_version() {
                 }
                 // Every version of each group API is sent by tests/it/groups.rs.
                 key if GROUP_APIS.contains(&key) => {}
+                // Every version of each transaction API is sent by tests/it/txn.rs.
+                key if TXN_APIS.contains(&key) => {}
                 // Every version of both is sent, with two log directories, by tests/it/log_dirs.rs.
                 ApiKey::DescribeLogDirs | ApiKey::AlterReplicaLogDirs => {}
                 other => panic!("no case for {other:?}"),

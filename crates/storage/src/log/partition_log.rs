@@ -458,8 +458,12 @@ impl PartitionLog {
             &validation,
         )
         .map_err(Error::Validation)?;
-        // A leader append is one batch: at most one producer batch.
-        if let Some(batch) = validated.producer_batches.first() {
+        // A leader append is one batch: at most one producer batch. Only a client's batch is
+        // checked for duplicates and sequence (Kafka's `analyzeAndValidateProducerState`): the
+        // coordinators write with base sequence 0 every time.
+        if let Some(batch) =
+            validated.producer_batches.first().filter(|_| origin == AppendOrigin::Client)
+        {
             let check = state
                 .producers
                 .check(batch.producer_id, batch.producer_epoch, batch.first_seq, batch.last_seq)

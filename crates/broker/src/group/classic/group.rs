@@ -154,6 +154,9 @@ pub(crate) struct Group {
     /// `group.instance.id` to member id.
     pub(crate) static_members: HashMap<String, String>,
     pub(crate) offsets: BTreeMap<(String, i32), Committed>,
+    /// Offsets committed in open transactions, by producer id (Kafka's
+    /// `pendingTransactionalOffsetCommits`): visible once the COMMIT marker is written.
+    pub(crate) pending_txn_offsets: BTreeMap<i64, BTreeMap<(String, i32), Committed>>,
     pub(crate) join_timer: Option<JoinTimer>,
     /// A member joined during the initial delay (which then extends).
     pub(crate) new_member_added: bool,
@@ -178,6 +181,7 @@ impl Group {
             pending_members: HashMap::new(),
             static_members: HashMap::new(),
             offsets: BTreeMap::new(),
+            pending_txn_offsets: BTreeMap::new(),
             join_timer: None,
             new_member_added: false,
             pending_sync: HashSet::new(),

@@ -1,0 +1,572 @@
+//! The transaction APIs (Kafka's `KafkaApis.handle*` for transactions): InitProducerId,
+//! AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeTransactions,
+//! ListTransactions and DescribeProducers, each a thin layer over the transaction coordinator
+//! (`crate::txn`), the group coordinator (TxnOffsetCommit) or storage (DescribeProducers).
+//!
+//! Versions: seglog advertises no `transaction.version` feature, so clients run transactions
+//! version 1 (KIP-890 part 1: the broker verifies each transactional produce against the
+//! coordinator) and never the per-transaction epoch bump of part 2. AddPartitionsToTxn v4 and
+//! v5 are the broker-to-broker batch form (with `verify_only`); they are served too.
+//! WriteTxnMarkers is not advertised: on one node the coordinator writes its markers
+//! in-process, and no client sends it (Kafka authorizes it for brokers only).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
+use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
+use kafka_protocol::messages::list_transactions_response::TransactionState as ListedState;
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
+    InitProducerIdRequest, InitProducerIdResponse, ListTransactionsRequest,
+    ListTransactionsResponse, ProducerId, TransactionalId, TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+};
+use seglog_storage::log::partition_log::TopicPartition;
+
+use super::{blocking, now_ms, str_bytes, topic_name};
+use crate::Broker;
+use crate::error::{Error, NONE, storage_error};
+use crate::group::{OFFSETS_TOPIC, OffsetToCommit};
+use crate::request::{Reply, encode};
+use crate::txn::ProducerIdAndEpoch;
+
+fn text(value: &kafka_protocol::protocol::StrBytes) -> String {
+    value.as_str().to_owned()
+}
+
+/// InitProducerId. Without a transactional id: a producer id never handed out before, at
+/// epoch 0 (an idempotent producer). With one: the transaction coordinator's answer (Kafka's
+/// `handleInitProducerId`), including KIP-360's `producer_id`/`producer_epoch` (v3+) for a
+/// producer that recovers from an abortable error with its current id and epoch. v6 (KIP-939
+/// two-phase commit) is unstable in Kafka 4.1 and not advertised.
+pub(crate) async fn init_producer_id(
+    broker: &Arc<Broker>,
+    request: &InitProducerIdRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let mut response = InitProducerIdResponse::default();
+    response.producer_id = ProducerId(-1);
+    response.producer_epoch = -1;
+    let Some(transactional_id) = request.transactional_id.as_ref().map(|id| text(&id.0)) else {
+        let manager = Arc::clone(broker.manager());
+        match blocking(move || manager.allocate_producer_id()).await? {
+            Ok(producer_id) => {
+                response.producer_id = ProducerId(producer_id);
+                response.producer_epoch = 0;
+            }
+            Err(error) => response.error_code = storage_error(&error).code(),
+        }
+        return encode(&response, version);
+    };
+    if transactional_id.is_empty() {
+        // Kafka's TransactionCoordinator answers an empty transactional id this way.
+        response.error_code = ResponseError::InvalidRequest.code();
+        return encode(&response, version);
+    }
+    let expected = (version >= 3 && request.producer_id.0 >= 0).then_some(ProducerIdAndEpoch {
+        producer_id: request.producer_id.0,
+        epoch: request.producer_epoch,
+    });
+    let timeout_ms = request.transaction_timeout_ms;
+    let broker = Arc::clone(broker);
+    let answer = blocking(move || {
+        broker.txns.init_producer_id(
+            &broker.groups,
+            &transactional_id,
+            timeout_ms,
+            expected,
+            now_ms(),
+        )
+    })
+    .await?;
+    match answer {
+        Ok(granted) => {
+            response.producer_id = ProducerId(granted.producer_id);
+            response.producer_epoch = granted.epoch;
+        }
+        Err(error) => response.error_code = fence_code(error, version),
+    }
+    encode(&response, version)
+}
+
+/// PRODUCER_FENCED is new in InitProducerId/AddPartitionsToTxn/AddOffsetsToTxn/EndTxn v4 (Kafka's
+/// `maybeDowngradeProducerFenced`): older clients get INVALID_PRODUCER_EPOCH.
+fn fence_code(error: ResponseError, version: i16) -> i16 {
+    if error == ResponseError::ProducerFenced && version < 4 {
+        ResponseError::InvalidProducerEpoch.code()
+    } else {
+        error.code()
+    }
+}
+
+/// The named partitions, and those of topics this broker does not have.
+fn known_partitions(
+    broker: &Broker,
+    topics: impl Iterator<Item = (String, Vec<i32>)>,
+) -> (BTreeSet<TopicPartition>, BTreeSet<TopicPartition>) {
+    let counts = broker.manager.topic_partition_counts();
+    let mut known = BTreeSet::new();
+    let mut unknown = BTreeSet::new();
+    for (topic, partitions) in topics {
+        for partition in partitions {
+            let tp = TopicPartition { topic: topic.clone(), partition };
+            let exists =
+                counts.get(&topic).is_some_and(|count| partition >= 0 && partition < *count);
+            if exists {
+                known.insert(tp)
+            } else {
+                unknown.insert(tp)
+            };
+        }
+    }
+    (known, unknown)
+}
+
+/// AddPartitionsToTxn. v0-v3: one transaction from a producer; v4+: a batch of transactions
+/// (the broker-to-broker form), each possibly `verify_only` (KIP-890's check, answered without
+/// adding anything). Unknown partitions are UNKNOWN_TOPIC_OR_PARTITION and the others of the
+/// same request OPERATION_NOT_ATTEMPTED, as Kafka answers.
+pub(crate) async fn add_partitions_to_txn(
+    broker: &Arc<Broker>,
+    request: AddPartitionsToTxnRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = AddPartitionsToTxnResponse::default();
+        if version < 4 {
+            let topics = request
+                .v3_and_below_topics
+                .iter()
+                .map(|topic| (text(&topic.name.0), topic.partitions.clone()));
+            response.results_by_topic_v3_and_below = add_one(
+                &broker,
+                &text(&request.v3_and_below_transactional_id.0),
+                request.v3_and_below_producer_id.0,
+                request.v3_and_below_producer_epoch,
+                topics.collect(),
+                false,
+                version,
+            );
+        } else {
+            for txn in &request.transactions {
+                let topics =
+                    txn.topics.iter().map(|topic| (text(&topic.name.0), topic.partitions.clone()));
+                let results = add_one(
+                    &broker,
+                    &text(&txn.transactional_id.0),
+                    txn.producer_id.0,
+                    txn.producer_epoch,
+                    topics.collect(),
+                    txn.verify_only,
+                    version,
+                );
+                response.results_by_transaction.push(
+                    AddPartitionsToTxnResult::default()
+                        .with_transactional_id(txn.transactional_id.clone())
+                        .with_topic_results(results),
+                );
+            }
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+fn add_one(
+    broker: &Broker,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    topics: Vec<(String, Vec<i32>)>,
+    verify_only: bool,
+    version: i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    let (known, unknown) = known_partitions(broker, topics.into_iter());
+    let mut codes: Vec<(TopicPartition, i16)> = Vec::new();
+    if transactional_id.is_empty() {
+        codes.extend(
+            known
+                .iter()
+                .chain(&unknown)
+                .map(|tp| (tp.clone(), ResponseError::InvalidRequest.code())),
+        );
+    } else if !unknown.is_empty() {
+        codes.extend(
+            unknown.iter().map(|tp| (tp.clone(), ResponseError::UnknownTopicOrPartition.code())),
+        );
+        codes.extend(
+            known.iter().map(|tp| (tp.clone(), ResponseError::OperationNotAttempted.code())),
+        );
+    } else if verify_only {
+        for tp in &known {
+            let code = match broker.txns.with_verified(
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                tp,
+                || (),
+            ) {
+                Ok(()) => NONE,
+                Err(error) => error.code(),
+            };
+            codes.push((tp.clone(), code));
+        }
+    } else {
+        let code = match broker.txns.add_partitions(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            &known,
+            now_ms(),
+        ) {
+            Ok(()) => NONE,
+            Err(error) => fence_code(error, version),
+        };
+        codes.extend(known.iter().map(|tp| (tp.clone(), code)));
+    }
+    let mut results: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
+    codes.sort();
+    for (tp, code) in codes {
+        let partition = AddPartitionsToTxnPartitionResult::default()
+            .with_partition_index(tp.partition)
+            .with_partition_error_code(code);
+        match results.last_mut() {
+            Some(last) if last.name.0.as_str() == tp.topic => {
+                last.results_by_partition.push(partition);
+            }
+            _ => results.push(
+                AddPartitionsToTxnTopicResult::default()
+                    .with_name(topic_name(&tp.topic))
+                    .with_results_by_partition(vec![partition]),
+            ),
+        }
+    }
+    results
+}
+
+/// AddOffsetsToTxn: adds the group's partition of `__consumer_offsets` to the transaction.
+pub(crate) async fn add_offsets_to_txn(
+    broker: &Arc<Broker>,
+    request: AddOffsetsToTxnRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let broker = Arc::clone(broker);
+    let code = blocking(move || {
+        let transactional_id = text(&request.transactional_id.0);
+        if transactional_id.is_empty() {
+            return ResponseError::InvalidRequest.code();
+        }
+        let partition = match broker.groups.offsets_partition(&text(&request.group_id.0)) {
+            Ok(partition) => partition,
+            Err(error) => return error.code(),
+        };
+        let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+        match broker.txns.add_partitions(
+            &transactional_id,
+            request.producer_id.0,
+            request.producer_epoch,
+            &BTreeSet::from([tp]),
+            now_ms(),
+        ) {
+            Ok(()) => NONE,
+            Err(error) => fence_code(error, version),
+        }
+    })
+    .await?;
+    let mut response = AddOffsetsToTxnResponse::default();
+    response.error_code = code;
+    encode(&response, version)
+}
+
+/// EndTxn: commit or abort (Kafka's `handleEndTransaction`). Answered once the decision is
+/// durable and, on this node, once the markers are written too (a marker that cannot be
+/// written is retried by the coordinator's timer; the answer is still NONE, as Kafka's).
+/// v5's `producer_id`/`producer_epoch` in the response belong to transactions version 2; they
+/// carry the producer's unchanged id and epoch.
+pub(crate) async fn end_txn(
+    broker: &Arc<Broker>,
+    request: EndTxnRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let for_txn = Arc::clone(broker);
+    let transactional_id = text(&request.transactional_id.0);
+    let (producer_id, producer_epoch) = (request.producer_id.0, request.producer_epoch);
+    let code = blocking(move || {
+        if transactional_id.is_empty() {
+            return ResponseError::InvalidRequest.code();
+        }
+        match for_txn.txns.end_txn(
+            &for_txn.groups,
+            &transactional_id,
+            producer_id,
+            producer_epoch,
+            request.committed,
+            now_ms(),
+        ) {
+            Ok(()) => NONE,
+            Err(error) => fence_code(error, version),
+        }
+    })
+    .await?;
+    let mut response = EndTxnResponse::default();
+    response.error_code = code;
+    if version >= 5 {
+        let ok = code == NONE;
+        response.producer_id = ProducerId(if ok { producer_id } else { -1 });
+        response.producer_epoch = if ok { producer_epoch } else { -1 };
+    }
+    encode(&response, version)
+}
+
+/// TxnOffsetCommit: the offsets join the transaction, visible once it commits. The group's
+/// partition of `__consumer_offsets` must have been added (AddOffsetsToTxn): the commit is
+/// verified against the coordinator as a produce is, else INVALID_TXN_STATE (v0-v3) or
+/// TRANSACTION_ABORTABLE. v3 adds the member and generation, which fence a zombie consumer.
+pub(crate) async fn txn_offset_commit(
+    broker: &Arc<Broker>,
+    request: TxnOffsetCommitRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let group_id = text(&request.group_id.0);
+        let transactional_id = text(&request.transactional_id.0);
+        let offsets: Vec<OffsetToCommit> = request
+            .topics
+            .iter()
+            .flat_map(|topic| {
+                topic.partitions.iter().map(|partition| OffsetToCommit {
+                    topic: text(&topic.name.0),
+                    partition: partition.partition_index,
+                    offset: partition.committed_offset,
+                    leader_epoch: partition.committed_leader_epoch,
+                    metadata: partition.committed_metadata.as_ref().map(text).unwrap_or_default(),
+                })
+            })
+            .collect();
+        let (generation_id, member_id, instance_id) = if version >= 3 {
+            (
+                request.generation_id,
+                text(&request.member_id),
+                request.group_instance_id.as_ref().map(text),
+            )
+        } else {
+            (-1, String::new(), None)
+        };
+        let codes: Vec<i16> = match broker.groups.offsets_partition(&group_id) {
+            Err(error) => vec![error.code(); offsets.len()],
+            Ok(partition) => {
+                let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+                let committed = broker.txns.with_verified(
+                    &transactional_id,
+                    request.producer_id.0,
+                    request.producer_epoch,
+                    &tp,
+                    || {
+                        broker.groups.txn_commit_offsets(
+                            &group_id,
+                            request.producer_id.0,
+                            request.producer_epoch,
+                            generation_id,
+                            &member_id,
+                            instance_id.as_deref(),
+                            &offsets,
+                            now_ms(),
+                        )
+                    },
+                );
+                match committed {
+                    Ok(codes) => codes,
+                    Err(error) => {
+                        let code = match error {
+                            ResponseError::TransactionAbortable if version < 5 => {
+                                ResponseError::InvalidTxnState.code()
+                            }
+                            ResponseError::ProducerFenced => {
+                                ResponseError::InvalidProducerEpoch.code()
+                            }
+                            other => other.code(),
+                        };
+                        vec![code; offsets.len()]
+                    }
+                }
+            }
+        };
+        let mut response = TxnOffsetCommitResponse::default();
+        for (offset, code) in offsets.iter().zip(codes) {
+            let partition = TxnOffsetCommitResponsePartition::default()
+                .with_partition_index(offset.partition)
+                .with_error_code(code);
+            match response.topics.last_mut() {
+                Some(last) if last.name.0.as_str() == offset.topic => {
+                    last.partitions.push(partition);
+                }
+                _ => response.topics.push(
+                    TxnOffsetCommitResponseTopic::default()
+                        .with_name(topic_name(&offset.topic))
+                        .with_partitions(vec![partition]),
+                ),
+            }
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// DescribeTransactions: each id's state, producer, timeout, start and partitions.
+pub(crate) async fn describe_transactions(
+    broker: &Arc<Broker>,
+    request: DescribeTransactionsRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = DescribeTransactionsResponse::default();
+        for id in &request.transactional_ids {
+            let mut state = TransactionState::default()
+                .with_transactional_id(id.clone())
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1)
+                .with_transaction_start_time_ms(-1);
+            match broker.txns.describe(id.0.as_str()) {
+                Err(error) => state.error_code = error.code(),
+                Ok(found) => {
+                    state.transaction_state = str_bytes(found.state);
+                    state.transaction_timeout_ms = found.timeout_ms;
+                    state.transaction_start_time_ms = found.start_time_ms;
+                    state.producer_id = ProducerId(found.producer_id);
+                    state.producer_epoch = found.producer_epoch;
+                    for tp in found.partitions {
+                        match state.topics.last_mut() {
+                            Some(last) if last.topic.0.as_str() == tp.topic => {
+                                last.partitions.push(tp.partition);
+                            }
+                            _ => state.topics.push(
+                                TopicData::default()
+                                    .with_topic(topic_name(&tp.topic))
+                                    .with_partitions(vec![tp.partition]),
+                            ),
+                        }
+                    }
+                }
+            }
+            response.transaction_states.push(state);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// Kafka's `TransactionState` names, for ListTransactions' unknown filters.
+const STATE_NAMES: [&str; 8] = [
+    "Empty",
+    "Ongoing",
+    "PrepareCommit",
+    "PrepareAbort",
+    "CompleteCommit",
+    "CompleteAbort",
+    "Dead",
+    "PrepareEpochFence",
+];
+
+/// ListTransactions: every transactional id, filtered by state, producer id and (v1) how long
+/// the transaction has been open. v2's id pattern is not advertised.
+pub(crate) async fn list_transactions(
+    broker: &Arc<Broker>,
+    request: ListTransactionsRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = ListTransactionsResponse::default();
+        let states: Vec<String> = request.state_filters.iter().map(text).collect();
+        response.unknown_state_filters = states
+            .iter()
+            .filter(|state| !STATE_NAMES.contains(&state.as_str()))
+            .map(|state| str_bytes(state))
+            .collect();
+        let producer_ids: Vec<i64> = request.producer_id_filters.iter().map(|id| id.0).collect();
+        let duration = if version >= 1 { request.duration_filter } else { -1 };
+        match broker.txns.list(&states, &producer_ids, duration, now_ms()) {
+            Err(error) => response.error_code = error.code(),
+            Ok(listed) => {
+                response.transaction_states = listed
+                    .into_iter()
+                    .map(|listing| {
+                        ListedState::default()
+                            .with_transactional_id(TransactionalId(str_bytes(
+                                &listing.transactional_id,
+                            )))
+                            .with_producer_id(ProducerId(listing.producer_id))
+                            .with_transaction_state(str_bytes(listing.state))
+                    })
+                    .collect();
+            }
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// DescribeProducers: each partition's active producers, from its producer state.
+pub(crate) async fn describe_producers(
+    broker: &Arc<Broker>,
+    request: DescribeProducersRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = DescribeProducersResponse::default();
+        for topic in &request.topics {
+            let mut out = TopicResponse::default().with_name(topic.name.clone());
+            for partition in &topic.partition_indexes {
+                let mut answer = PartitionResponse::default().with_partition_index(*partition);
+                let tp = TopicPartition { topic: text(&topic.name.0), partition: *partition };
+                match broker.manager.get_log(&tp).and_then(|log| log.active_producers()) {
+                    Err(error) => {
+                        answer.error_code = storage_error(&error).code();
+                        answer.error_message = Some(str_bytes(&error.to_string()));
+                    }
+                    Ok(producers) => {
+                        answer.active_producers = producers
+                            .into_iter()
+                            .map(|producer| {
+                                ProducerState::default()
+                                    .with_producer_id(ProducerId(producer.producer_id))
+                                    .with_producer_epoch(i32::from(producer.producer_epoch))
+                                    .with_last_sequence(producer.last_sequence)
+                                    .with_last_timestamp(producer.last_timestamp)
+                                    .with_coordinator_epoch(producer.coordinator_epoch)
+                                    .with_current_txn_start_offset(
+                                        producer.current_txn_start_offset,
+                                    )
+                            })
+                            .collect();
+                    }
+                }
+                out.partitions.push(answer);
+            }
+            response.topics.push(out);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}

@@ -1,0 +1,202 @@
+//! `__transaction_state` (Kafka's `TransactionStateManager` and `TransactionLog`): which
+//! partition holds an id (`Utils.abs(transactionalId.hashCode) % partitions`), the topic's
+//! creation (compacted, uncompressed, `transaction.state.log.segment.bytes`), the write of one
+//! transition (acks=-1: durable under the topic's mode before it takes effect) and the replay at
+//! start, after which prepared transactions get their markers written again.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+use seglog_format::schema::transaction::{self as records, TransactionLogKey};
+use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+use seglog_storage::config::{BrokerCompressionType, CleanupPolicy, topic};
+use seglog_storage::log::partition_log::{Isolation, TopicPartition};
+use seglog_storage::log::validator::AppendOrigin;
+
+use super::TRANSACTION_STATE_TOPIC;
+use super::coordinator::{Entry, TransactionCoordinator};
+use super::metadata::{TransactionMetadata, TxnTransit};
+use crate::error::{Cause, Error};
+use crate::group::GroupCoordinator;
+use crate::replica::Acks;
+
+/// How much of `__transaction_state` one read during loading returns.
+const LOAD_READ_BYTES_MAX: u32 = 8 << 20;
+
+/// Kafka's `partitionFor`: `Utils.abs(transactionalId.hashCode) % partitions`.
+pub(super) fn partition_for(transactional_id: &str, partitions: i32) -> i32 {
+    let hash = seglog_format::java::string_hash(transactional_id);
+    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
+    if partitions <= 0 { 0 } else { abs % partitions }
+}
+
+impl TransactionCoordinator {
+    /// Creates `__transaction_state` if it does not exist yet (Kafka creates it on the first
+    /// FindCoordinator for a transactional id), and returns its partition count.
+    pub(crate) fn ensure_topic(&self) -> Result<i32, ResponseError> {
+        let mut inner = self.lock();
+        if inner.partitions > 0 {
+            return Ok(inner.partitions);
+        }
+        if let Some(count) = self.manager.topic_partition_counts().get(TRANSACTION_STATE_TOPIC) {
+            inner.partitions = *count;
+            return Ok(*count);
+        }
+        let overrides = BTreeMap::from([
+            (topic::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
+            (
+                topic::COMPRESSION_TYPE.to_owned(),
+                BrokerCompressionType::Uncompressed.name().to_owned(),
+            ),
+            (topic::SEGMENT_BYTES.to_owned(), self.config.state_log_segment_bytes.to_string()),
+        ]);
+        match self.manager.create_topic(
+            TRANSACTION_STATE_TOPIC,
+            self.config.state_log_partitions,
+            overrides,
+        ) {
+            Ok(_) => {
+                tracing::info!(
+                    partitions = self.config.state_log_partitions,
+                    "created {TRANSACTION_STATE_TOPIC}"
+                );
+                inner.partitions = self.config.state_log_partitions;
+                Ok(inner.partitions)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot create {TRANSACTION_STATE_TOPIC}");
+                Err(ResponseError::CoordinatorNotAvailable)
+            }
+        }
+    }
+
+    /// Writes one id's state (`None`: a tombstone, the id expired) to its partition and waits
+    /// until it is durable under the topic's mode (Kafka's `appendTransactionToLog`, acks=-1).
+    pub(super) fn write_transit(
+        &self,
+        transactional_id: &str,
+        transit: Option<&TxnTransit>,
+        now_ms: i64,
+    ) -> Result<(), ResponseError> {
+        let partitions = self.ensure_topic()?;
+        let key = records::encode_key(transactional_id).map_err(|error| {
+            tracing::warn!(%error, transactional_id, "cannot encode a transaction log key");
+            ResponseError::UnknownServerError
+        })?;
+        let value = transit
+            .map(|transit| records::encode_value(&transit.to_log_value()))
+            .transpose()
+            .map_err(|error| {
+                tracing::warn!(%error, transactional_id, "cannot encode a transaction log value");
+                ResponseError::UnknownServerError
+            })?;
+        let mut builder = RecordBatchBuilder::new(Compression::None);
+        builder
+            .push(now_ms, Some(&key), value.as_deref(), &[])
+            .map_err(|_| ResponseError::UnknownServerError)?;
+        let batch = builder.build().map_err(|_| ResponseError::UnknownServerError)?;
+        let tp = TopicPartition {
+            topic: TRANSACTION_STATE_TOPIC.to_owned(),
+            partition: partition_for(transactional_id, partitions),
+        };
+        self.replicas
+            .append(&tp, &batch, AppendOrigin::Coordinator, Acks::All, now_ms)
+            .map(|_| ())
+            .map_err(|error| {
+                tracing::warn!(%error, %tp, "cannot append to {TRANSACTION_STATE_TOPIC}");
+                ResponseError::CoordinatorNotAvailable
+            })
+    }
+
+    /// Loads every id from `__transaction_state`, if it exists (Kafka's
+    /// `loadTransactionsForTxnTopicPartition`): the last value of each key wins, a tombstone
+    /// removes it. Then every prepared transaction gets its markers and completion written
+    /// (a crash between PrepareCommit and the markers is finished here). Called once before the
+    /// broker serves, after the group coordinator has loaded (the markers to
+    /// `__consumer_offsets` complete its pending transactional offsets). Returns how many ids
+    /// were loaded.
+    pub fn load(&self, groups: &GroupCoordinator, now_ms: i64) -> Result<usize, Error> {
+        let partitions = self
+            .manager
+            .topic_partition_counts()
+            .get(TRANSACTION_STATE_TOPIC)
+            .copied()
+            .unwrap_or(0);
+        let mut loaded: BTreeMap<String, Option<TransactionMetadata>> = BTreeMap::new();
+        for partition in 0..partitions {
+            let tp = TopicPartition { topic: TRANSACTION_STATE_TOPIC.to_owned(), partition };
+            let failed = |error: Cause| Error::GroupLoad { at: tp.to_string(), source: error };
+            let log = self.manager.get_log(&tp).map_err(|error| failed(error.into()))?;
+            let end = log.log_end_offset().map_err(|error| failed(error.into()))?;
+            let mut next = log.log_start_offset().map_err(|error| failed(error.into()))?;
+            while next < end {
+                let data = log
+                    .read(next, LOAD_READ_BYTES_MAX, Isolation::LogEnd, true)
+                    .map_err(|error| failed(error.into()))?;
+                if data.records.is_empty() {
+                    break;
+                }
+                let before = next;
+                for entry in Batches::new(&data.records) {
+                    let entry = entry.map_err(|error| failed(error.into()))?;
+                    let batch = entry.batch;
+                    next = next.max(batch.last_offset() + 1);
+                    if batch.is_control_batch() {
+                        continue;
+                    }
+                    let batch_records = batch
+                        .records(DecodeLimits::default())
+                        .map_err(|error| failed(error.into()))?;
+                    for record in &batch_records {
+                        let record = record.map_err(|error| failed(error.into()))?;
+                        if record.offset < before {
+                            continue;
+                        }
+                        let Some(key) = record.key else { continue };
+                        let at = |error: seglog_format::DecodeError| Error::GroupLoad {
+                            at: format!("{tp}: offset {}", record.offset),
+                            source: error.into(),
+                        };
+                        let TransactionLogKey::TransactionalId(id) =
+                            records::decode_key(key).map_err(at)?
+                        else {
+                            // A key of a later version: Kafka skips it too.
+                            continue;
+                        };
+                        let meta = match record.value {
+                            None => None,
+                            Some(value) => {
+                                let value = records::decode_value(value).map_err(at)?;
+                                TransactionMetadata::from_log_value(&id, &value)
+                            }
+                        };
+                        loaded.insert(id, meta);
+                    }
+                }
+            }
+        }
+        let mut prepared = Vec::new();
+        let count = {
+            let mut inner = self.lock();
+            inner.partitions = partitions;
+            for (id, meta) in loaded {
+                let Some(meta) = meta else { continue };
+                if matches!(
+                    meta.state,
+                    seglog_format::schema::transaction::TransactionState::PrepareCommit
+                        | seglog_format::schema::transaction::TransactionState::PrepareAbort
+                ) {
+                    prepared.push(id.clone());
+                }
+                inner.txns.insert(id, Entry::new(meta));
+            }
+            inner.txns.len()
+        };
+        for id in prepared {
+            if self.complete_prepared(groups, &id, now_ms) {
+                tracing::info!(transactional_id = id, "completed a prepared transaction at load");
+            }
+        }
+        Ok(count)
+    }
+}
