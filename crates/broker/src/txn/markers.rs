@@ -55,10 +55,7 @@ impl TransactionCoordinator {
                 tracing::info!(%tp, producer_id, "a transaction marker's partition is gone");
                 return Ok(());
             }
-            Err(error) => {
-                eprintln!("DEBUG marker {tp}: {error}");
-                return Err(error.into());
-            }
+            Err(error) => return Err(error.into()),
         }
         if tp.topic == OFFSETS_TOPIC {
             groups.complete_transaction(tp.partition, producer_id, commit);
