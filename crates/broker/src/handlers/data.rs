@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -20,6 +20,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{
     BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
+    ProducerId,
 };
 use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
@@ -427,6 +428,11 @@ fn read_partitions(
                         check_leader_epoch(partition.current_leader_epoch, leader_epoch);
                     data.high_watermark = read.high_watermark;
                     data.last_stable_offset = read.last_stable_offset;
+                    if request.isolation_level == 1 {
+                        // Kafka's `collectAbortedTransactions`, for the consumer to skip them.
+                        data.aborted_transactions =
+                            Some(aborted_transactions(read.aborted_transactions.as_deref()));
+                    }
                     if version >= 5 {
                         data.log_start_offset = read.log_start_offset;
                     }
@@ -460,6 +466,21 @@ fn read_partitions(
         }
     }
     reads
+}
+
+/// The aborted transactions of a read_committed read, as Fetch carries them.
+fn aborted_transactions(
+    aborted: Option<&[seglog_storage::log::partition_log::AbortedTransaction]>,
+) -> Vec<AbortedTransaction> {
+    aborted
+        .unwrap_or_default()
+        .iter()
+        .map(|txn| {
+            AbortedTransaction::default()
+                .with_producer_id(ProducerId(txn.producer_id))
+                .with_first_offset(txn.first_offset)
+        })
+        .collect()
 }
 
 /// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed, the
