@@ -483,8 +483,8 @@ fn aborted_transactions(
         .collect()
 }
 
-/// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed, the
-/// same here), -2 the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
+/// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed), -2
+/// the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
 /// KIP-405's earliest local offset) the log start too, since nothing is tiered, -5 (v9+, the
 /// latest tiered offset) offset -1 with epoch -1, as Kafka answers for a topic without remote
 /// storage, and a real timestamp the first record at or after it below the high watermark. A
@@ -510,6 +510,7 @@ pub(crate) async fn list_offsets(
                     partition.partition_index,
                     partition.current_leader_epoch,
                     partition.timestamp,
+                    request.isolation_level == 1,
                     version,
                 ));
             }
@@ -537,12 +538,17 @@ fn special_timestamp_version(timestamp: i64) -> Option<i16> {
     }
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one partition of the request, and the request's own fields"
+)]
 fn list_offset(
     broker: &Broker,
     topic: &str,
     partition: i32,
     current_leader_epoch: i32,
     timestamp: i64,
+    read_committed: bool,
     version: i16,
 ) -> ListOffsetsPartitionResponse {
     let mut out = ListOffsetsPartitionResponse::default();
@@ -570,7 +576,14 @@ fn list_offset(
         out.offset = -1;
         return out;
     }
-    let high_watermark = match log.high_watermark() {
+    // The last fetchable offset: the high watermark, or for read_committed (v2+) the last
+    // stable offset (Kafka's `fetchOffsetForTimestamp` with its isolation level).
+    let bound = if read_committed && version >= 2 {
+        log.last_stable_offset()
+    } else {
+        log.high_watermark()
+    };
+    let high_watermark = match bound {
         Ok(high_watermark) => high_watermark,
         Err(error) => {
             out.error_code = storage_error(&error).code();
