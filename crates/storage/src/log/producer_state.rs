@@ -390,7 +390,7 @@ impl ProducerStateManager {
             .producers
             .entry(marker.producer_id)
             .or_insert_with(|| ProducerStateEntry::new(marker.producer_epoch));
-        let completed = (entry.current_txn_first_offset >= 0).then(|| CompletedTxn {
+        let completed = (entry.current_txn_first_offset >= 0).then_some(CompletedTxn {
             producer_id: marker.producer_id,
             first_offset: entry.current_txn_first_offset,
             last_offset: marker.offset,
