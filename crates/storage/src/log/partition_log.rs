@@ -2,6 +2,19 @@
 //! follower appends, rolling, reads bounded by an isolation level, the high watermark, offsets
 //! by timestamp, retention, truncation, and explicit durability.
 //!
+//! Transactions: the producer state (`producer_state`) opens a transaction at a producer's
+//! first transactional batch and completes it at its COMMIT or ABORT marker (appended with
+//! [`AppendOrigin::Coordinator`]); an aborted one is recorded in the active segment's
+//! `.txnindex` (Kafka's `updateTxnIndex`). The last stable offset is the first unstable offset
+//! (the earliest open transaction, or a completed one whose marker the high watermark has not
+//! passed), at least the log start offset and at most the high watermark. A read_committed read
+//! ([`Isolation::TxnCommitted`]) stops there and lists the aborted transactions overlapping it
+//! from the `.txnindex` files (Kafka's `collectAbortedTransactions`). The LSO's position is
+//! translated when a read needs it rather than cached as Kafka's `firstUnstableOffsetMetadata`
+//! is, so no segment change can leave it stale. At open, the `.txnindex` of every recovered
+//! segment (emptied by its recovery) is refilled by a replay of the producers from a snapshot at
+//! or below the first of them.
+//!
 //! Locking: one `RwLock` guards the state. Appends, rolls and truncations take it for writing;
 //! reads take it for reading. A flush takes it only to collect file handles and to move the
 //! recovery point: its fsyncs run unlocked, so neither readers nor appenders wait for the disk.
@@ -265,7 +278,7 @@ impl PartitionLog {
         let mut loaded = loaded;
         let aborted = match loaded.report.recovered_base_offsets.first() {
             Some(&first_recovered) => replay_aborted_txns(
-                fs.clone(),
+                fs,
                 dir,
                 &loaded.local,
                 loaded.log_start_offset,
