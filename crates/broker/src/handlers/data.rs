@@ -538,10 +538,6 @@ fn special_timestamp_version(timestamp: i64) -> Option<i16> {
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one partition of the request, and the request's own fields"
-)]
 fn list_offset(
     broker: &Broker,
     topic: &str,

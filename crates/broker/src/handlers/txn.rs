@@ -504,15 +504,15 @@ pub(crate) async fn list_transactions(
             .collect();
         let producer_ids: Vec<i64> = request.producer_id_filters.iter().map(|id| id.0).collect();
         let duration = if version >= 1 { request.duration_filter } else { -1 };
-        let pattern = match request.transactional_id_pattern.as_ref().filter(|p| !p.is_empty()) {
-            Some(pattern) if version >= 2 => match regex::Regex::new(&format!("^(?:{pattern})$")) {
-                Ok(pattern) => Some(pattern),
-                Err(_) => {
-                    response.error_code = ResponseError::InvalidRegularExpression.code();
-                    return response;
-                }
-            },
-            _ => None,
+        let asked =
+            request.transactional_id_pattern.as_ref().filter(|p| version >= 2 && !p.is_empty());
+        let pattern = match asked.map(|pattern| regex::Regex::new(&format!("^(?:{pattern})$"))) {
+            None => None,
+            Some(Ok(pattern)) => Some(pattern),
+            Some(Err(_)) => {
+                response.error_code = ResponseError::InvalidRegularExpression.code();
+                return response;
+            }
         };
         match broker.txns.list(&states, &producer_ids, duration, now_ms()) {
             Err(error) => response.error_code = error.code(),

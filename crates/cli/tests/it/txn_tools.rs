@@ -44,7 +44,7 @@ fn write_transactions(dir: &Path) -> i64 {
         let config = seglog_broker::BrokerConfig::from_properties(&properties).expect("config");
         let server = seglog_broker::Server::start(config).await.expect("broker starts");
         let addr = server.local_addr().to_string();
-        let producer_id = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
                 .set("bootstrap.servers", &addr)
                 .set("broker.address.family", "v4")
@@ -77,7 +77,6 @@ fn write_transactions(dir: &Path) -> i64 {
         })
         .await
         .expect("producer thread");
-        let _ = producer_id;
         let log = server
             .broker()
             .manager()
