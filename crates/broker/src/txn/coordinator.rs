@@ -68,6 +68,20 @@ pub struct TransactionCoordinator {
     inner: Mutex<Inner>,
     /// Every write (to `__transaction_state` and the markers) goes through the one append path.
     pub(super) replicas: ReplicaManager,
+    /// A simulated crash point, armed by the simulation (`sim_tests.rs`).
+    #[cfg(test)]
+    pub(super) fail_point: Mutex<Option<FailPoint>>,
+}
+
+/// Where a simulated crash stops the completion of a prepared transaction: the work after it is
+/// left for the next load, as a process death there would leave it.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FailPoint {
+    /// After PrepareCommit/PrepareAbort is durable, before any marker.
+    AfterPrepare,
+    /// After this many markers.
+    AfterMarkers(usize),
 }
 
 /// A producer's id and epoch as a request names them.
@@ -84,7 +98,20 @@ impl TransactionCoordinator {
             manager,
             config,
             inner: Mutex::new(Inner::default()),
+            #[cfg(test)]
+            fail_point: Mutex::new(None),
         }
+    }
+
+    /// Whether the armed fail point is `point` (it fires once).
+    #[cfg(test)]
+    fn hit(&self, point: FailPoint) -> bool {
+        let mut armed = self.fail_point.lock().unwrap_or_else(PoisonError::into_inner);
+        if *armed == Some(point) {
+            *armed = None;
+            return true;
+        }
+        false
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -527,7 +554,15 @@ impl TransactionCoordinator {
             }
             (meta.producer_id, meta.producer_epoch, commit, meta.partitions.clone())
         };
-        for tp in &partitions {
+        #[cfg(test)]
+        if self.hit(FailPoint::AfterPrepare) {
+            return false;
+        }
+        for (_idx, tp) in partitions.iter().enumerate() {
+            #[cfg(test)]
+            if self.hit(FailPoint::AfterMarkers(_idx)) {
+                return false;
+            }
             if let Err(error) =
                 self.write_marker(groups, tp, producer_id, producer_epoch, commit, now_ms)
             {
