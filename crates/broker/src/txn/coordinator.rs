@@ -74,8 +74,8 @@ pub struct TransactionCoordinator {
 }
 
 /// Where a simulated crash stops the completion of a prepared transaction: the work after it is
-/// left for the next load, as a process death there would leave it.
-#[cfg(test)]
+/// left for the next load, as a process death there would leave it. Only the simulation arms
+/// one; elsewhere [`TransactionCoordinator::hit`] is always false.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum FailPoint {
     /// After PrepareCommit/PrepareAbort is durable, before any marker.
@@ -111,6 +111,13 @@ impl TransactionCoordinator {
             *armed = None;
             return true;
         }
+        false
+    }
+
+    /// No fail point outside tests.
+    #[cfg(not(test))]
+    #[expect(clippy::unused_self, reason = "the test build's twin reads self")]
+    fn hit(&self, _point: FailPoint) -> bool {
         false
     }
 
@@ -554,13 +561,11 @@ impl TransactionCoordinator {
             }
             (meta.producer_id, meta.producer_epoch, commit, meta.partitions.clone())
         };
-        #[cfg(test)]
         if self.hit(FailPoint::AfterPrepare) {
             return false;
         }
-        for (_idx, tp) in partitions.iter().enumerate() {
-            #[cfg(test)]
-            if self.hit(FailPoint::AfterMarkers(_idx)) {
+        for (written, tp) in partitions.iter().enumerate() {
+            if self.hit(FailPoint::AfterMarkers(written)) {
                 return false;
             }
             if let Err(error) =

@@ -13,7 +13,10 @@
 //! first record; the group's offset is that of the last committed transaction; and no fenced
 //! instance ever has a produce or an end accepted.
 //!
-//! Reproduce a failure with `SEED=<n> ITERATIONS=1 cargo test -p seglog-broker txn_sim`.
+//! Reproduce a failure with `SEED=<n> ITERATIONS=1 cargo test -p seglog-broker txn_sim`
+//! (`TRACE=1` prints each step).
+
+#![allow(clippy::too_many_lines, reason = "one match arm per operation of the model client")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -47,8 +50,8 @@ struct World {
 }
 
 fn open(fs: &SimFs, now_ms: i64) -> World {
-    let mut default_log_config = LogConfig::default();
-    default_log_config.durability = DurabilityMode::FsyncEveryAppend;
+    let default_log_config =
+        LogConfig { durability: DurabilityMode::FsyncEveryAppend, ..LogConfig::default() };
     let config = BrokerLogConfig {
         log_dirs: vec![PathBuf::from("/data")],
         default_log_config,
@@ -59,6 +62,10 @@ fn open(fs: &SimFs, now_ms: i64) -> World {
             .expect("logs open")
             .0,
     );
+    // As `Server::start` does: leader of every partition, the high watermark at the log end.
+    for tp in manager.partitions() {
+        manager.get_log(&tp).expect("log").maybe_increment_leader_high_watermark().expect("hw");
+    }
     if !manager.topic_partition_counts().contains_key(TOPIC) {
         manager.create_topic(TOPIC, PARTITIONS, BTreeMap::new()).expect("topic");
     }
@@ -97,7 +104,7 @@ struct OpenTxn {
 #[derive(Debug, Clone)]
 struct Producer {
     id: String,
-    producer: ProducerIdAndEpoch,
+    granted: ProducerIdAndEpoch,
     sequences: [i32; 2],
     open: Option<OpenTxn>,
 }
@@ -107,8 +114,8 @@ struct Model {
     producers: BTreeMap<String, Producer>,
     /// Fenced instances, which must never be accepted again.
     zombies: Vec<Producer>,
-    /// Committed records per partition.
-    committed: BTreeMap<i32, BTreeSet<String>>,
+    /// Committed records per partition, with their offsets.
+    committed: BTreeMap<i32, BTreeMap<String, i64>>,
     aborted: BTreeSet<String>,
     group_offset: Option<i64>,
     next_value: u64,
@@ -120,8 +127,8 @@ impl Model {
     }
 
     fn commit(&mut self, txn: OpenTxn) {
-        for (partition, value, _) in txn.records {
-            self.committed.entry(partition).or_default().insert(value);
+        for (partition, value, offset) in txn.records {
+            self.committed.entry(partition).or_default().insert(value, offset);
         }
         if txn.group_offset.is_some() {
             self.group_offset = txn.group_offset;
@@ -154,7 +161,7 @@ fn init(world: &World, model: &mut Model, id: &str, now_ms: i64) {
         }
         model.zombies.push(old);
     }
-    let producer = Producer { id: id.to_owned(), producer: answer, sequences: [0; 2], open: None };
+    let producer = Producer { id: id.to_owned(), granted: answer, sequences: [0; 2], open: None };
     model.producers.insert(id.to_owned(), producer);
 }
 
@@ -168,12 +175,12 @@ fn produce(
 ) -> Result<i64, String> {
     let sequence = producer.sequences[usize::try_from(partition).unwrap_or(0)];
     let batch =
-        txn_batch(producer.producer.producer_id, producer.producer.epoch, sequence, values, now_ms);
+        txn_batch(producer.granted.producer_id, producer.granted.epoch, sequence, values, now_ms);
     let tp = tp(partition);
     let appended = world.txns.with_verified(
         &producer.id,
-        producer.producer.producer_id,
-        producer.producer.epoch,
+        producer.granted.producer_id,
+        producer.granted.epoch,
         &tp,
         || world.replicas.append(&tp, &batch, AppendOrigin::Client, Acks::All, now_ms),
     );
@@ -238,9 +245,26 @@ fn check(world: &World, model: &Model, step: usize) {
         assert_eq!(seen.len(), values.len(), "step {step}: a record read twice in {partition}");
         let leaked: Vec<&String> = seen.intersection(&model.aborted).collect();
         assert!(leaked.is_empty(), "step {step}: aborted records read: {leaked:?}");
-        let empty = BTreeSet::new();
-        let committed = model.committed.get(&partition).unwrap_or(&empty);
-        assert_eq!(&seen, committed, "step {step}: partition {partition} read_committed");
+        // Committed records below the last stable offset are visible; those after an earlier
+        // transaction still open wait for it, as in Kafka.
+        let committed: BTreeSet<String> = model
+            .committed
+            .get(&partition)
+            .into_iter()
+            .flatten()
+            .filter(|(_, offset)| **offset < lso)
+            .map(|(value, _)| value.clone())
+            .collect();
+        let log = world.manager.get_log(&tp(partition)).expect("log");
+        assert_eq!(
+            seen,
+            committed,
+            "step {step}: partition {partition} read_committed (LSO {lso}, high watermark {:?}, \
+             log end {:?}, producers {:?})",
+            log.high_watermark(),
+            log.log_end_offset(),
+            log.active_producers()
+        );
         for producer in model.producers.values() {
             let Some(txn) = &producer.open else { continue };
             if let Some((_, _, first)) = txn.records.iter().find(|(p, _, _)| *p == partition) {
@@ -274,7 +298,11 @@ fn run(seed: u64, steps: usize) {
     for step in 0..steps {
         now_ms += 1;
         let id = ids[usize::try_from(rng.below(3)).unwrap_or(0)];
-        match rng.below(100) {
+        let op = rng.below(100);
+        if std::env::var_os("TRACE").is_some() {
+            eprintln!("step {step}: op {op} on {id}; model {:?}", model.producers.get(id));
+        }
+        match op {
             0..=9 => init(&world, &mut model, id, now_ms),
             10..=39 => {
                 // Produce; half the time to a partition the producer may not have added.
@@ -284,7 +312,7 @@ fn run(seed: u64, steps: usize) {
                     && producer.open.as_ref().is_none_or(|txn| !txn.added.contains(&partition))
                 {
                     let added = BTreeSet::from([tp(partition)]);
-                    let p = producer.producer;
+                    let p = producer.granted;
                     if world.txns.add_partitions(id, p.producer_id, p.epoch, &added, now_ms).is_ok()
                     {
                         let entry = model.producers.get_mut(id).expect("producer");
@@ -327,7 +355,7 @@ fn run(seed: u64, steps: usize) {
             40..=49 => {
                 // Offsets in the transaction.
                 let Some(producer) = model.producers.get(id).cloned() else { continue };
-                let p = producer.producer;
+                let p = producer.granted;
                 let partition = world.groups.offsets_partition(GROUP).expect("offsets partition");
                 let offsets_tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
                 if world
@@ -384,7 +412,7 @@ fn run(seed: u64, steps: usize) {
                     _ => None,
                 };
                 *world.txns.fail_point.lock().expect("fail point") = crash;
-                let p = producer.producer;
+                let p = producer.granted;
                 world
                     .txns
                     .end_txn(&world.groups, id, p.producer_id, p.epoch, commit, now_ms)
@@ -392,10 +420,10 @@ fn run(seed: u64, steps: usize) {
                 let entry = model.producers.get_mut(id).expect("producer");
                 entry.open = None;
                 if commit {
-                    model.commit(txn)
+                    model.commit(txn);
                 } else {
-                    model.abort(txn)
-                };
+                    model.abort(txn);
+                }
                 if crash.is_some() {
                     let fired = world.txns.fail_point.lock().expect("fail point").take().is_none();
                     if fired {
@@ -414,8 +442,8 @@ fn run(seed: u64, steps: usize) {
                 if let Ok(offset) = produce(&world, &zombie, partition, &values, now_ms) {
                     panic!("seed {seed} step {step}: a fenced producer wrote at {offset}");
                 }
-                let z = zombie.producer;
-                let current = model.producers.get(&zombie.id).map(|p| p.producer);
+                let z = zombie.granted;
+                let current = model.producers.get(&zombie.id).map(|p| p.granted);
                 if current.is_none_or(|current| current.epoch != z.epoch) {
                     let ended = world.txns.end_txn(
                         &world.groups,
@@ -440,7 +468,7 @@ fn run(seed: u64, steps: usize) {
                 for id in ids {
                     let Some(producer) = model.producers.get(id) else { continue };
                     let described = world.txns.describe(id).expect("describe");
-                    if described.producer_epoch != producer.producer.epoch {
+                    if described.producer_epoch != producer.granted.epoch {
                         let mut fenced = model.producers.remove(id).expect("producer");
                         if let Some(txn) = fenced.open.take() {
                             model.abort(txn);
@@ -470,8 +498,8 @@ fn run(seed: u64, steps: usize) {
 fn txn_sim() {
     let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok());
     let iterations: u64 =
-        std::env::var("ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
-    let steps: usize = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(120);
+        std::env::var("ITERATIONS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let steps: usize = std::env::var("STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
     let start = seed.unwrap_or(1);
     for seed in start..start + iterations {
         if let Err(panic) = std::panic::catch_unwind(|| run(seed, steps)) {
