@@ -7,11 +7,14 @@
 //! - `compact.rs`: `--workload compact`, the log cleaner: its throughput next to raw read +
 //!   write of the same bytes, its peak memory next to its offset map, and a producer's append
 //!   latency with and without it.
+//! - `txn.rs`: `--workload transactional`, produce through the in-process broker with
+//!   transactions of 100 and 1,000 records next to the same produce without transactions.
 //! - this file: the arguments and what the workloads share (the raw disk references, the
 //!   table, timing helpers).
 
 mod append;
 mod compact;
+mod txn;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -54,8 +57,9 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     rate_mb_per_s: Option<f64>,
     /// What to measure: `append` (append, read, lookups, restart, next to raw disk and
-    /// `commitlog`) or `compact` (the log cleaner next to raw read + write, its memory, and a
-    /// producer's latency while it runs).
+    /// `commitlog`), `compact` (the log cleaner next to raw read + write, its memory, and a
+    /// producer's latency while it runs) or `transactional` (produce through the broker in
+    /// transactions of 100 and 1,000 records, next to the same produce without).
     #[arg(long, value_enum, default_value_t = Workload::Append)]
     workload: Workload,
     /// With `--workload compact`: the cleaner's I/O limit while the producer runs
@@ -82,6 +86,8 @@ pub(crate) enum Workload {
     Append,
     /// The log cleaner (`compact.rs`).
     Compact,
+    /// Produce with and without transactions, through the broker (`txn.rs`).
+    Transactional,
 }
 
 impl BenchArgs {
@@ -96,6 +102,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     match args.workload {
         Workload::Append => append::run(args),
         Workload::Compact => compact::run(args),
+        Workload::Transactional => txn::run(args),
     }
 }
 
