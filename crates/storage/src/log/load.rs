@@ -20,12 +20,18 @@ use crate::segment::{HeaderScan, LogSegment, segment_path};
 pub struct LoadReport {
     /// Segments whose batches were validated and indexes rebuilt.
     pub segments_recovered: usize,
+    /// The base offsets of those segments still in the log: their `.txnindex` was emptied, and
+    /// `PartitionLog::open` refills it from the producers' replay.
+    pub recovered_base_offsets: Vec<i64>,
     /// Bytes truncated from torn or corrupt tails.
     pub bytes_truncated: u64,
     /// Segments removed because they followed a truncated one, or lay below the log start.
     pub segments_deleted: usize,
     /// Leftover files removed (`.deleted`, `.cleaned`, incomplete `.swap`, orphan indexes).
     pub files_cleaned: usize,
+    /// Aborted transactions put back into recovered segments' `.txnindex` files; filled in by
+    /// `PartitionLog::open`.
+    pub aborted_txns_restored: usize,
     /// `(leader epoch, start offset)` seen by recovery, for the epoch cache.
     pub leader_epochs: Vec<(i32, i64)>,
     /// Producer snapshots that did not decode and were deleted (Kafka logs each as a warning);
@@ -180,6 +186,7 @@ pub fn load(
             LogSegment::open(fs.clone(), dir, base, config.segment, params.now_ms)?;
         if let Some(recovered) = recovered {
             report.segments_recovered += 1;
+            report.recovered_base_offsets.push(base);
             report.bytes_truncated += recovered.truncated_bytes;
             report.leader_epochs.extend(recovered.leader_epochs);
         }
@@ -197,6 +204,7 @@ pub fn load(
             let Some(segment) = segments.get_mut(*base) else { continue };
             let recovered = segment.recover()?;
             report.segments_recovered += 1;
+            report.recovered_base_offsets.push(*base);
             report.bytes_truncated += recovered.truncated_bytes;
             report.leader_epochs.extend(recovered.leader_epochs);
             // A torn segment, or one that no longer ends where the next begins (its unsynced tail
@@ -242,6 +250,9 @@ pub fn load(
     if let Some(active) = segments.active_segment_mut() {
         active.resize_indexes_to_max()?;
     }
+    report.recovered_base_offsets.sort_unstable();
+    report.recovered_base_offsets.dedup();
+    report.recovered_base_offsets.retain(|base| segments.contains(*base));
     let recovery_point = if params.had_clean_shutdown {
         log_end_offset
     } else {

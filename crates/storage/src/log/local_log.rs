@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use seglog_format::FileKind;
+use seglog_format::{AbortedTxn, FileKind};
 
 use super::segments::LogSegments;
 use crate::error::{Error, Result};
@@ -286,6 +286,33 @@ impl LocalLog {
         )?;
         self.update_log_end_offset(last_offset + 1);
         Ok(())
+    }
+
+    /// Records an aborted transaction whose marker was just appended, in the active segment's
+    /// `.txnindex` (Kafka's `LogSegment.updateTxnIndex`).
+    pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> Result<()> {
+        self.active_mut().append_aborted_txn(txn)
+    }
+
+    /// Records an aborted transaction in the `.txnindex` of the segment holding its marker,
+    /// unless that index already has it or a later one (the recovery of a segment rebuilds its
+    /// index this way). Returns whether it was added.
+    pub fn restore_aborted_txn(&mut self, txn: AbortedTxn) -> Result<bool> {
+        let Some(base) = self.segments.floor_segment(txn.last_offset).map(LogSegment::base_offset)
+        else {
+            return Ok(false);
+        };
+        let Some(segment) = self.segments.get_mut(base) else { return Ok(false) };
+        let indexed = segment
+            .txn_index()
+            .all_aborted_txns()
+            .last()
+            .is_some_and(|last| last.last_offset >= txn.last_offset);
+        if indexed {
+            return Ok(false);
+        }
+        segment.append_aborted_txn(txn)?;
+        Ok(true)
     }
 
     /// Rolls to a new active segment at `max(expected_next_offset, log end offset)` (Kafka's

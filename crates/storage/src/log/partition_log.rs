@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use seglog_format::{Compression, DecodeLimits};
+use seglog_format::{AbortedTxn, Compression, DecodeLimits};
 
 use super::epoch_cache::LeaderEpochFileCache;
 use super::load::{LoadParams, LoadReport, load};
 use super::local_log::{LocalLog, LocalLogConfig};
-use super::producer_rebuild::rebuild_producer_state;
-use super::producer_state::{BatchMetadata, ProducerCheck, ProducerStateManager};
+use super::producer_rebuild::{rebuild_producer_state, replay_aborted_txns};
+use super::producer_state::{BatchMetadata, CompletedTxn, ProducerCheck, ProducerStateManager};
 use super::validator::{
     AppendOrigin, TargetCompression, ValidatedAppend, ValidationConfig, analyze_follower_append,
     validate_and_assign_offsets,
@@ -249,7 +249,7 @@ impl PartitionLog {
         let recovery_point = loaded.local.recovery_point();
         // Idempotent producers: the newest valid snapshot, then the batches after it (Kafka's
         // `LogLoader.load`: `removeStraySnapshots`, then `rebuildProducerState`).
-        let mut producers = ProducerStateManager::open(fs, dir)?;
+        let mut producers = ProducerStateManager::open(fs.clone(), dir)?;
         producers.remove_stray_snapshots(&loaded.local.segments().base_offsets())?;
         rebuild_producer_state(
             &mut producers,
@@ -258,6 +258,31 @@ impl PartitionLog {
             log_end_offset,
             params.had_clean_shutdown,
         )?;
+        // A recovered segment's `.txnindex` was emptied: a replay from a snapshot at or below
+        // the first recovered segment's base refills it (Kafka's `recoverSegment` rebuilds the
+        // producer state to each recovered segment's base and lets `LogSegment.recover` index
+        // the aborted transactions it meets).
+        let mut loaded = loaded;
+        let aborted = match loaded.report.recovered_base_offsets.first() {
+            Some(&first_recovered) => replay_aborted_txns(
+                fs.clone(),
+                dir,
+                &loaded.local,
+                loaded.log_start_offset,
+                first_recovered,
+                log_end_offset,
+            )?,
+            None => Vec::new(),
+        };
+        for txn in aborted {
+            let in_recovered =
+                loaded.local.segments().floor_segment(txn.last_offset).is_some_and(|s| {
+                    loaded.report.recovered_base_offsets.contains(&s.base_offset())
+                });
+            if in_recovered && loaded.local.restore_aborted_txn(txn)? {
+                loaded.report.aborted_txns_restored += 1;
+            }
+        }
         let mut report = loaded.report;
         report.corrupt_snapshots = producers.take_corrupt_snapshots();
         let log = Self {
@@ -353,9 +378,11 @@ impl PartitionLog {
         Ok(self.read_state()?.high_watermark.message_offset)
     }
 
-    /// The last stable offset (the high watermark until transactions exist).
+    /// The last stable offset (Kafka's `lastStableOffset`): the first offset of the earliest
+    /// transaction not yet decided (or decided above the high watermark), bounded by the high
+    /// watermark; the high watermark when none is.
     pub fn last_stable_offset(&self) -> Result<i64> {
-        self.high_watermark()
+        Ok(last_stable_offset(&*self.read_state()?))
     }
 
     /// The first offset not known to be durable.
@@ -429,7 +456,8 @@ impl PartitionLog {
             let leader_epoch = state.epoch_cache.latest_epoch().unwrap_or(0).max(0);
             let mut info = Self::append_locked(&mut state, records, leader_epoch, origin, now_ms)?;
             if state.high_watermark.message_offset < state.local.log_end_offset() {
-                state.high_watermark = state.local.next_offset_metadata();
+                let log_end = state.local.next_offset_metadata();
+                set_high_watermark(&mut state, log_end);
             }
             info.high_watermark = state.high_watermark.message_offset;
             (info, state.config.flush_messages)
@@ -458,9 +486,13 @@ impl PartitionLog {
             &validation,
         )
         .map_err(Error::Validation)?;
-        // A leader append is one batch: at most one producer batch. Only a client's batch is
-        // checked for duplicates and sequence (Kafka's `analyzeAndValidateProducerState`): the
-        // coordinators write with base sequence 0 every time.
+        // A leader append is one batch: at most one producer batch, or one marker. Only a
+        // client's batch is checked for duplicates and sequence (Kafka's
+        // `analyzeAndValidateProducerState`): the coordinators write with base sequence 0 every
+        // time. Markers are checked whatever the origin.
+        for marker in &validated.txn_markers {
+            state.producers.check_end_txn_marker(marker).map_err(Error::Validation)?;
+        }
         if let Some(batch) =
             validated.producer_batches.first().filter(|_| origin == AppendOrigin::Client)
         {
@@ -468,6 +500,12 @@ impl PartitionLog {
                 .producers
                 .check(batch.producer_id, batch.producer_epoch, batch.first_seq, batch.last_seq)
                 .map_err(Error::Validation)?;
+            if check == ProducerCheck::Append {
+                state
+                    .producers
+                    .check_txn_state(batch.producer_id, batch.first_offset, batch.is_transactional)
+                    .map_err(Error::Validation)?;
+            }
             if let ProducerCheck::Duplicate(original) = check {
                 // A retry of an appended batch: its original offsets, nothing written.
                 return Ok(AppendInfo {
@@ -638,16 +676,23 @@ impl PartitionLog {
             })
         } else {
             let bound = match isolation {
-                Isolation::LogEnd => state.local.next_offset_metadata(),
-                Isolation::HighWatermark | Isolation::TxnCommitted => state.high_watermark,
+                Isolation::LogEnd => Ok(state.local.next_offset_metadata()),
+                Isolation::HighWatermark => Ok(state.high_watermark),
+                Isolation::TxnCommitted => last_stable_offset_metadata(&state),
             };
-            state.local.read(start_offset, max_bytes, min_one_message, bound)
+            bound
+                .and_then(|bound| state.local.read(start_offset, max_bytes, min_one_message, bound))
         };
+        let aborted_transactions = (isolation == Isolation::TxnCommitted).then(|| {
+            data.as_ref()
+                .map(|fetch| aborted_transactions(&state.local, start_offset, fetch))
+                .unwrap_or_default()
+        });
         Ok(LogReadInfo {
             data,
             high_watermark: state.high_watermark.message_offset,
-            last_stable_offset: state.high_watermark.message_offset,
-            aborted_transactions: (isolation == Isolation::TxnCommitted).then(Vec::new),
+            last_stable_offset: last_stable_offset(&state),
+            aborted_transactions,
             log_start_offset: state.log_start_offset,
             log_end_offset,
             leader_epoch: state.epoch_cache.latest_epoch(),
@@ -666,7 +711,8 @@ impl PartitionLog {
     pub fn update_high_watermark(&self, offset: i64) -> Result<i64> {
         let mut state = self.write_state()?;
         let clamped = offset.clamp(state.log_start_offset, state.local.log_end_offset());
-        state.high_watermark = offset_metadata(&state.local, clamped)?;
+        let metadata = offset_metadata(&state.local, clamped)?;
+        set_high_watermark(&mut state, metadata);
         Ok(clamped)
     }
 
@@ -680,7 +726,8 @@ impl PartitionLog {
         let mut state = self.write_state()?;
         let log_end_offset = state.local.log_end_offset();
         if state.high_watermark.message_offset < log_end_offset {
-            state.high_watermark = state.local.next_offset_metadata();
+            let log_end = state.local.next_offset_metadata();
+            set_high_watermark(&mut state, log_end);
         }
         Ok(state.high_watermark.message_offset)
     }
@@ -838,7 +885,8 @@ impl PartitionLog {
                 new_offset,
                 false,
             )?;
-            state.high_watermark = offset_metadata(&state.local, new_offset)?;
+            let metadata = offset_metadata(&state.local, new_offset)?;
+            set_high_watermark(state, metadata);
             Ok(())
         })();
         poison(&mut state, result)
@@ -878,16 +926,19 @@ impl PartitionLog {
     /// Every producer the partition tracks, by producer id (Kafka's `activeProducers`, as
     /// DescribeProducers reads it).
     pub fn active_producers(&self) -> Result<Vec<ActiveProducer>> {
-        let _state = self.read_state()?;
-        Ok(Vec::new())
+        Ok(self.read_state()?.producers.active_producers())
     }
 
     /// Whether `producer_id` has an open transaction in this partition (Kafka's
     /// `ProducerStateEntry.currentTxnFirstOffset` is set).
     pub fn has_ongoing_transaction(&self, producer_id: i64) -> Result<bool> {
-        let _state = self.read_state()?;
-        let _ = producer_id;
-        Ok(false)
+        Ok(self.read_state()?.producers.current_txn_first_offset(producer_id).is_some())
+    }
+
+    /// The open transactions, as (first offset, producer id), by first offset (Kafka's
+    /// `ongoingTxns`).
+    pub fn ongoing_transactions(&self) -> Result<Vec<(i64, i64)>> {
+        Ok(self.read_state()?.producers.ongoing_txns())
     }
 
     /// The offsets of the producer `.snapshot` files.
@@ -1016,19 +1067,37 @@ fn append_validated(
         &validated.records,
     )?;
     // Kafka updates producers for leader and follower appends alike (the follower's without
-    // checks), from the fields the validator took.
-    for batch in &validated.producer_batches {
-        state.producers.update(
-            batch.producer_id,
-            batch.producer_epoch,
-            BatchMetadata {
-                first_seq: batch.first_seq,
-                last_seq: batch.last_seq,
-                first_offset: batch.first_offset,
-                last_offset: batch.last_offset,
-                timestamp: batch.max_timestamp,
-            },
-        );
+    // checks), from the fields the validator took, batch by batch in offset order: data batches
+    // open transactions, markers complete them.
+    let mut data = validated.producer_batches.iter().peekable();
+    let mut markers = validated.txn_markers.iter().peekable();
+    loop {
+        let take_data = match (data.peek(), markers.peek()) {
+            (Some(batch), Some(marker)) => batch.first_offset < marker.offset,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if take_data {
+            let Some(batch) = data.next() else { break };
+            state.producers.update_data(
+                batch.producer_id,
+                batch.producer_epoch,
+                BatchMetadata {
+                    first_seq: batch.first_seq,
+                    last_seq: batch.last_seq,
+                    first_offset: batch.first_offset,
+                    last_offset: batch.last_offset,
+                    timestamp: batch.max_timestamp,
+                },
+                batch.is_transactional,
+            );
+        } else {
+            let Some(marker) = markers.next() else { break };
+            if let Some(completed) = state.producers.update_end_txn_marker(marker) {
+                complete_txn(state, &completed)?;
+            }
+        }
     }
     state.producers.update_map_end_offset(state.local.log_end_offset());
     for (epoch, base_offset) in &validated.batches {
@@ -1047,6 +1116,111 @@ fn append_validated(
         high_watermark: state.high_watermark.message_offset,
         durability: state.config.durability,
     })
+}
+
+/// Completes a transaction whose marker was just appended (Kafka's `UnifiedLog.append`:
+/// `lastStableOffset(completedTxn)`, `LogSegment.updateTxnIndex`, then `completeTxn`): an
+/// aborted one is recorded in the active segment's `.txnindex`, the segment holding its marker.
+fn complete_txn(state: &mut State, completed: &CompletedTxn) -> Result<()> {
+    if completed.is_aborted {
+        let last_stable_offset = state.producers.last_stable_offset_of(completed);
+        state.local.append_aborted_txn(AbortedTxn {
+            producer_id: completed.producer_id,
+            first_offset: completed.first_offset,
+            last_offset: completed.last_offset,
+            last_stable_offset,
+        })?;
+    }
+    state.producers.complete_txn(completed);
+    Ok(())
+}
+
+/// Sets the high watermark (Kafka's `updateHighWatermarkMetadata`): completed transactions whose
+/// markers it passed become stable.
+fn set_high_watermark(state: &mut State, high_watermark: LogOffsetMetadata) {
+    state.high_watermark = high_watermark;
+    state.producers.on_high_watermark_updated(high_watermark.message_offset);
+}
+
+/// The last stable offset (Kafka's `lastStableOffset`): the first unstable offset (the earliest
+/// transaction open, or completed above the high watermark), at least the log start offset (as
+/// Kafka's `maybeIncrementFirstUnstableOffset` bounds it), and at most the high watermark.
+fn last_stable_offset(state: &State) -> i64 {
+    let high_watermark = state.high_watermark.message_offset;
+    state.producers.first_unstable_offset().map_or(high_watermark, |first_unstable| {
+        first_unstable.max(state.log_start_offset).min(high_watermark)
+    })
+}
+
+/// Where the last stable offset is (Kafka's `fetchLastStableOffsetMetadata`): the high
+/// watermark's metadata, or the first unstable offset translated to its segment and position.
+fn last_stable_offset_metadata(state: &State) -> Result<LogOffsetMetadata> {
+    let last_stable_offset = last_stable_offset(state);
+    if last_stable_offset >= state.high_watermark.message_offset {
+        return Ok(state.high_watermark);
+    }
+    offset_metadata(&state.local, last_stable_offset)
+}
+
+/// The aborted transactions a read_committed read from `start_offset` that returned `fetch`
+/// must skip (Kafka's `LocalLog.addAbortedTransactions`): from the segment holding
+/// `start_offset`, each segment's `.txnindex` entries overlapping
+/// `[start_offset, upper bound)`, until one's last stable offset reaches the bound. The bound is
+/// the offset after the last batch returned (Kafka takes the next indexed offset past the bytes
+/// read, a coarser bound that lists more); with no whole batch header in the bytes, the next
+/// segment's base offset or the log end.
+fn aborted_transactions(
+    local: &LocalLog,
+    start_offset: i64,
+    fetch: &FetchData,
+) -> Vec<AbortedTransaction> {
+    if fetch.records.is_empty() {
+        return Vec::new();
+    }
+    let segments = local.segments();
+    let Some(first) = segments.floor_segment(start_offset) else { return Vec::new() };
+    let upper_bound_offset = next_offset_after(&fetch.records).unwrap_or_else(|| {
+        segments
+            .higher_segment(first.base_offset())
+            .map_or(local.log_end_offset(), LogSegment::base_offset)
+    });
+    let mut aborted = Vec::new();
+    for segment in std::iter::once(first).chain(segments.higher_segments(first.base_offset())) {
+        let found = segment.collect_aborted_txns(start_offset, upper_bound_offset);
+        aborted.extend(found.aborted.iter().map(|txn| AbortedTransaction {
+            producer_id: txn.producer_id,
+            first_offset: txn.first_offset,
+        }));
+        if found.is_complete {
+            break;
+        }
+    }
+    aborted
+}
+
+/// The offset after the last batch whose header `records` holds whole (the last batch may be
+/// cut short by the byte limit), or `None` when none is.
+fn next_offset_after(records: &[u8]) -> Option<i64> {
+    const LOG_OVERHEAD_BYTES: usize = 12;
+    const V2_LAST_OFFSET_DELTA_END: usize = 27;
+    let mut position = 0usize;
+    let mut next = None;
+    while let Some(prefix) = records.get(position..position + LOG_OVERHEAD_BYTES) {
+        let base_offset = i64::from_be_bytes(prefix[..8].try_into().ok()?);
+        let size_bytes =
+            usize::try_from(i32::from_be_bytes(prefix[8..12].try_into().ok()?)).ok()?;
+        let last_offset = match records.get(position + 16) {
+            Some(2) => {
+                let delta = records.get(position + 23..position + V2_LAST_OFFSET_DELTA_END)?;
+                base_offset + i64::from(i32::from_be_bytes(delta.try_into().ok()?))
+            }
+            Some(_) => base_offset,
+            None => return next,
+        };
+        next = Some(last_offset + 1);
+        position += LOG_OVERHEAD_BYTES + size_bytes;
+    }
+    next
 }
 
 /// Rolls to a new active segment (Kafka's `UnifiedLog.roll`) and takes a producer snapshot at
@@ -1108,7 +1282,8 @@ fn truncate_to(state: &mut State, target: i64, now_ms: i64) -> Result<bool> {
         false,
     )?;
     let high_watermark = state.high_watermark.message_offset.min(state.local.log_end_offset());
-    state.high_watermark = offset_metadata(&state.local, high_watermark)?;
+    let metadata = offset_metadata(&state.local, high_watermark)?;
+    set_high_watermark(state, metadata);
     Ok(true)
 }
 

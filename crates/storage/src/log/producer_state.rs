@@ -15,9 +15,22 @@
 //! retention deletes those below the new log start offset, truncation those above the new log
 //! end offset.
 //!
-//! Not done: `producer.id.expiration.ms` (no such key in the topic or broker configuration yet:
-//! producers are never expired), and transactions (the coordinator epoch and open transaction of
-//! an entry are kept as a snapshot had them and written back unchanged).
+//! Transactions (Kafka's `ProducerAppendInfo.appendDataBatch` / `appendEndTxnMarker`): a
+//! transactional data batch of a producer with no open transaction opens one at its first offset
+//! (the entry's `current_txn_first_offset`, and `ongoing_txns`: first offset -> producer); a
+//! non-transactional batch while one is open is INVALID_TXN_STATE; a COMMIT or ABORT marker
+//! (written by the coordinator) checks the producer epoch and the coordinator epoch
+//! (TRANSACTION_COORDINATOR_FENCED when older than the entry's), takes the marker's coordinator
+//! epoch, closes the transaction and yields a [`CompletedTxn`]. A completed transaction stays
+//! unstable (`unreplicated_txns`) until the high watermark passes its marker, as Kafka's
+//! `completeTxn` / `onHighWatermarkUpdated`; [`ProducerStateManager::first_unstable_offset`] is the
+//! earliest first offset of the two sets, from which the partition log derives its last stable
+//! offset. A snapshot keeps each entry's open transaction and coordinator epoch, so loading one
+//! reopens the transactions that were open below its offset.
+//!
+//! Not done: `producer.id.expiration.ms` and `transaction.timeout.ms`-driven aborts (no such keys
+//! in the topic or broker configuration yet: producers are never expired, and only the
+//! coordinator ends a transaction), and the verification state of KIP-890.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -28,6 +41,7 @@ use seglog_format::{
     encode_producer_snapshot, increment_sequence,
 };
 
+use super::partition_log::ActiveProducer;
 use super::validator::ValidationError;
 use crate::dirs::checkpoint::{CHECKPOINT_BYTES_MAX, read_if_exists, tmp_path, write_atomically};
 use crate::error::{Error, Result};
@@ -83,9 +97,9 @@ struct ProducerStateEntry {
     batches: VecDeque<BatchMetadata>,
     /// The max timestamp of the last batch (Kafka's `lastTimestamp`).
     last_timestamp: i64,
-    /// As read from a snapshot (seglog writes no transaction markers), or -1.
+    /// The coordinator epoch of the producer's last transaction marker, or -1.
     coordinator_epoch: i32,
-    /// As read from a snapshot (seglog has no transactions), or -1.
+    /// The first offset of the producer's open transaction in this partition, or -1.
     current_txn_first_offset: i64,
 }
 
@@ -136,6 +150,44 @@ impl ProducerStateEntry {
     }
 }
 
+/// A transaction whose COMMIT or ABORT marker was appended (Kafka's `CompletedTxn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    /// The producer id.
+    pub producer_id: i64,
+    /// The transaction's first offset in this partition.
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    /// Whether the marker was an ABORT.
+    pub is_aborted: bool,
+}
+
+/// A COMMIT or ABORT marker of an append (the fields Kafka's `appendEndTxnMarker` reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarker {
+    /// The producer id of the batch.
+    pub producer_id: i64,
+    /// The producer epoch of the batch.
+    pub producer_epoch: i16,
+    /// The coordinator epoch in the marker's value.
+    pub coordinator_epoch: i32,
+    /// The marker's offset, as appended.
+    pub offset: i64,
+    /// The marker record's timestamp.
+    pub timestamp: i64,
+    /// ABORT (true) or COMMIT (false).
+    pub is_abort: bool,
+}
+
+/// A completed transaction not yet below the high watermark (Kafka's `TxnMetadata` in
+/// `unreplicatedTxns`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UnreplicatedTxn {
+    producer_id: i64,
+    last_offset: i64,
+}
+
 /// The path of the snapshot at `offset` in `dir` (`<20-digit offset>.snapshot`).
 pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     segment_path(dir, offset, FileKind::Snapshot)
@@ -166,6 +218,11 @@ pub struct ProducerStateManager {
     unsynced: Vec<PathBuf>,
     /// Corrupt snapshots deleted since the last [`ProducerStateManager::take_corrupt_snapshots`].
     corrupt: Vec<CorruptSnapshot>,
+    /// Open transactions: first offset -> producer id (Kafka's `ongoingTxns`).
+    ongoing_txns: BTreeMap<i64, i64>,
+    /// Completed transactions whose marker is not yet below the high watermark, by first offset
+    /// (Kafka's `unreplicatedTxns`).
+    unreplicated_txns: BTreeMap<i64, UnreplicatedTxn>,
 }
 
 impl ProducerStateManager {
@@ -200,6 +257,8 @@ impl ProducerStateManager {
             last_snap_offset: 0,
             unsynced: Vec::new(),
             corrupt: Vec::new(),
+            ongoing_txns: BTreeMap::new(),
+            unreplicated_txns: BTreeMap::new(),
         })
     }
 
@@ -248,6 +307,191 @@ impl ProducerStateManager {
         } else {
             Err(ValidationError::OutOfOrderSequence { producer_id, expected, found: first_seq })
         }
+    }
+
+    /// Checks a data batch against the producer's transaction (Kafka's `appendDataBatch`): a
+    /// non-transactional batch while the producer has a transaction open here is
+    /// INVALID_TXN_STATE. Run after [`ProducerStateManager::check`], for leader appends only.
+    pub fn check_txn_state(
+        &self,
+        producer_id: i64,
+        first_offset: i64,
+        is_transactional: bool,
+    ) -> Result<(), ValidationError> {
+        match self.producers.get(&producer_id) {
+            Some(entry) if entry.current_txn_first_offset >= 0 && !is_transactional => {
+                Err(ValidationError::InvalidTxnState {
+                    message: format!(
+                        "Expected transactional write from producer {producer_id} at offset {first_offset}: its transaction started at offset {}",
+                        entry.current_txn_first_offset
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records an appended data batch, transactional or not (Kafka's `appendDataBatch` then
+    /// `update`): a transactional batch of a producer with no open transaction opens one at the
+    /// batch's first offset. Returns whether it opened one.
+    pub fn update_data(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        batch: BatchMetadata,
+        is_transactional: bool,
+    ) -> bool {
+        self.update(producer_id, epoch, batch);
+        let Some(entry) = self.producers.get_mut(&producer_id) else { return false };
+        if is_transactional && entry.current_txn_first_offset < 0 {
+            entry.current_txn_first_offset = batch.first_offset;
+            self.ongoing_txns.insert(batch.first_offset, producer_id);
+            return true;
+        }
+        false
+    }
+
+    /// Checks a COMMIT or ABORT marker (Kafka's `appendEndTxnMarker`: `checkProducerEpoch`, then
+    /// `checkCoordinatorEpoch`): an older producer epoch is INVALID_PRODUCER_EPOCH, an older
+    /// coordinator epoch than the producer's last marker's is TRANSACTION_COORDINATOR_FENCED. A
+    /// marker of a producer with no open transaction here is accepted (the coordinator writes
+    /// markers to every partition of the transaction).
+    pub fn check_end_txn_marker(&self, marker: &TxnMarker) -> Result<(), ValidationError> {
+        let Some(entry) = self.producers.get(&marker.producer_id) else { return Ok(()) };
+        if marker.producer_epoch < entry.epoch {
+            return Err(ValidationError::InvalidProducerEpoch {
+                producer_id: marker.producer_id,
+                epoch: marker.producer_epoch,
+                current_epoch: entry.epoch,
+            });
+        }
+        if entry.coordinator_epoch > marker.coordinator_epoch {
+            return Err(ValidationError::TransactionCoordinatorFenced {
+                message: format!(
+                    "Invalid coordinator epoch for producerId {} at offset {}: {} (zombie), {} (current)",
+                    marker.producer_id,
+                    marker.offset,
+                    marker.coordinator_epoch,
+                    entry.coordinator_epoch
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records an appended marker (Kafka's `appendEndTxnMarker` and
+    /// `ProducerStateEntry.update`): the entry takes the marker's producer epoch (a new one
+    /// forgets the old batches) and coordinator epoch, and its transaction closes. Returns the
+    /// completed transaction when one was open; the caller indexes it if aborted
+    /// ([`ProducerStateManager::last_stable_offset_of`]) and then calls
+    /// [`ProducerStateManager::complete_txn`].
+    pub fn update_end_txn_marker(&mut self, marker: &TxnMarker) -> Option<CompletedTxn> {
+        let entry = self
+            .producers
+            .entry(marker.producer_id)
+            .or_insert_with(|| ProducerStateEntry::new(marker.producer_epoch));
+        let completed = (entry.current_txn_first_offset >= 0).then(|| CompletedTxn {
+            producer_id: marker.producer_id,
+            first_offset: entry.current_txn_first_offset,
+            last_offset: marker.offset,
+            is_aborted: marker.is_abort,
+        });
+        if entry.epoch != marker.producer_epoch {
+            entry.epoch = marker.producer_epoch;
+            entry.batches.clear();
+        }
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        entry.current_txn_first_offset = -1;
+        entry.last_timestamp = marker.timestamp;
+        completed
+    }
+
+    /// The last stable offset recorded with an aborted transaction in the `.txnindex` (Kafka's
+    /// `lastStableOffset(CompletedTxn)`): the first offset of the earliest open transaction of
+    /// another producer, else the offset after the marker.
+    pub fn last_stable_offset_of(&self, completed: &CompletedTxn) -> i64 {
+        self.ongoing_txns
+            .iter()
+            .find(|(_, producer_id)| **producer_id != completed.producer_id)
+            .map_or(completed.last_offset + 1, |(first_offset, _)| *first_offset)
+    }
+
+    /// Marks a transaction completed (Kafka's `completeTxn`): it stays unstable until the high
+    /// watermark passes its marker.
+    pub fn complete_txn(&mut self, completed: &CompletedTxn) {
+        // The entry and `ongoing_txns` change together, so the transaction is there; a
+        // snapshot's bytes could still disagree, which must not panic.
+        if self.ongoing_txns.get(&completed.first_offset) == Some(&completed.producer_id) {
+            self.ongoing_txns.remove(&completed.first_offset);
+        }
+        self.unreplicated_txns.insert(
+            completed.first_offset,
+            UnreplicatedTxn {
+                producer_id: completed.producer_id,
+                last_offset: completed.last_offset,
+            },
+        );
+    }
+
+    /// The high watermark moved (Kafka's `onHighWatermarkUpdated`): completed transactions whose
+    /// marker is below it are stable.
+    pub fn on_high_watermark_updated(&mut self, high_watermark: i64) {
+        self.remove_unreplicated_txns(high_watermark);
+    }
+
+    fn remove_unreplicated_txns(&mut self, offset: i64) {
+        self.unreplicated_txns.retain(|_, txn| txn.last_offset >= offset);
+    }
+
+    /// The first offset of the earliest transaction that is open, or completed with its marker
+    /// at or above the high watermark (Kafka's `firstUnstableOffset`).
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        let undecided = self.ongoing_txns.keys().next().copied();
+        let unreplicated = self.unreplicated_txns.keys().next().copied();
+        match (undecided, unreplicated) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The first offset of the earliest open transaction (Kafka's `firstUndecidedOffset`).
+    pub fn first_undecided_offset(&self) -> Option<i64> {
+        self.ongoing_txns.keys().next().copied()
+    }
+
+    /// The open transactions, as (first offset, producer id), by first offset.
+    pub fn ongoing_txns(&self) -> Vec<(i64, i64)> {
+        self.ongoing_txns.iter().map(|(first, producer)| (*first, *producer)).collect()
+    }
+
+    /// The first offset of `producer_id`'s open transaction, if it has one here.
+    pub fn current_txn_first_offset(&self, producer_id: i64) -> Option<i64> {
+        self.producers
+            .get(&producer_id)
+            .map(|entry| entry.current_txn_first_offset)
+            .filter(|offset| *offset >= 0)
+    }
+
+    /// Every tracked producer, by producer id (Kafka's `activeProducers`).
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        self.producers
+            .iter()
+            .map(|(producer_id, entry)| ActiveProducer {
+                producer_id: *producer_id,
+                producer_epoch: entry.epoch,
+                last_sequence: entry.batches.back().map_or(-1, |batch| batch.last_seq),
+                last_timestamp: entry.last_timestamp,
+                coordinator_epoch: entry.coordinator_epoch,
+                current_txn_start_offset: entry.current_txn_first_offset,
+            })
+            .collect()
+    }
+
+    /// Forgets every producer and transaction (the state is reloaded or restarted).
+    fn clear_producers(&mut self) {
+        self.producers.clear();
+        self.ongoing_txns.clear();
+        self.unreplicated_txns.clear();
     }
 
     /// Records an appended batch (Kafka's `ProducerStateEntry.addBatch`): a new epoch forgets
@@ -377,6 +621,15 @@ impl ProducerStateManager {
         self.delete_snapshots(&below)
     }
 
+    /// Loads the newest valid snapshot at or below `offset`, leaving the newer ones alone (for a
+    /// replay over recovered segments, beside the partition's own state); without one, the state
+    /// is empty and ends at `log_start_offset`.
+    pub fn load_at_or_below(&mut self, log_start_offset: i64, offset: i64) -> Result<()> {
+        self.clear_producers();
+        self.snapshots.retain(|snapshot| *snapshot <= offset && *snapshot > log_start_offset);
+        self.load_from_snapshot(log_start_offset)
+    }
+
     /// Makes the state that of the log `[log_start_offset, log_end_offset)` as far as snapshots
     /// know it (Kafka's `truncateAndReload`): snapshots above the log end or at or below the log
     /// start are deleted; unless the state already ends at the log end, it is replaced by the
@@ -398,7 +651,7 @@ impl ProducerStateManager {
             self.on_log_start_offset_incremented(log_start_offset);
             return Ok(());
         }
-        self.producers.clear();
+        self.clear_producers();
         self.load_from_snapshot(log_start_offset)
     }
 
@@ -421,6 +674,11 @@ impl ProducerStateManager {
             match entries {
                 Ok(entries) => {
                     for entry in &entries {
+                        // Kafka's `loadProducerEntry`: an open transaction is open again.
+                        if entry.current_txn_first_offset >= 0 {
+                            self.ongoing_txns
+                                .insert(entry.current_txn_first_offset, entry.producer_id);
+                        }
                         self.producers
                             .insert(entry.producer_id, ProducerStateEntry::from_snapshot(entry));
                     }
@@ -439,8 +697,12 @@ impl ProducerStateManager {
         Ok(())
     }
 
-    /// The log start offset moved up (Kafka's `onLogStartOffsetIncremented`).
+    /// The log start offset moved up (Kafka's `onLogStartOffsetIncremented`): completed
+    /// transactions whose marker is below it are forgotten. Open transactions stay open, even
+    /// when their first offset went: the partition log bounds the first unstable offset by the
+    /// log start, as Kafka's `maybeIncrementFirstUnstableOffset` does.
     pub fn on_log_start_offset_incremented(&mut self, log_start_offset: i64) {
+        self.remove_unreplicated_txns(log_start_offset);
         self.map_end_offset = self.map_end_offset.max(log_start_offset);
         self.last_snap_offset = self.latest_snapshot_offset().unwrap_or(log_start_offset);
     }
@@ -448,7 +710,7 @@ impl ProducerStateManager {
     /// Forgets every producer and deletes every snapshot; the state ends at `offset` (Kafka's
     /// `truncateFullyAndStartAt`).
     pub fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<()> {
-        self.producers.clear();
+        self.clear_producers();
         let all: Vec<i64> = self.snapshots.iter().copied().collect();
         self.delete_snapshots(&all)?;
         self.last_snap_offset = 0;

@@ -34,11 +34,12 @@
 
 use std::borrow::Cow;
 
+use super::producer_state::TxnMarker;
 use seglog_format::batch::{MAGIC_V2, NO_PRODUCER_ID, NO_TIMESTAMP};
 use seglog_format::{
-    Batch, BatchRecords, Batches, Compression, DecodeError, DecodeLimits, HeaderRef,
-    PositionedBatch, Record, RecordBatch, RecordBatchBuilder, RecordBatchMut, TimestampType,
-    increment_sequence,
+    Batch, BatchRecords, Batches, Compression, ControlRecordType, DecodeError, DecodeLimits,
+    EndTransactionMarker, HeaderRef, PositionedBatch, Record, RecordBatch, RecordBatchBuilder,
+    RecordBatchMut, TimestampType, increment_sequence,
 };
 
 /// Kafka's default `max.message.bytes`: 1 MiB plus the 12-byte log overhead.
@@ -167,6 +168,9 @@ pub struct ValidatedAppend {
     /// The idempotent producers' batches in `records`, taken while the batches are walked, so
     /// that producer state is updated without parsing them again.
     pub producer_batches: Vec<ProducerBatch>,
+    /// The COMMIT and ABORT markers in `records` (control batches with a producer id), in offset
+    /// order, for the producers' transactions.
+    pub txn_markers: Vec<TxnMarker>,
     /// Whether `records` holds a legacy (v0/v1) batch, which makes Kafka clear the leader-epoch
     /// cache. Only a follower append can.
     pub has_legacy_batches: bool,
@@ -661,6 +665,12 @@ pub fn validate_and_assign_offsets(
         }
         Batch::Legacy(_) => Vec::new(),
     };
+    let txn_markers = match (&first, scan.decoded.first()) {
+        (Batch::V2(v2), Some(records)) => {
+            txn_marker_of(v2, records, next_offset, log_append_time)?.into_iter().collect()
+        }
+        _ => Vec::new(),
+    };
     Ok(ValidatedAppend {
         records: out,
         first_offset: next_offset,
@@ -677,6 +687,7 @@ pub fn validate_and_assign_offsets(
         recompressed: !in_place,
         batches: vec![(partition_leader_epoch, next_offset)],
         producer_batches,
+        txn_markers,
         has_legacy_batches: false,
     })
 }
@@ -699,6 +710,42 @@ pub struct ProducerBatch {
     pub last_offset: i64,
     /// The batch's max timestamp, as appended.
     pub max_timestamp: i64,
+    /// Whether the batch is transactional (attributes bit 4).
+    pub is_transactional: bool,
+}
+
+/// The COMMIT or ABORT marker of a control batch with a producer id, from its first record
+/// (Kafka's `EndTransactionMarker.deserialize`), at `offset`; `log_append_time` (or -1) stands
+/// for the record's timestamp on a LogAppendTime topic. An empty control batch (its marker
+/// cleaned away) and other control types are no marker.
+fn txn_marker_of(
+    batch: &RecordBatch<'_>,
+    records: &BatchRecords<'_>,
+    offset: i64,
+    log_append_time: i64,
+) -> Result<Option<TxnMarker>, ValidationError> {
+    if !batch.is_control_batch() || batch.producer_id() < 0 {
+        return Ok(None);
+    }
+    let Some(record) = records.iter().next() else { return Ok(None) };
+    let record = record.map_err(classify)?;
+    let kind = ControlRecordType::parse_key(record.key.unwrap_or_default())
+        .map_err(|error| invalid(format!("invalid control record key: {error}")))?;
+    let is_abort = match kind {
+        ControlRecordType::Abort => true,
+        ControlRecordType::Commit => false,
+        _ => return Ok(None),
+    };
+    let marker = EndTransactionMarker::parse(record.value.unwrap_or_default())
+        .map_err(|error| invalid(format!("invalid transaction marker: {error}")))?;
+    Ok(Some(TxnMarker {
+        producer_id: batch.producer_id(),
+        producer_epoch: batch.producer_epoch(),
+        coordinator_epoch: marker.coordinator_epoch,
+        offset,
+        timestamp: if log_append_time == NO_TIMESTAMP { record.timestamp } else { log_append_time },
+        is_abort,
+    }))
 }
 
 impl ProducerBatch {
@@ -721,6 +768,7 @@ impl ProducerBatch {
             first_offset,
             last_offset,
             max_timestamp,
+            is_transactional: batch.is_transactional(),
         })
     }
 }
@@ -816,6 +864,7 @@ pub fn analyze_follower_append(
         recompressed: false,
         batches: Vec::new(),
         producer_batches: Vec::new(),
+        txn_markers: Vec::new(),
         has_legacy_batches: false,
     };
     let Some(first) = entries.first() else {
@@ -847,6 +896,11 @@ pub fn analyze_follower_append(
                 let producer =
                     ProducerBatch::of(&v2, v2.base_offset(), last_offset, v2.max_timestamp());
                 append.producer_batches.extend(producer);
+                if v2.is_control_batch() && v2.producer_id() >= 0 {
+                    let records = batch.records(config.decode_limits).map_err(locate)?;
+                    let marker = txn_marker_of(&v2, &records, v2.base_offset(), NO_TIMESTAMP)?;
+                    append.txn_markers.extend(marker);
+                }
                 usize::try_from(v2.records_count()).unwrap_or(0)
             }
             Batch::Legacy(_) => {

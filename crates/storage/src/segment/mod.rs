@@ -518,7 +518,8 @@ impl LogSegment {
     }
 
     /// Reads the whole entry described by `header`.
-    fn read_entry(&self, header: &EntryHeader) -> Result<Vec<u8>> {
+    /// The bytes of the entry `header` describes (read from this segment's `.log`).
+    pub fn read_entry(&self, header: &EntryHeader) -> Result<Vec<u8>> {
         let mut bytes = vec![0u8; header.size_bytes as usize];
         self.log
             .read_exact_at(&mut bytes, u64::from(header.position))
@@ -866,8 +867,9 @@ impl LogSegment {
     pub fn recover(&mut self) -> Result<RecoveryReport> {
         self.offset_index.file_mut().reset()?;
         self.time_index.file_mut().reset()?;
-        // Producer state (which rebuilds aborted transactions) comes with the idempotent
-        // producer; until then recovery empties the index, as Kafka's reset does first.
+        // Kafka's reset, then `updateProducerState` per batch: here the partition log refills
+        // the index after recovery, replaying the producers' transactions over the recovered
+        // segments (`LocalLog::restore_aborted_txn`).
         self.txn_index.reset()?;
         self.max_timestamp_so_far = TimestampOffset { timestamp: -1, offset: self.base_offset };
         let mut report =

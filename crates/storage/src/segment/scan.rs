@@ -38,6 +38,8 @@ pub struct EntryHeader {
     pub producer_epoch: i16,
     /// `baseSequence` for v2, -1 otherwise.
     pub base_sequence: i32,
+    /// `attributes` for v2 (bit 4 transactional, bit 5 control), 0 otherwise.
+    pub attributes: i16,
 }
 
 /// One entry's place and size, from its first 17 bytes only (offset, size, magic), as Kafka's
@@ -218,6 +220,7 @@ impl<'a> HeaderScan<'a> {
                     producer_id: i64::from_be_bytes(be(header, 43)),
                     producer_epoch: i16::from_be_bytes(be(header, 51)),
                     base_sequence: i32::from_be_bytes(be(header, 53)),
+                    attributes: i16::from_be_bytes(be(header, 21)),
                 }
             }
             0 | 1 => EntryHeader {
@@ -235,6 +238,7 @@ impl<'a> HeaderScan<'a> {
                 producer_id: -1,
                 producer_epoch: -1,
                 base_sequence: -1,
+                attributes: 0,
             },
             other => {
                 self.ended = corrupt(format!("unsupported magic byte {other}"));

@@ -124,7 +124,7 @@ impl PartitionLog {
             config: state.config.clone(),
             log_start_offset: state.log_start_offset,
             log_end_offset: state.local.log_end_offset(),
-            last_stable_offset: state.high_watermark.message_offset,
+            last_stable_offset: super::last_stable_offset(&state),
             segments,
             active_producers: state.producers.last_records_of_active_producers(),
             aborted_txns,
