@@ -215,6 +215,8 @@ impl GroupCoordinator {
                 && !group.has_consumer_members()
                 && group.members.is_empty()
                 && group.pending_members.is_empty()
+                // Kafka keeps a group while a transaction holds offsets for it.
+                && group.pending_txn_offsets.is_empty()
                 && (group.offsets.is_empty()
                     || now_ms.saturating_sub(group.state_timestamp_ms)
                         > self.config.offsets_retention_ms);

@@ -13,4 +13,5 @@ mod metrics;
 mod protocol;
 mod rdkafka;
 mod rdkafka_groups;
+mod rdkafka_txn;
 mod txn;

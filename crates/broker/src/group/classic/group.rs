@@ -212,6 +212,7 @@ impl Group {
             && self.members.is_empty()
             && self.pending_members.is_empty()
             && self.offsets.is_empty()
+            && self.pending_txn_offsets.is_empty()
             && self
                 .consumer
                 .as_ref()
