@@ -7,3 +7,4 @@ mod dump;
 mod inspect;
 mod kill;
 mod serve;
+mod txn;
