@@ -4,16 +4,19 @@ Jepsen-style checker: the test kills the broker with SIGKILL while `loop` runs.
 Usage:
   eos.py BOOTSTRAP PREFIX fill N   create PREFIX-in and PREFIX-out (4 partitions each) and
                                    produce `in-<k>` for k in 0..N to PREFIX-in (partition k % 4)
-  eos.py BOOTSTRAP PREFIX loop [BATCH]
+  eos.py BOOTSTRAP PREFIX loop [BATCH [SEED]]
                                    the EOS loop, until every input record is processed, with
-                                   at most BATCH records a transaction (200)
+                                   at most BATCH records a transaction (200); SEED (0) picks
+                                   the transactions it aborts on purpose
   eos.py BOOTSTRAP PREFIX check    print what a checker needs (below)
 
 `loop`: a consumer in group PREFIX-group (isolation.level=read_committed, no auto commit)
 subscribed to PREFIX-in and a transactional producer (transactional.id PREFIX-eos). Each
 transaction consumes a batch, produces `out-<k> txn=<txn>` for each `in-<k>` to the same
 partition of PREFIX-out, sends the consumer's positions with its group metadata
-(send_offsets_to_transaction) and commits. `<txn>` is `<run>/<n>`: the producer's incarnation
+(send_offsets_to_transaction) and commits; one transaction in 8 (seeded) is aborted on
+purpose instead, after its records are flushed to the broker (so the log holds them), half
+before and half after send_offsets_to_transaction. `<txn>` is `<run>/<n>`: the producer's incarnation
 and the transaction's number. It prints, one line each, flushed:
 
   RUN <run>                     a producer was created and init_transactions returned
@@ -38,6 +41,8 @@ offsets (OffsetFetch with require_stable, as librdkafka asks for read_committed)
   GROUP-OFFSET <partition> <offset>            the group's committed offset (-1001: none)
 """
 
+import os
+import random
 import sys
 import time
 
@@ -50,9 +55,12 @@ BATCH_DEFAULT = 200
 LOOP_LIMIT_S = 900.0
 OP_TIMEOUT_S = 30.0
 
-# Reconnect quickly to a restarted broker (the default backs off to 10 s).
+# Reconnect quickly to a restarted broker (the default backs off to 10 s). No re-bootstrap
+# (KIP-899): with the only broker down, librdkafka 2.16 re-bootstraps and decommissions broker 1,
+# and a send_offsets_to_transaction then waits forever on the decommissioned group coordinator,
+# past its timeout (librdkafka issues #5511 and #5456).
 COMMON = {"broker.address.family": "v4", "reconnect.backoff.max.ms": 500,
-          "retry.backoff.max.ms": 500}
+          "retry.backoff.max.ms": 500, "metadata.recovery.strategy": "none"}
 
 
 def say(line):
@@ -90,8 +98,9 @@ def fill(bootstrap, prefix, n_records):
 class Loop:
     """The consume-transform-produce loop and its recovery."""
 
-    def __init__(self, bootstrap, prefix, batch_max):
+    def __init__(self, bootstrap, prefix, batch_max, seed):
         self.bootstrap, self.prefix, self.batch_max = bootstrap, prefix, batch_max
+        self.random = random.Random(seed)
         self.input, self.output = f"{prefix}-in", f"{prefix}-out"
         self.run, self.n_txns = 0, 0
         self.producer = None
@@ -120,7 +129,10 @@ class Loop:
         self.run += 1
         self.producer = Producer({
             "bootstrap.servers": self.bootstrap, **COMMON,
-            "transactional.id": f"{self.prefix}-eos", "linger.ms": 5})
+            "transactional.id": f"{self.prefix}-eos", "linger.ms": 5,
+            # librdkafka's debug contexts for the producer, e.g. "eos,protocol" (to stderr).
+            **({"debug": os.environ["SEGLOG_EOS_DEBUG"]} if "SEGLOG_EOS_DEBUG" in os.environ
+               else {})})
         while True:
             try:
                 self.producer.init_transactions(OP_TIMEOUT_S)
@@ -156,6 +168,8 @@ class Loop:
         txn = f"r{self.run}/{self.n_txns}"
         count = len(messages)
         phase = "begin"
+        draw = self.random.random()
+        abort_at = "produce" if draw < 1 / 16 else "offsets" if draw < 1 / 8 else None
         try:
             self.producer.begin_transaction()
             phase = "produce"
@@ -170,11 +184,17 @@ class Loop:
                     except BufferError:
                         self.producer.poll(0.05)
                 self.producer.poll(0)
+            if abort_at == "produce":
+                self.deliberate_abort(txn, count, phase)
+                return
             phase = "offsets"
             say(f"PHASE {txn} offsets")
             batch = {TopicPartition(self.input, p) for p in {m.partition() for m in messages}}
             positions = self.consumer.position(list(batch))
             self.send_offsets(positions)
+            if abort_at == "offsets":
+                self.deliberate_abort(txn, count, phase)
+                return
             phase = "commit"
             say(f"PHASE {txn} commit")
             self.commit()
@@ -194,6 +214,13 @@ class Loop:
         say(f"COMMITTED {txn} {count}")
         for tp in positions:
             self.committed[tp.partition] = tp.offset
+
+    def deliberate_abort(self, txn, count, phase):
+        """Flushes (the records reach the log), aborts and rewinds."""
+        while self.producer.flush(OP_TIMEOUT_S) > 0:
+            say(f"ERROR flush {len(self.producer)} records left")
+        self.abort(txn, count, f"{phase}:deliberate")
+        self.rewind()
 
     def send_offsets(self, positions):
         while True:
@@ -314,7 +341,8 @@ def main():
         fill(bootstrap, prefix, int(sys.argv[4]))
     elif step == "loop":
         batch_max = int(sys.argv[4]) if len(sys.argv) > 4 else BATCH_DEFAULT
-        Loop(bootstrap, prefix, batch_max).main()
+        seed = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+        Loop(bootstrap, prefix, batch_max, seed).main()
     elif step == "check":
         check(bootstrap, prefix)
     else:
