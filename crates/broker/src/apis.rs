@@ -122,7 +122,7 @@ apis! {
     Transaction DescribeTransactions 0..=0 => |broker, request| {
         handlers::describe_transactions(broker, request.decode()?, request.version).await
     };
-    Transaction ListTransactions 0..=1 => |broker, request| {
+    Transaction ListTransactions 0..=2 => |broker, request| {
         handlers::list_transactions(broker, request.decode()?, request.version).await
     };
     Transaction DescribeProducers 0..=0 => |broker, request| {

@@ -1,5 +1,7 @@
 //! `seglog consume`: records of a topic to stdout, in offset order per partition, formatted as
-//! kcat does (`%o %k %v %T ...`).
+//! kcat does (`%o %k %v %T ...`). `--isolation read-committed` reads as a read_committed
+//! consumer does: up to the last stable offset, skipping the records of aborted transactions
+//! (the aborted list of each read, as Kafka's consumer `Fetcher` applies it).
 
 use std::io::Write;
 
@@ -32,6 +34,51 @@ pub(crate) struct ConsumeArgs {
     /// timestamp, %K key length, %S value length, %h headers, \n \t escapes.
     #[arg(long, default_value = "%v\\n")]
     format: String,
+    /// read-uncommitted: every record up to the log end; read-committed: up to the last stable
+    /// offset, without the records of aborted transactions.
+    #[arg(long, value_enum, default_value_t = IsolationArg::ReadUncommitted)]
+    isolation: IsolationArg,
+}
+
+/// `--isolation` (Kafka's `isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum IsolationArg {
+    ReadUncommitted,
+    ReadCommitted,
+}
+
+/// What a read_committed reader skips (Kafka's `Fetcher` with its `abortedProducerIds`): the
+/// aborted transactions the reads listed, by first offset, and the producers inside one now.
+#[derive(Debug, Default)]
+struct AbortedFilter {
+    /// (first offset, producer id), not reached yet.
+    pending: std::collections::BTreeSet<(i64, i64)>,
+    /// Producers whose aborted transaction the reader is inside.
+    aborted: std::collections::BTreeSet<i64>,
+}
+
+impl AbortedFilter {
+    fn add(&mut self, listed: &[seglog_storage::log::partition_log::AbortedTransaction]) {
+        self.pending.extend(listed.iter().map(|txn| (txn.first_offset, txn.producer_id)));
+    }
+
+    /// Whether the records of `batch` are to be skipped; an ABORT marker ends its producer's
+    /// aborted transaction.
+    fn skips(&mut self, batch: &seglog_format::Batch<'_>) -> bool {
+        let producer_id = batch.producer_id();
+        while let Some(&(first_offset, aborted_producer)) = self.pending.first() {
+            if first_offset > batch.last_offset() {
+                break;
+            }
+            self.pending.pop_first();
+            self.aborted.insert(aborted_producer);
+        }
+        if batch.is_control_batch() {
+            self.aborted.remove(&producer_id);
+            return true;
+        }
+        batch.is_transactional() && self.aborted.contains(&producer_id)
+    }
 }
 
 /// Where a partition's read begins.
@@ -132,9 +179,15 @@ pub(crate) fn run(args: &ConsumeArgs) -> Result<()> {
     'partitions: for tp in &selected {
         let log = manager.get_log(tp)?;
         let Some(mut next) = start_offset(&log, &args.from)? else { continue };
-        let end = log.log_end_offset()?;
+        let (isolation, end) = match args.isolation {
+            IsolationArg::ReadUncommitted => (Isolation::LogEnd, log.log_end_offset()?),
+            IsolationArg::ReadCommitted => (Isolation::TxnCommitted, log.last_stable_offset()?),
+        };
+        let mut filter = AbortedFilter::default();
         while next < end {
-            let fetch = match log.read(next, 1 << 20, Isolation::LogEnd, true) {
+            let read = log.read_info(next, 1 << 20, isolation, true)?;
+            filter.add(read.aborted_transactions.as_deref().unwrap_or_default());
+            let fetch = match read.data {
                 Ok(fetch) => fetch,
                 Err(Error::OffsetOutOfRange { .. }) => break,
                 Err(error) => {
@@ -151,6 +204,10 @@ pub(crate) fn run(args: &ConsumeArgs) -> Result<()> {
                 item.batch.validate().with_context(|| {
                     format!("corrupt batch in {tp} at position {}", item.position)
                 })?;
+                if args.isolation == IsolationArg::ReadCommitted && filter.skips(&item.batch) {
+                    next = next.max(item.batch.next_offset());
+                    continue;
+                }
                 let records = item.batch.records(DecodeLimits::default()).with_context(|| {
                     format!("corrupt batch in {tp} at position {}", item.position)
                 })?;

@@ -63,7 +63,7 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
             let (manager, _) = open_existing(dirs)?;
             writeln!(
                 out,
-                "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY\tDIRTY_RATIO\tCLEANER"
+                "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY\tDIRTY_RATIO\tCLEANER\tLAST_STABLE_OFFSET\tOPEN_TRANSACTIONS"
             )?;
             for tp in manager.partitions() {
                 if topic.as_ref().is_some_and(|topic| *topic != tp.topic) {
@@ -91,16 +91,28 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
                         },
                     ),
                 };
+                // Transactions: the last stable offset, and each open transaction as
+                // `<producer id>@<first offset>`.
+                let open: Vec<String> = log
+                    .active_producers()?
+                    .iter()
+                    .filter(|producer| producer.current_txn_start_offset >= 0)
+                    .map(|producer| {
+                        format!("{}@{}", producer.producer_id, producer.current_txn_start_offset)
+                    })
+                    .collect();
+                let open = if open.is_empty() { "-".to_owned() } else { open.join(",") };
                 writeln!(
                     out,
-                    "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}\t{dirty}\t{cleaner}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}\t{dirty}\t{cleaner}\t{}\t{open}",
                     tp.topic,
                     tp.partition,
                     log.log_start_offset()?,
                     log.log_end_offset()?,
                     log.size_bytes()?,
                     log.segment_base_offsets()?.len(),
-                    log.config()?.durability
+                    log.config()?.durability,
+                    log.last_stable_offset()?
                 )?;
             }
             manager.shutdown()?;

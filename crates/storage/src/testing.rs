@@ -1,6 +1,6 @@
 //! Test support shared by this crate's tests, the other crates' tests and the benches (feature
 //! `sim`, or in this crate's tests): the seeded generator, a `SimFs` with a durable directory,
-//! where the real Kafka fixtures are, and producer batches.
+//! where the real Kafka fixtures are, producer batches, transactional batches and markers.
 
 use std::path::{Path, PathBuf};
 
@@ -110,4 +110,60 @@ pub fn filled_batch(base_offset: i64, record_bytes: usize, batch_bytes: usize) -
         offset += 1;
     }
     builder.build().unwrap()
+}
+
+/// A transactional producer batch (uncompressed, base offset 0): `values` as records without
+/// keys, timestamps from `timestamp_ms`, at `base_sequence` of `producer_id` / `producer_epoch`.
+///
+/// # Panics
+/// When the builder refuses a record: it is test support.
+#[expect(clippy::unwrap_used, reason = "test support: a batch that cannot be built fails the test")]
+pub fn txn_batch<V: AsRef<[u8]>>(
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    values: &[V],
+    timestamp_ms: i64,
+) -> Vec<u8> {
+    let mut builder = RecordBatchBuilder::new(Compression::None)
+        .producer(producer_id, producer_epoch, base_sequence)
+        .transactional(true);
+    for (idx, value) in values.iter().enumerate() {
+        builder.push(timestamp_ms + idx as i64, None, Some(value.as_ref()), &[]).unwrap();
+    }
+    builder.build().unwrap()
+}
+
+/// A COMMIT (`commit`) or ABORT transaction marker of `producer_id` / `producer_epoch` from a
+/// coordinator at `coordinator_epoch`, as the transaction coordinator writes it (append it with
+/// `AppendOrigin::Coordinator`).
+///
+/// # Panics
+/// Never for these arguments: it is test support.
+#[expect(
+    clippy::unwrap_used,
+    reason = "test support: a marker that cannot be built fails the test"
+)]
+pub fn txn_marker(
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+    timestamp_ms: i64,
+) -> Vec<u8> {
+    let kind = if commit {
+        seglog_format::ControlRecordType::Commit
+    } else {
+        seglog_format::ControlRecordType::Abort
+    };
+    seglog_format::end_transaction_marker_batch(
+        0,
+        timestamp_ms,
+        0,
+        producer_id,
+        producer_epoch,
+        kind,
+        coordinator_epoch,
+    )
+    .unwrap()
 }

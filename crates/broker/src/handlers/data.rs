@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{
-    FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+    AbortedTransaction, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
 };
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -20,6 +20,7 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{
     BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
+    ProducerId,
 };
 use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
@@ -427,6 +428,11 @@ fn read_partitions(
                         check_leader_epoch(partition.current_leader_epoch, leader_epoch);
                     data.high_watermark = read.high_watermark;
                     data.last_stable_offset = read.last_stable_offset;
+                    if request.isolation_level == 1 {
+                        // Kafka's `collectAbortedTransactions`, for the consumer to skip them.
+                        data.aborted_transactions =
+                            Some(aborted_transactions(read.aborted_transactions.as_deref()));
+                    }
                     if version >= 5 {
                         data.log_start_offset = read.log_start_offset;
                     }
@@ -462,8 +468,23 @@ fn read_partitions(
     reads
 }
 
-/// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed, the
-/// same here), -2 the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
+/// The aborted transactions of a read_committed read, as Fetch carries them.
+fn aborted_transactions(
+    aborted: Option<&[seglog_storage::log::partition_log::AbortedTransaction]>,
+) -> Vec<AbortedTransaction> {
+    aborted
+        .unwrap_or_default()
+        .iter()
+        .map(|txn| {
+            AbortedTransaction::default()
+                .with_producer_id(ProducerId(txn.producer_id))
+                .with_first_offset(txn.first_offset)
+        })
+        .collect()
+}
+
+/// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed), -2
+/// the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
 /// KIP-405's earliest local offset) the log start too, since nothing is tiered, -5 (v9+, the
 /// latest tiered offset) offset -1 with epoch -1, as Kafka answers for a topic without remote
 /// storage, and a real timestamp the first record at or after it below the high watermark. A
@@ -489,6 +510,7 @@ pub(crate) async fn list_offsets(
                     partition.partition_index,
                     partition.current_leader_epoch,
                     partition.timestamp,
+                    request.isolation_level == 1,
                     version,
                 ));
             }
@@ -522,6 +544,7 @@ fn list_offset(
     partition: i32,
     current_leader_epoch: i32,
     timestamp: i64,
+    read_committed: bool,
     version: i16,
 ) -> ListOffsetsPartitionResponse {
     let mut out = ListOffsetsPartitionResponse::default();
@@ -549,7 +572,14 @@ fn list_offset(
         out.offset = -1;
         return out;
     }
-    let high_watermark = match log.high_watermark() {
+    // The last fetchable offset: the high watermark, or for read_committed (v2+) the last
+    // stable offset (Kafka's `fetchOffsetForTimestamp` with its isolation level).
+    let bound = if read_committed && version >= 2 {
+        log.last_stable_offset()
+    } else {
+        log.high_watermark()
+    };
+    let high_watermark = match bound {
         Ok(high_watermark) => high_watermark,
         Err(error) => {
             out.error_code = storage_error(&error).code();

@@ -485,8 +485,9 @@ const STATE_NAMES: [&str; 8] = [
     "PrepareEpochFence",
 ];
 
-/// ListTransactions: every transactional id, filtered by state, producer id and (v1) how long
-/// the transaction has been open. v2's id pattern is not advertised.
+/// ListTransactions: every transactional id, filtered by state, producer id, (v1) how long
+/// the transaction has been open and (v2, KIP-1152) a regular expression its id must match
+/// (an empty pattern matches all; one that does not compile is INVALID_REGULAR_EXPRESSION).
 pub(crate) async fn list_transactions(
     broker: &Arc<Broker>,
     request: ListTransactionsRequest,
@@ -503,11 +504,26 @@ pub(crate) async fn list_transactions(
             .collect();
         let producer_ids: Vec<i64> = request.producer_id_filters.iter().map(|id| id.0).collect();
         let duration = if version >= 1 { request.duration_filter } else { -1 };
+        let asked =
+            request.transactional_id_pattern.as_ref().filter(|p| version >= 2 && !p.is_empty());
+        let pattern = match asked.map(|pattern| regex::Regex::new(&format!("^(?:{pattern})$"))) {
+            None => None,
+            Some(Ok(pattern)) => Some(pattern),
+            Some(Err(_)) => {
+                response.error_code = ResponseError::InvalidRegularExpression.code();
+                return response;
+            }
+        };
         match broker.txns.list(&states, &producer_ids, duration, now_ms()) {
             Err(error) => response.error_code = error.code(),
             Ok(listed) => {
                 response.transaction_states = listed
                     .into_iter()
+                    .filter(|listing| {
+                        pattern
+                            .as_ref()
+                            .is_none_or(|pattern| pattern.is_match(&listing.transactional_id))
+                    })
                     .map(|listing| {
                         ListedState::default()
                             .with_transactional_id(TransactionalId(str_bytes(

@@ -68,6 +68,20 @@ pub struct TransactionCoordinator {
     inner: Mutex<Inner>,
     /// Every write (to `__transaction_state` and the markers) goes through the one append path.
     pub(super) replicas: ReplicaManager,
+    /// A simulated crash point, armed by the simulation (`sim_tests.rs`).
+    #[cfg(test)]
+    pub(super) fail_point: Mutex<Option<FailPoint>>,
+}
+
+/// Where a simulated crash stops the completion of a prepared transaction: the work after it is
+/// left for the next load, as a process death there would leave it. Only the simulation arms
+/// one; elsewhere [`TransactionCoordinator::hit`] is always false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FailPoint {
+    /// After PrepareCommit/PrepareAbort is durable, before any marker.
+    AfterPrepare,
+    /// After this many markers.
+    AfterMarkers(usize),
 }
 
 /// A producer's id and epoch as a request names them.
@@ -84,7 +98,27 @@ impl TransactionCoordinator {
             manager,
             config,
             inner: Mutex::new(Inner::default()),
+            #[cfg(test)]
+            fail_point: Mutex::new(None),
         }
+    }
+
+    /// Whether the armed fail point is `point` (it fires once).
+    #[cfg(test)]
+    fn hit(&self, point: FailPoint) -> bool {
+        let mut armed = self.fail_point.lock().unwrap_or_else(PoisonError::into_inner);
+        if *armed == Some(point) {
+            *armed = None;
+            return true;
+        }
+        false
+    }
+
+    /// No fail point outside tests.
+    #[cfg(not(test))]
+    #[expect(clippy::unused_self, reason = "the test build's twin reads self")]
+    fn hit(&self, _point: FailPoint) -> bool {
+        false
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -527,7 +561,13 @@ impl TransactionCoordinator {
             }
             (meta.producer_id, meta.producer_epoch, commit, meta.partitions.clone())
         };
-        for tp in &partitions {
+        if self.hit(FailPoint::AfterPrepare) {
+            return false;
+        }
+        for (written, tp) in partitions.iter().enumerate() {
+            if self.hit(FailPoint::AfterMarkers(written)) {
+                return false;
+            }
             if let Err(error) =
                 self.write_marker(groups, tp, producer_id, producer_epoch, commit, now_ms)
             {

@@ -22,6 +22,8 @@
 mod coordinator;
 mod markers;
 mod metadata;
+#[cfg(test)]
+mod sim_tests;
 mod store;
 
 pub(crate) use coordinator::ProducerIdAndEpoch;

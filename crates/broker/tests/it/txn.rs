@@ -115,7 +115,11 @@ fn txn_batch(producer: (i64, i16), first_seq: i32, values: &[&str]) -> Bytes {
         .producer(producer.0, producer.1, first_seq)
         .transactional(true);
     for value in values {
-        builder.push(1_700_000_000_000, None, Some(value.as_bytes()), &[]).expect("record");
+        // Now: a timestamp days older than the markers' would roll the segment by time.
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX));
+        builder.push(now_ms, None, Some(value.as_bytes()), &[]).expect("record");
     }
     Bytes::from(builder.build().expect("batch"))
 }
@@ -329,7 +333,8 @@ async fn every_transaction_api_answers_at_every_advertised_version() {
                     let request = ListTransactionsRequest::default()
                         .with_state_filters(vec![s("Ongoing"), s("NoSuchState")])
                         .with_producer_id_filters(vec![ProducerId(producer.0)])
-                        .with_duration_filter(-1);
+                        .with_duration_filter(-1)
+                        .with_transactional_id_pattern((version >= 2).then(|| s("List.*")));
                     let response = client.send(&request, version).await;
                     assert_eq!(response.error_code, 0);
                     assert_eq!(response.unknown_state_filters.len(), 1);
@@ -339,6 +344,13 @@ async fn every_transaction_api_answers_at_every_advertised_version() {
                         .map(|state| state.transactional_id.0.as_str())
                         .collect();
                     assert_eq!(ids, vec![id.as_str()], "v{version}");
+                    if version >= 2 {
+                        let none = request.clone().with_transactional_id_pattern(Some(s("x.*")));
+                        assert!(client.send(&none, version).await.transaction_states.is_empty());
+                        let bad = request.clone().with_transactional_id_pattern(Some(s("(")));
+                        // INVALID_REGULAR_EXPRESSION (128).
+                        assert_eq!(client.send(&bad, version).await.error_code, 128);
+                    }
                 }
                 ApiKey::DescribeProducers => {
                     let producer = init(&mut client, &id, 3).await;

@@ -164,7 +164,10 @@ fn describe_shows_the_dirty_ratio_and_verify_warns_of_cleaner_leftovers() {
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         assert!(output.status.success(), "{text}");
         let header = text.lines().next().expect("header");
-        assert!(header.ends_with("\tDIRTY_RATIO\tCLEANER"), "{header}");
+        assert!(
+            header.ends_with("\tDIRTY_RATIO\tCLEANER\tLAST_STABLE_OFFSET\tOPEN_TRANSACTIONS"),
+            "{header}"
+        );
         let row: Vec<&str> = text.lines().nth(1).expect("row").split('\t').collect();
         let ratio: f64 = row[9].parse().expect("a ratio");
         assert!(row[10].starts_with(expect), "{row:?}");

@@ -8,3 +8,5 @@ mod inspect;
 mod kill;
 mod serve;
 mod txn;
+mod txn_tools;
+

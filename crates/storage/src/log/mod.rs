@@ -18,3 +18,5 @@ mod load_tests;
 mod partition_log_tests;
 #[cfg(test)]
 mod sim_tests;
+#[cfg(test)]
+mod txn_tests;

@@ -862,8 +862,9 @@ impl LogSegment {
         }
     }
 
-    /// Validates every batch from the start, rebuilds both indexes, and truncates whatever
-    /// follows the last valid batch (Kafka's `LogSegment.recover`).
+    /// Validates every batch from the start, rebuilds both indexes, empties the `.txnindex`
+    /// (which `PartitionLog::open` refills from a replay of the producers), and truncates
+    /// whatever follows the last valid batch (Kafka's `LogSegment.recover`).
     pub fn recover(&mut self) -> Result<RecoveryReport> {
         self.offset_index.file_mut().reset()?;
         self.time_index.file_mut().reset()?;
