@@ -9,4 +9,3 @@ mod kill;
 mod serve;
 mod txn;
 mod txn_tools;
-

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -135,7 +136,7 @@ impl KillPlan {
         // Lines that every transaction prints, so that a kill always comes.
         const POINTS: [&str; 4] = ["PHASE produce", "PHASE offsets", "PHASE commit", "COMMITTED"];
         let at = POINTS[usize::try_from(rng.next() % 4).expect("small")];
-        Self { commits: rng.between(2, 8), at }
+        Self { commits: rng.between(3, 9), at }
     }
 
     /// Whether `line` is the kill point once enough commits have been seen.
@@ -155,6 +156,8 @@ impl KillPlan {
 struct History {
     committed: BTreeMap<String, usize>,
     aborted: BTreeMap<String, usize>,
+    /// How many of `aborted` the loop aborted on purpose (the others after an error).
+    n_aborted_deliberately: usize,
     unknown: BTreeMap<String, usize>,
     done: bool,
 }
@@ -165,7 +168,10 @@ impl History {
         let count = || fields[2].parse::<usize>().expect("count");
         match fields[0] {
             "COMMITTED" => assert!(self.committed.insert(fields[1].to_owned(), count()).is_none()),
-            "ABORTED" => assert!(self.aborted.insert(fields[1].to_owned(), count()).is_none()),
+            "ABORTED" => {
+                assert!(self.aborted.insert(fields[1].to_owned(), count()).is_none());
+                self.n_aborted_deliberately += usize::from(fields[3].ends_with(":deliberate"));
+            }
             "UNKNOWN" => assert!(self.unknown.insert(fields[1].to_owned(), count()).is_none()),
             "DONE" => self.done = true,
             _ => {}
@@ -339,7 +345,7 @@ fn env_number(name: &str, default: u64) -> u64 {
 /// The exactly-once checker: `eos.py loop` (confluent-kafka: read_committed consumer in a
 /// group, transactional producer, send_offsets_to_transaction, abort and rewind on errors)
 /// turns `in-<k>` into `out-<k>` while the broker is killed with SIGKILL at seeded points
-/// (every 2 to 8 commits, at least 10 times) and restarted on the same port. Then the output
+/// (every 3 to 9 commits, at least 10 times) and restarted on the same port. Then the output
 /// topic, read_committed from the start, must hold every input's output exactly once,
 /// nothing of an aborted transaction (the loop also aborts one transaction in 8 on purpose,
 /// after flushing its records), every committed transaction whole, and the group's offsets
@@ -358,10 +364,9 @@ fn eos_loop_under_sigkill_loses_duplicates_and_tears_nothing() {
         |seed| seed.parse().expect("SEED is a number"),
     );
     eprintln!("eos: seed {seed} (SEED={seed} repeats the kill plan), {n_records} records");
-    let mut rng = Rng(seed);
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let mut broker = Broker::start(&data);
+    let broker = Broker::start(&data);
     let addr = broker.addr.clone();
     let eos = |step: &str, extra: &[String]| {
         let output = Command::new(&python)
@@ -377,72 +382,11 @@ fn eos_loop_under_sigkill_loses_duplicates_and_tears_nothing() {
     let filled = eos("fill", &[n_records.to_string()]);
     assert_eq!(filled.trim(), format!("FILLED {n_records}"));
 
-    // About 150 transactions whatever the size, so that the kills (every 2 to 8 commits)
+    // About 150 transactions whatever the size, so that the kills (every 3 to 9 commits)
     // number well over 10.
     let batch = (n_records / 150).max(20);
-    let loop_stderr = dir.path().join("loop.stderr");
-    let mut child = Command::new(&python)
-        .arg(python_script("eos.py"))
-        .args([addr.as_str(), "eos", "loop", &batch.to_string(), &seed.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&loop_stderr).expect("stderr file"))
-        .spawn()
-        .expect("python runs");
-    let stdout = child.stdout.take().expect("stdout");
-    let (sender, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut history = History::default();
-    let mut transcript = Vec::new();
-    let (mut kills, mut commits_since_restart) = (BTreeMap::<&str, usize>::new(), 0);
-    let mut plan = KillPlan::draw(&mut rng);
-    let fail = |why: &str, transcript: &[String]| -> ! {
-        let tail = transcript[transcript.len().saturating_sub(40)..].join("\n");
-        let stderr = std::fs::read_to_string(&loop_stderr).unwrap_or_default();
-        let stderr_tail: Vec<&str> = stderr.lines().rev().take(40).collect();
-        panic!(
-            "seed {seed}: {why}\nloop stdout tail:\n{tail}\nloop stderr tail (last first):\n{}",
-            stderr_tail.join("\n")
-        );
-    };
-    loop {
-        // The loop reports every few hundred milliseconds while the broker is up; two minutes
-        // of silence is a hang.
-        let line = match lines.recv_timeout(Duration::from_mins(2)) {
-            Ok(line) => line,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                fail("the loop made no progress for 2 minutes", &transcript)
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
-        history.record(&line);
-        if line.starts_with("COMMITTED ") {
-            commits_since_restart += 1;
-        }
-        let kill = !history.done && plan.hits(&line, commits_since_restart);
-        transcript.push(line);
-        if kill {
-            broker.child.kill().expect("SIGKILL");
-            broker.child.wait().expect("reaped");
-            *kills.entry(plan.at).or_default() += 1;
-            let n_kills: usize = kills.values().sum();
-            transcript.push(format!("-- test: SIGKILL {n_kills} at {}, restart", plan.at));
-            // Start again on the same port: this returns once the broker announces its
-            // address, so the next kill never lands on a broker still starting.
-            broker = Broker::start_on(&data, &addr);
-            commits_since_restart = 0;
-            plan = KillPlan::draw(&mut rng);
-        }
-    }
-    let status = child.wait().expect("the loop exits");
-    if !status.success() || !history.done {
-        fail(&format!("the loop ended with {status} before DONE"), &transcript);
-    }
+    let (broker, history, kills) =
+        run_loop_with_kills(&python, broker, &data, &dir.path().join("loop.stderr"), batch, seed);
     let loop_done = started.elapsed();
 
     let observed = Observed::parse(&eos("check", &[]));
@@ -457,11 +401,12 @@ fn eos_loop_under_sigkill_loses_duplicates_and_tears_nothing() {
         .count();
     eprintln!(
         "eos: seed {seed}; {n_records} records, batches of at most {batch}; {n_kills} kills (at {kills:?}); \
-         {} transactions committed, {} aborted, {} of unknown outcome; {} output records \
+         {} transactions committed, {} aborted ({} on purpose), {} of unknown outcome; {} output records \
          read_committed, {} in the log ({aborted_in_log} of aborted transactions); {anomalies:?}; \
          loop {:.1} s, total {:.1} s",
         history.committed.len(),
         history.aborted.len(),
+        history.n_aborted_deliberately,
         history.unknown.len(),
         observed.outputs.len(),
         observed.raw_outputs.len(),
@@ -512,4 +457,82 @@ fn check_eos_counts_each_anomaly() {
     short.retain(|line| *line != "GROUP-OFFSET 1 2");
     short.extend(["GROUP-OFFSET 1 3"].iter().chain(&clean));
     assert_eq!(check(&short).offset_violations, 1);
+}
+
+/// Runs `eos.py loop` to its DONE while killing the broker (SIGKILL) at the seeded points and
+/// starting it again on the same port over `data`. Returns the running broker, what the loop
+/// reported and the kills by kill point.
+fn run_loop_with_kills(
+    python: &Path,
+    mut broker: Broker,
+    data: &Path,
+    loop_stderr: &Path,
+    batch: u64,
+    seed: u64,
+) -> (Broker, History, BTreeMap<&'static str, usize>) {
+    let mut rng = Rng(seed);
+    let addr = broker.addr.clone();
+    let mut child = Command::new(python)
+        .arg(python_script("eos.py"))
+        .args([addr.as_str(), "eos", "loop", &batch.to_string(), &seed.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(loop_stderr).expect("stderr file"))
+        .spawn()
+        .expect("python runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut history = History::default();
+    let mut transcript = Vec::new();
+    let (mut kills, mut commits_since_restart) = (BTreeMap::<&str, usize>::new(), 0);
+    let mut plan = KillPlan::draw(&mut rng);
+    let fail = |why: &str, transcript: &[String]| -> ! {
+        let tail = transcript[transcript.len().saturating_sub(40)..].join("\n");
+        let stderr = std::fs::read_to_string(loop_stderr).unwrap_or_default();
+        let stderr_tail: Vec<&str> = stderr.lines().rev().take(40).collect();
+        panic!(
+            "seed {seed}: {why}\nloop stdout tail:\n{tail}\nloop stderr tail (last first):\n{}",
+            stderr_tail.join("\n")
+        );
+    };
+    loop {
+        // The loop reports every few hundred milliseconds while the broker is up; two minutes
+        // of silence is a hang.
+        let line = match lines.recv_timeout(Duration::from_mins(2)) {
+            Ok(line) => line,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                fail("the loop made no progress for 2 minutes", &transcript)
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        history.record(&line);
+        if line.starts_with("COMMITTED ") {
+            commits_since_restart += 1;
+        }
+        let kill = !history.done && plan.hits(&line, commits_since_restart);
+        transcript.push(line);
+        if kill {
+            broker.child.kill().expect("SIGKILL");
+            broker.child.wait().expect("reaped");
+            *kills.entry(plan.at).or_default() += 1;
+            let n_kills: usize = kills.values().sum();
+            transcript.push(format!("-- test: SIGKILL {n_kills} at {}, restart", plan.at));
+            // Start again on the same port: this returns once the broker announces its
+            // address, so the next kill never lands on a broker still starting.
+            broker = Broker::start_on(data, &addr);
+            commits_since_restart = 0;
+            plan = KillPlan::draw(&mut rng);
+        }
+    }
+    let status = child.wait().expect("the loop exits");
+    if !status.success() || !history.done {
+        fail(&format!("the loop ended with {status} before DONE"), &transcript);
+    }
+    (broker, history, kills)
 }
