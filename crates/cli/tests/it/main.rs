@@ -7,4 +7,5 @@ mod dump;
 mod inspect;
 mod kill;
 mod serve;
+mod txn;
 mod txn_tools;

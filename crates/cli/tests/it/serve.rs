@@ -12,20 +12,20 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-struct Broker {
-    child: Child,
-    addr: String,
+pub(crate) struct Broker {
+    pub(crate) child: Child,
+    pub(crate) addr: String,
     /// The broker's stderr lines after the address line (tracing's output).
     stderr: Option<mpsc::Receiver<String>>,
 }
 
 impl Broker {
-    fn start(dir: &Path) -> Self {
+    pub(crate) fn start(dir: &Path) -> Self {
         Self::start_on(dir, "127.0.0.1:0")
     }
 
     /// Starts `seglog serve` on `listener` (a port of 0 picks one).
-    fn start_on(dir: &Path, listener: &str) -> Self {
+    pub(crate) fn start_on(dir: &Path, listener: &str) -> Self {
         Self::start_with(dir, listener, &[])
     }
 
@@ -79,7 +79,7 @@ impl Broker {
     }
 
     /// SIGTERM, then the exit status.
-    fn terminate(mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         let status = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
         assert!(status.success());
@@ -106,7 +106,7 @@ fn client(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
 }
 
 /// The Python venv with kafka-python and confluent-kafka (`SEGLOG_PYTHON`).
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     client("the Python venv (SEGLOG_PYTHON)", std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from))
 }
 
@@ -210,7 +210,7 @@ fn dump_consumer_offsets(dir: &Path) -> String {
         .collect()
 }
 
-fn python_script(name: &str) -> PathBuf {
+pub(crate) fn python_script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(name)
 }
 

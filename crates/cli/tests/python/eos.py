@@ -1,0 +1,353 @@
+"""Exactly-once consume-transform-produce with confluent-kafka against `seglog serve`, for a
+Jepsen-style checker: the test kills the broker with SIGKILL while `loop` runs.
+
+Usage:
+  eos.py BOOTSTRAP PREFIX fill N   create PREFIX-in and PREFIX-out (4 partitions each) and
+                                   produce `in-<k>` for k in 0..N to PREFIX-in (partition k % 4)
+  eos.py BOOTSTRAP PREFIX loop [BATCH [SEED]]
+                                   the EOS loop, until every input record is processed, with
+                                   at most BATCH records a transaction (200); SEED (0) picks
+                                   the transactions it aborts on purpose
+  eos.py BOOTSTRAP PREFIX check    print what a checker needs (below)
+
+`loop`: a consumer in group PREFIX-group (isolation.level=read_committed, no auto commit)
+subscribed to PREFIX-in and a transactional producer (transactional.id PREFIX-eos). Each
+transaction consumes a batch, produces `out-<k> txn=<txn>` for each `in-<k>` to the same
+partition of PREFIX-out, sends the consumer's positions with its group metadata
+(send_offsets_to_transaction) and commits; one transaction in 8 (seeded) is aborted on
+purpose instead, after its records are flushed to the broker (so the log holds them), half
+before and half after send_offsets_to_transaction. `<txn>` is `<run>/<n>`: the producer's incarnation
+and the transaction's number. It prints, one line each, flushed:
+
+  RUN <run>                     a producer was created and init_transactions returned
+  PHASE <txn> <phase>           the transaction reached produce, offsets or commit
+  COMMITTED <txn> <count>       commit_transaction returned: <count> records are committed
+  ABORTED <txn> <count> <why>   the transaction can never commit: abort_transaction returned,
+                                or the producer failed before it asked to commit (the next
+                                incarnation's init_transactions aborts it)
+  UNKNOWN <txn> <count> <why>   commit_transaction failed fatally: committed or not, all or
+                                nothing
+  ERROR <what> <error>          a retried error (diagnostics)
+  DONE <transactions>           the group's committed offsets reached every input log end
+
+After an abort, or with a new producer, the consumer is rewound to the group's committed
+offsets (OffsetFetch with require_stable, as librdkafka asks for read_committed).
+
+`check`: reads PREFIX-in and PREFIX-out from the start to their ends and prints
+  IN <partition> <offset> <k>                  every input record
+  OUT <partition> <offset> <k> <txn>           every output record read_committed
+  RAW <partition> <offset> <k> <txn>           every output record read_uncommitted
+  END <topic> <partition> <committed end> <uncommitted end>
+  GROUP-OFFSET <partition> <offset>            the group's committed offset (-1001: none)
+"""
+
+import os
+import random
+import sys
+import time
+
+from confluent_kafka import (OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError,
+                             KafkaException, Producer, TopicPartition)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+PARTITIONS = 4
+BATCH_DEFAULT = 200
+LOOP_LIMIT_S = 900.0
+OP_TIMEOUT_S = 30.0
+
+# Reconnect quickly to a restarted broker (the default backs off to 10 s). No re-bootstrap
+# (KIP-899): with the only broker down, librdkafka 2.16 re-bootstraps and decommissions broker 1,
+# and a send_offsets_to_transaction then waits forever on the decommissioned group coordinator,
+# past its timeout (librdkafka issues #5511 and #5456).
+COMMON = {"broker.address.family": "v4", "reconnect.backoff.max.ms": 500,
+          "retry.backoff.max.ms": 500, "metadata.recovery.strategy": "none"}
+
+
+def say(line):
+    print(line, flush=True)
+
+
+def fill(bootstrap, prefix, n_records):
+    admin = AdminClient({"bootstrap.servers": bootstrap, **COMMON})
+    topics = [NewTopic(f"{prefix}-{kind}", PARTITIONS, 1) for kind in ("in", "out")]
+    for future in admin.create_topics(topics).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, **COMMON, "enable.idempotence": True,
+                         "linger.ms": 20})
+    failures = []
+
+    def on_delivery(error, _message):
+        if error is not None:
+            failures.append(error)
+
+    for k in range(n_records):
+        while True:
+            try:
+                producer.produce(f"{prefix}-in", value=f"in-{k}".encode(),
+                                 partition=k % PARTITIONS, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining or failures:
+        sys.exit(f"fill: {remaining} undelivered, failures {failures[:5]}")
+    say(f"FILLED {n_records}")
+
+
+class Loop:
+    """The consume-transform-produce loop and its recovery."""
+
+    def __init__(self, bootstrap, prefix, batch_max, seed):
+        self.bootstrap, self.prefix, self.batch_max = bootstrap, prefix, batch_max
+        self.random = random.Random(seed)
+        self.input, self.output = f"{prefix}-in", f"{prefix}-out"
+        self.run, self.n_txns = 0, 0
+        self.producer = None
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, **COMMON, "group.id": f"{prefix}-group",
+            "isolation.level": "read_committed", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest"})
+        self.consumer.subscribe([self.input])
+        self.ends = self.input_ends()
+        self.committed = {p: 0 for p in range(PARTITIONS)}
+
+    def input_ends(self):
+        ends = {}
+        for p in range(PARTITIONS):
+            while True:
+                try:
+                    _, high = self.consumer.get_watermark_offsets(
+                        TopicPartition(self.input, p), timeout=OP_TIMEOUT_S)
+                    ends[p] = high
+                    break
+                except KafkaException as error:
+                    say(f"ERROR watermarks {error.args[0]}")
+        return ends
+
+    def new_producer(self):
+        self.run += 1
+        self.producer = Producer({
+            "bootstrap.servers": self.bootstrap, **COMMON,
+            "transactional.id": f"{self.prefix}-eos", "linger.ms": 5,
+            # librdkafka's debug contexts for the producer, e.g. "eos,protocol" (to stderr).
+            **({"debug": os.environ["SEGLOG_EOS_DEBUG"]} if "SEGLOG_EOS_DEBUG" in os.environ
+               else {})})
+        while True:
+            try:
+                self.producer.init_transactions(OP_TIMEOUT_S)
+                break
+            except KafkaException as error:
+                kafka_error = error.args[0]
+                say(f"ERROR init_transactions {kafka_error}")
+                if kafka_error.fatal():
+                    sys.exit(f"init_transactions failed fatally: {kafka_error}")
+        say(f"RUN r{self.run}")
+
+    def rewind(self):
+        """Seeks every assigned partition back to the group's committed offset."""
+        while True:
+            assignment = self.consumer.assignment()
+            try:
+                committed = self.consumer.committed(assignment, timeout=OP_TIMEOUT_S)
+                for tp in committed:
+                    offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+                    self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+                    self.committed[tp.partition] = max(tp.offset, 0)
+                return
+            except KafkaException as error:
+                say(f"ERROR rewind {error.args[0]}")
+
+    def done(self):
+        return all(self.committed[p] >= self.ends[p] for p in range(PARTITIONS))
+
+    def transaction(self, messages):
+        """One transaction over `messages`; returns normally when it committed or was
+        aborted, leaving the consumer where the next transaction starts."""
+        self.n_txns += 1
+        txn = f"r{self.run}/{self.n_txns}"
+        count = len(messages)
+        phase = "begin"
+        draw = self.random.random()
+        abort_at = "produce" if draw < 1 / 16 else "offsets" if draw < 1 / 8 else None
+        try:
+            self.producer.begin_transaction()
+            phase = "produce"
+            say(f"PHASE {txn} produce")
+            for message in messages:
+                k = message.value().decode().removeprefix("in-")
+                while True:
+                    try:
+                        self.producer.produce(self.output, value=f"out-{k} txn={txn}".encode(),
+                                              partition=message.partition())
+                        break
+                    except BufferError:
+                        self.producer.poll(0.05)
+                self.producer.poll(0)
+            if abort_at == "produce":
+                self.deliberate_abort(txn, count, phase)
+                return
+            phase = "offsets"
+            say(f"PHASE {txn} offsets")
+            batch = {TopicPartition(self.input, p) for p in {m.partition() for m in messages}}
+            positions = self.consumer.position(list(batch))
+            self.send_offsets(positions)
+            if abort_at == "offsets":
+                self.deliberate_abort(txn, count, phase)
+                return
+            phase = "commit"
+            say(f"PHASE {txn} commit")
+            self.commit()
+        except KafkaException as error:
+            kafka_error = error.args[0]
+            if kafka_error.txn_requires_abort():
+                self.abort(txn, count, f"{phase}:{kafka_error.name()}")
+            else:
+                # Fatal: this producer is done. Before the commit was asked for, the
+                # transaction cannot commit; during it, the outcome is unknown.
+                kind = "UNKNOWN" if phase == "commit" else "ABORTED"
+                say(f"{kind} {txn} {count} {phase}:{kafka_error.name()}")
+                self.producer = None
+                self.new_producer()
+            self.rewind()
+            return
+        say(f"COMMITTED {txn} {count}")
+        for tp in positions:
+            self.committed[tp.partition] = tp.offset
+
+    def deliberate_abort(self, txn, count, phase):
+        """Flushes (the records reach the log), aborts and rewinds."""
+        while self.producer.flush(OP_TIMEOUT_S) > 0:
+            say(f"ERROR flush {len(self.producer)} records left")
+        self.abort(txn, count, f"{phase}:deliberate")
+        self.rewind()
+
+    def send_offsets(self, positions):
+        while True:
+            try:
+                self.producer.send_offsets_to_transaction(
+                    positions, self.consumer.consumer_group_metadata(), OP_TIMEOUT_S)
+                return
+            except KafkaException as error:
+                if not error.args[0].retriable():
+                    raise
+                say(f"ERROR send_offsets_to_transaction {error.args[0]}")
+
+    def commit(self):
+        while True:
+            try:
+                self.producer.commit_transaction(OP_TIMEOUT_S)
+                return
+            except KafkaException as error:
+                if not error.args[0].retriable():
+                    raise
+                say(f"ERROR commit_transaction {error.args[0]}")
+
+    def abort(self, txn, count, why):
+        while True:
+            try:
+                self.producer.abort_transaction(OP_TIMEOUT_S)
+                say(f"ABORTED {txn} {count} {why}")
+                return
+            except KafkaException as error:
+                kafka_error = error.args[0]
+                if kafka_error.retriable():
+                    say(f"ERROR abort_transaction {kafka_error}")
+                    continue
+                # The abort failed fatally: an abortable error may hide a commit that went
+                # through, so the outcome is unknown; a new producer settles it.
+                say(f"UNKNOWN {txn} {count} {why}+abort:{kafka_error.name()}")
+                self.producer = None
+                self.new_producer()
+                return
+
+    def main(self):
+        self.new_producer()
+        started = time.time()
+        while not self.done():
+            if time.time() - started > LOOP_LIMIT_S:
+                sys.exit(f"loop: not done after {LOOP_LIMIT_S} s: committed {self.committed}, "
+                         f"ends {self.ends}")
+            messages = []
+            for message in self.consumer.consume(self.batch_max, 0.5):
+                if message.error() is None:
+                    messages.append(message)
+                elif message.error().fatal():
+                    sys.exit(f"consumer: {message.error()}")
+            if messages:
+                self.transaction(messages)
+            elif not self.consumer.assignment():
+                continue
+            else:
+                # Nothing to read: the committed offsets may be ahead of what this process
+                # saw committed (a commit of unknown outcome that went through).
+                self.rewind()
+        say(f"DONE {self.n_txns}")
+        self.consumer.close()
+
+
+def read_all(bootstrap, topic, isolation, line):
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, **COMMON, "group.id": f"{topic}-checker",
+        "enable.auto.commit": False, "isolation.level": isolation,
+        "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    at_end, deadline = set(), time.time() + 120
+    while len(at_end) < PARTITIONS:
+        if time.time() > deadline:
+            sys.exit(f"check: {topic} {isolation} not read to its end (at end: {at_end})")
+        for message in consumer.consume(1000, 0.5):
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(message.partition())
+                    continue
+                sys.exit(f"check: {topic} {isolation}: {message.error()}")
+            at_end.discard(message.partition())
+            say(line(message))
+    ends = {}
+    for p in range(PARTITIONS):
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+        ends[p] = high
+    consumer.close()
+    return ends
+
+
+def check(bootstrap, prefix):
+    def output_line(kind):
+        def line(message):
+            k, txn = message.value().decode().removeprefix("out-").split(" txn=")
+            return f"{kind} {message.partition()} {message.offset()} {k} {txn}"
+        return line
+
+    ends = read_all(bootstrap, f"{prefix}-in", "read_uncommitted", lambda m: (
+        f"IN {m.partition()} {m.offset()} {m.value().decode().removeprefix('in-')}"))
+    for p, end in ends.items():
+        say(f"END {prefix}-in {p} {end} {end}")
+    committed_ends = read_all(bootstrap, f"{prefix}-out", "read_committed", output_line("OUT"))
+    raw_ends = read_all(bootstrap, f"{prefix}-out", "read_uncommitted", output_line("RAW"))
+    for p in range(PARTITIONS):
+        say(f"END {prefix}-out {p} {committed_ends[p]} {raw_ends[p]}")
+    consumer = Consumer({"bootstrap.servers": bootstrap, **COMMON, "group.id": f"{prefix}-group",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    asked = [TopicPartition(f"{prefix}-in", p) for p in range(PARTITIONS)]
+    for tp in consumer.committed(asked, timeout=30):
+        say(f"GROUP-OFFSET {tp.partition} {tp.offset if tp.offset >= 0 else OFFSET_INVALID}")
+    consumer.close()
+
+
+def main():
+    bootstrap, prefix, step = sys.argv[1], sys.argv[2], sys.argv[3]
+    if step == "fill":
+        fill(bootstrap, prefix, int(sys.argv[4]))
+    elif step == "loop":
+        batch_max = int(sys.argv[4]) if len(sys.argv) > 4 else BATCH_DEFAULT
+        seed = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+        Loop(bootstrap, prefix, batch_max, seed).main()
+    elif step == "check":
+        check(bootstrap, prefix)
+    else:
+        sys.exit(f"unknown step {step}")
+
+
+if __name__ == "__main__":
+    main()
