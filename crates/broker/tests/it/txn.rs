@@ -536,3 +536,42 @@ async fn a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     assert_eq!(end(&mut client, "slow", producer, true, 4).await, 90);
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn an_idle_transactional_id_expires() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(
+        dir.path(),
+        &[
+            ("transaction.state.log.num.partitions", "1"),
+            ("transactional.id.expiration.ms", "300"),
+            ("transaction.remove.expired.transaction.cleanup.interval.ms", "100"),
+        ],
+    )
+    .await;
+    let mut client = Client::connect(&server).await;
+    create_topic(&mut client, 1).await;
+    let producer = init(&mut client, "idle", 4).await;
+    assert_eq!(add_partitions(&mut client, "idle", producer, &[0]).await, 0);
+    assert_eq!(end(&mut client, "idle", producer, false, 4).await, 0);
+    let describe =
+        DescribeTransactionsRequest::default().with_transactional_ids(vec![txn_id("idle")]);
+    assert_eq!(client.send(&describe, 0).await.transaction_states[0].error_code, 0);
+    // Idle for `transactional.id.expiration.ms`: the coordinator's timer writes a tombstone and
+    // forgets it (TRANSACTIONAL_ID_NOT_FOUND, 105). Polled, not slept on a guess.
+    let mut code = 0;
+    for _ in 0..500 {
+        code = client.send(&describe, 0).await.transaction_states[0].error_code;
+        if code != 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(code, 105);
+    server.shutdown().await.expect("clean shutdown");
+    // The tombstone holds across a restart: the id stays forgotten.
+    let server = start(dir.path(), &[("transaction.state.log.num.partitions", "1")]).await;
+    let mut client = Client::connect(&server).await;
+    assert_eq!(client.send(&describe, 0).await.transaction_states[0].error_code, 105);
+    server.shutdown().await.expect("clean shutdown");
+}
