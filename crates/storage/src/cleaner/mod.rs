@@ -27,6 +27,8 @@ mod offset_map;
 pub(crate) mod tests;
 mod throttle;
 mod txn;
+#[cfg(test)]
+mod txn_tests;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
