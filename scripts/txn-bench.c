@@ -16,7 +16,8 @@
  * commit_transaction, which flushes them.
  *
  * The clock runs from the first produce call to the last acknowledgement
- * (the final flush or commit). On success it prints one line on stdout:
+ * (the final flush or commit); the topic's metadata (which may create it) and
+ * init_transactions come before it. On success it prints one line on stdout:
  *
  *   records=N bytes=B seconds=X records_per_s=R mb_per_s=M txns=C
  *
@@ -158,7 +159,8 @@ static void txn_failed(rd_kafka_t *rk, const char *call,
         exit(1);
 }
 
-/* Number of partitions of TOPIC; the metadata request may create it. */
+/* Number of partitions of TOPIC, once each has a leader; the metadata
+ * request may create the topic. */
 static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms) {
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         double deadline       = now_s() + timeout_ms / 1000.0;
@@ -175,6 +177,12 @@ static int partition_count(rd_kafka_t *rk, const char *topic, int timeout_ms) {
                                 last = md->topics[0].err;
                                 if (last == RD_KAFKA_RESP_ERR_NO_ERROR)
                                         n = md->topics[0].partition_cnt;
+                                /* Wait for every partition's leader too. */
+                                for (int i = 0; i < n; i++)
+                                        if (md->topics[0].partitions[i].err ||
+                                            md->topics[0].partitions[i].leader <
+                                                0)
+                                                n = 0;
                         }
                         rd_kafka_metadata_destroy(md);
                 }
@@ -296,9 +304,12 @@ int main(int argc, char **argv) {
         signal(SIGINT, on_signal);
         signal(SIGTERM, on_signal);
 
-        int nparts = partition < 0
-                         ? partition_count(rk, topic, (int)timeout_ms)
-                         : 0;
+        /* Outside the clock: the topic's creation (it may be new) and its
+         * metadata. */
+        int nparts = partition_count(rk, topic, (int)timeout_ms);
+        if (partition >= nparts)
+                fail("topic %s has %d partitions, no partition %lld", topic,
+                     nparts, partition);
         rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
         if (!rkt)
                 fail("topic %s: %s", topic,
