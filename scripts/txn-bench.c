@@ -17,7 +17,8 @@
  *
  * The clock runs from the first produce call to the last acknowledgement
  * (the final flush or commit); the topic's metadata (which may create it) and
- * init_transactions come before it. On success it prints one line on stdout:
+ * the producer id (init_transactions, or a warm-up record without
+ * transactions, so the topic gets COUNT + 1 records) come before it. On success it prints one line on stdout:
  *
  *   records=N bytes=B seconds=X records_per_s=R mb_per_s=M txns=C
  *
@@ -315,13 +316,6 @@ int main(int argc, char **argv) {
                 fail("topic %s: %s", topic,
                      rd_kafka_err2str(rd_kafka_last_error()));
 
-        if (per_txn > 0) {
-                rd_kafka_error_t *e =
-                    rd_kafka_init_transactions(rk, (int)timeout_ms);
-                if (e)
-                        txn_failed(rk, "init_transactions", e);
-        }
-
         /* One payload for every record, never freed or copied (as
          * rdkafka_performance does without -l). */
         char *payload = malloc(size > 0 ? (size_t)size : 1);
@@ -329,6 +323,27 @@ int main(int argc, char **argv) {
                 fail("out of memory");
         for (long long i = 0; i < size; i++)
                 payload[i] = (char)('a' + i % 26);
+
+        /* Outside the clock: the producer id. init_transactions waits for
+         * it; without transactions librdkafka acquires it by itself, on a
+         * timer that can fire 0.5 s after the connection is up, so one
+         * warm-up record (not counted; the topic gets COUNT + 1) is
+         * produced and flushed first. */
+        if (per_txn == 0) {
+                produce_one(rk, rkt, partition < 0 ? 0 : (int32_t)partition,
+                            payload, (size_t)size);
+                rd_kafka_resp_err_t err = rd_kafka_flush(rk, (int)timeout_ms);
+                if (err || n_failed || n_delivered != 1)
+                        fail("warm-up record: %s",
+                             n_failed ? first_failure : rd_kafka_err2str(err));
+                n_delivered = 0;
+        } else {
+                rd_kafka_error_t *e =
+                    rd_kafka_init_transactions(rk, (int)timeout_ms);
+                if (e)
+                        txn_failed(rk, "init_transactions", e);
+        }
+
 
         long long sent = 0, txns = 0;
         int32_t next_part = 0;
