@@ -72,7 +72,8 @@ acks=all, enable.idempotence=true and the same linger.ms and batch.size:
 interleaved (plain, txn100, txn1000, plain, ...) BENCH_TXN_REPEATS times, for
 1024 B records (BENCH_BYTES per run) and 100 B records (BENCH_BYTES_100B per
 run; BENCH_TXN_SKIP_100B=1 skips them). It prints every run (MB/s, records/s,
-broker and client CPU seconds), each round's txn/plain ratio, their mean, and a
+seconds spent in commit_transaction or the plain run's flush, broker and client
+CPU seconds), each round's txn/plain ratio, their mean, and a
 last machine-readable line of the mean ratios:
 
   ratio_txn1000_vs_plain_1k=X ratio_txn100_vs_plain_1k=Y ratio_txn1000_vs_plain_100b=Z ratio_txn100_vs_plain_100b=W
@@ -481,7 +482,7 @@ txn_run() {
     t0=$(cpu_ticks "$pid")
     { time timeout "$BENCH_RUN_TIMEOUT" "$txn_bench" -b "127.0.0.1:$port" -t "$topic" -p 0 \
         -s "$size" -c "$count" -k "$k" -i "$topic" \
-        -l "$BENCH_LINGER_MS" -B "$BENCH_BATCH_SIZE" >"$tlog" 2>&1; } 2>"$tlog.time" || rc=$?
+        -l "$BENCH_LINGER_MS" -B "$BENCH_BATCH_SIZE" -v >"$tlog" 2>&1; } 2>"$tlog.time" || rc=$?
     t1=$(cpu_ticks "$pid")
     T[$size,$variant,$round,bcpu]=$(awk -v a="$t0" -v b="$t1" -v h="$clk_tck" 'BEGIN { printf "%.1f\n", (b - a) / h }')
     T[$size,$variant,$round,ccpu]=$(awk 'NF == 2 { printf "%.1f\n", $1 + $2 }' "$tlog.time" 2>/dev/null || true)
@@ -496,6 +497,8 @@ txn_run() {
             T[$size,$variant,$round,$key]=$(tr ' ' '\n' <<<"$line" | sed -n "s/^$key=//p")
         done
         T[$size,$variant,$round,mbs]=${T[$size,$variant,$round,mb_per_s]}
+        # -v: seconds inside commit_transaction (or the plain run's final flush).
+        T[$size,$variant,$round,end]=$(sed -nE 's/.*(commit_transaction|flush)=([0-9.]+) s.*/\2/p' "$tlog" | tail -n 1)
     fi
     kill -0 "$pid" 2>/dev/null || die "seglog exited during the run; last lines of $seglog_log: $(tail -n 5 "$seglog_log")"
 }
@@ -558,17 +561,19 @@ run_transactional_mode() {
     echo "records per run: 1024 B x $count_1k$(if ((${#sizes[@]} > 1)); then printf ', 100 B x %s' "$count_100b"; fi); txn-bench: idempotent producer, acks=all linger.ms=$BENCH_LINGER_MS batch.size=$BENCH_BATCH_SIZE, partition 0 of a fresh topic per run"
     echo "variants: plain = no transactions; txnK = transactions of K records (begin, K produce calls, commit); $BENCH_TXN_REPEATS interleaved rounds"
     echo "MB/s = 10^6 payload bytes/s, from the first produce call to the last acknowledgement (flush or commit)"
+    echo "commit_s = seconds the client spent in commit_transaction (plain: in the final flush)"
     echo
-    fmt='%5s %-8s %5s %9s %11s %9s %7s %12s %12s\n'
+    fmt='%5s %-8s %5s %9s %11s %9s %7s %9s %12s %12s\n'
     # shellcheck disable=SC2059
-    printf "$fmt" size variant round MB/s records/s seconds txns broker_cpu_s client_cpu_s
+    printf "$fmt" size variant round MB/s records/s seconds txns commit_s broker_cpu_s client_cpu_s
     for size in "${sizes[@]}"; do
         for round in $(seq 1 "$BENCH_TXN_REPEATS"); do
             for variant in "${txn_variants[@]}"; do
                 # shellcheck disable=SC2059
                 printf "$fmt" "$size" "$variant" "$round" "$(tv "$size,$variant,$round,mbs")" \
                     "$(tv "$size,$variant,$round,records_per_s")" "$(tv "$size,$variant,$round,seconds")" \
-                    "$(tv "$size,$variant,$round,txns")" "$(tv "$size,$variant,$round,bcpu")" \
+                    "$(tv "$size,$variant,$round,txns")" "$(tv "$size,$variant,$round,end")" \
+                    "$(tv "$size,$variant,$round,bcpu")" \
                     "$(tv "$size,$variant,$round,ccpu")"
             done
         done

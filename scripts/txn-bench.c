@@ -5,7 +5,7 @@
  *
  *   txn-bench -b HOST:PORT -t TOPIC [-p PARTITION] [-s SIZE] -c COUNT
  *             [-k RECORDS_PER_TXN] [-i TRANSACTIONAL_ID] [-l LINGER_MS]
- *             [-B BATCH_SIZE] [-w TIMEOUT_MS] [-X key=value ...]
+ *             [-B BATCH_SIZE] [-w TIMEOUT_MS] [-X key=value ...] [-v]
  *
  * COUNT records of SIZE bytes (no key) go to TOPIC, to PARTITION or, with
  * -p -1 (the default), to all of its partitions round-robin. The producer runs
@@ -22,7 +22,9 @@
  *
  *   records=N bytes=B seconds=X records_per_s=R mb_per_s=M txns=C
  *
- * with MB = 10^6 payload bytes, as rdkafka_performance counts them. Any error
+ * with MB = 10^6 payload bytes, as rdkafka_performance counts them. -v also
+ * prints on stderr the seconds spent in begin_transaction, in the produce
+ * calls and in commit_transaction (or the final flush). Any error
  * (a failed delivery, a fatal producer error, a failed transactional call of
  * any kind) is printed on stderr and the exit code is 1; nothing is retried
  * here beyond what librdkafka does by itself. Bad usage exits with 2.
@@ -68,7 +70,7 @@ static void usage_exit(const char *why) {
                 "usage: txn-bench -b HOST:PORT -t TOPIC [-p PARTITION|-1] "
                 "[-s SIZE] -c COUNT [-k RECORDS_PER_TXN] [-i TXN_ID] "
                 "[-l LINGER_MS] [-B BATCH_SIZE] [-w TIMEOUT_MS] "
-                "[-X key=value ...]\n");
+                "[-X key=value ...] [-v]\n");
         exit(2);
 }
 
@@ -222,9 +224,11 @@ int main(int argc, char **argv) {
         long long linger_ms = 5, batch_size = 1000000, timeout_ms = 60000;
         rd_kafka_conf_t *conf = rd_kafka_conf_new();
         char errstr[512], buf[64], gen_id[128];
-        int opt;
+        int opt, verbose = 0;
+        /* -v: seconds spent in each phase, on stderr. */
+        double in_begin = 0, in_produce = 0, in_end = 0;
 
-        while ((opt = getopt(argc, argv, "b:t:p:s:c:k:i:l:B:w:X:h")) != -1) {
+        while ((opt = getopt(argc, argv, "b:t:p:s:c:k:i:l:B:w:X:vh")) != -1) {
                 switch (opt) {
                 case 'b':
                         brokers = optarg;
@@ -265,6 +269,9 @@ int main(int argc, char **argv) {
                         *eq = '=';
                         break;
                 }
+                case 'v':
+                        verbose = 1;
+                        break;
                 case 'h':
                         usage_exit(NULL);
                         break;
@@ -352,11 +359,14 @@ int main(int argc, char **argv) {
                 long long n = per_txn > 0 ? per_txn : count;
                 if (n > count - sent)
                         n = count - sent;
+                double t_phase = now_s();
                 if (per_txn > 0) {
                         rd_kafka_error_t *e = rd_kafka_begin_transaction(rk);
                         if (e)
                                 txn_failed(rk, "begin_transaction", e);
                 }
+                double t_begun = now_s();
+                in_begin += t_begun - t_phase;
                 for (long long i = 0; i < n; i++) {
                         int32_t part = (int32_t)partition;
                         if (partition < 0) {
@@ -373,12 +383,15 @@ int main(int argc, char **argv) {
                                                 : "interrupted");
                 }
                 sent += n;
+                t_phase = now_s();
+                in_produce += t_phase - t_begun;
                 if (per_txn > 0) {
                         rd_kafka_error_t *e =
                             rd_kafka_commit_transaction(rk, (int)timeout_ms);
                         if (e)
                                 txn_failed(rk, "commit_transaction", e);
                         txns++;
+                        in_end += now_s() - t_phase;
                         if (n_failed)
                                 fail("%s (%lld records failed) in a "
                                      "committed transaction",
@@ -386,12 +399,20 @@ int main(int argc, char **argv) {
                 }
         }
         if (per_txn == 0) {
+                double t_flush          = now_s();
                 rd_kafka_resp_err_t err = rd_kafka_flush(rk, (int)timeout_ms);
                 if (err)
                         fail("flush: %s (%d records not acknowledged)",
                              rd_kafka_err2str(err), rd_kafka_outq_len(rk));
+                in_end += now_s() - t_flush;
         }
         double secs = now_s() - t0;
+        if (verbose)
+                fprintf(stderr,
+                        "txn-bench: phases: begin_transaction=%.3f s "
+                        "produce_calls=%.3f s %s=%.3f s\n",
+                        in_begin, in_produce,
+                        per_txn > 0 ? "commit_transaction" : "flush", in_end);
 
         if (n_failed)
                 fail("%s (%lld records failed)", first_failure, n_failed);
