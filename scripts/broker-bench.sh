@@ -73,7 +73,8 @@ interleaved (plain, txn100, txn1000, plain, ...) BENCH_TXN_REPEATS times, for
 1024 B records (BENCH_BYTES per run) and 100 B records (BENCH_BYTES_100B per
 run; BENCH_TXN_SKIP_100B=1 skips them). It prints every run (MB/s, records/s,
 seconds spent in commit_transaction or the plain run's flush, broker and client
-CPU seconds), each round's txn/plain ratio, their mean, and a
+CPU seconds), each round's txn/plain ratio, their mean (and, as the machine is
+noisy, their median and the ratio of the mean MB/s), and a
 last machine-readable line of the mean ratios:
 
   ratio_txn1000_vs_plain_1k=X ratio_txn100_vs_plain_1k=Y ratio_txn1000_vs_plain_100b=Z ratio_txn100_vs_plain_100b=W
@@ -553,7 +554,7 @@ run_transactional_mode() {
     rm -rf "$seglog_dir"
 
     # Report.
-    local elapsed=$((SECONDS - start_s)) fmt x rs mean_r mean_mbs mean_cpu
+    local elapsed=$((SECONDS - start_s)) fmt x rs mean_r median_r means_r mean_mbs mean_cpu plain_mean
     tv() { local x=${T[$1]:-}; printf '%s' "${x:-n/a}"; }
     echo
     echo "seglog: $SEGLOG_BIN"
@@ -579,10 +580,11 @@ run_transactional_mode() {
         done
     done
     echo
-    echo "per variant: mean MB/s and broker CPU s over the rounds; ratio = txn MB/s / plain MB/s of the same round"
-    fmt='%5s %-8s %9s %13s  %-24s %10s\n'
+    echo "per variant: mean MB/s and broker CPU s over the rounds; ratio = txn MB/s / plain MB/s of the same round;"
+    echo "mean_ratio and median_ratio over the rounds' ratios; ratio_of_means = mean txn MB/s / mean plain MB/s"
+    fmt='%5s %-8s %9s %13s  %-24s %10s %12s %14s\n'
     # shellcheck disable=SC2059
-    printf "$fmt" size variant mean_MB/s mean_broker_s "ratio per round" mean_ratio
+    printf "$fmt" size variant mean_MB/s mean_broker_s "ratio per round" mean_ratio median_ratio ratio_of_means
     declare -gA TR=()
     for size in "${sizes[@]}"; do
         for variant in "${txn_variants[@]}"; do
@@ -599,10 +601,16 @@ run_transactional_mode() {
                 awk '/^[0-9.]+$/ { s += $1; n++ } END { if (n) printf "%.2f\n", s / n; else print "n/a" }')
             mean_cpu=$(for round in $(seq 1 "$BENCH_TXN_REPEATS"); do tv "$size,$variant,$round,bcpu"; echo; done |
                 awk '/^[0-9.]+$/ { s += $1; n++ } END { if (n) printf "%.1f\n", s / n; else print "n/a" }')
-            [[ $variant == plain ]] && { rs=(-); mean_r=-; }
+            # Less sensitive to one disturbed run than the mean: the median of the
+            # rounds' ratios, and the ratio of the mean MB/s.
+            median_r=$(printf '%s\n' "${rs[@]}" | grep -E '^[0-9.]+$' | sort -n |
+                awk '{ v[NR] = $1 } END { if (!NR) print "n/a"; else if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+            [[ $variant == plain ]] && plain_mean=$mean_mbs
+            means_r=$(ratio "$mean_mbs" "${plain_mean:-n/a}")
+            [[ $variant == plain ]] && { rs=(-); mean_r=-; median_r=-; means_r=-; }
             TR[$size,$variant]=$mean_r
             # shellcheck disable=SC2059
-            printf "$fmt" "$size" "$variant" "$mean_mbs" "$mean_cpu" "${rs[*]}" "$mean_r"
+            printf "$fmt" "$size" "$variant" "$mean_mbs" "$mean_cpu" "${rs[*]}" "$mean_r" "$median_r" "$means_r"
         done
     done
     echo
