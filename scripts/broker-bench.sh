@@ -10,6 +10,7 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 Usage: scripts/broker-bench.sh [-h]
+       BENCH_MODE=transactional scripts/broker-bench.sh [-h]
 
 Measures `seglog serve` and Tansu (in-memory storage) with librdkafka's
 rdkafka_performance: for record sizes 1024 B and 100 B, produce with acks=-1,
@@ -57,6 +58,34 @@ latency run bounds the client's queue to BENCH_LAT_WINDOW_KB (1 MiB) so that
 the figures show the broker's acks=-1 round trip under load rather than the
 wait in a 100000-record client queue; -l also costs client CPU. Both reasons
 keep it out of the throughput run. Broker CPU seconds per run come from /proc.
+
+Transactional mode (BENCH_MODE=transactional) measures what Kafka transactions
+cost in `seglog serve`, and only there: Tansu has no transactions, so it is not
+run, and neither are the dd reference, the consume and the latency runs. It
+builds scripts/txn-bench.c against the same librdkafka (next to
+rdkafka_performance, reused between runs, rebuilt when the source changes) and,
+in one broker session, produces to partition 0 of a fresh topic per run with
+acks=all, enable.idempotence=true and the same linger.ms and batch.size:
+  plain    no transactions (init once, produce everything, flush)
+  txn100   transactions of 100 records (begin, 100 produce calls, commit)
+  txn1000  transactions of 1,000 records
+interleaved (plain, txn100, txn1000, plain, ...) BENCH_TXN_REPEATS times, for
+1024 B records (BENCH_BYTES per run) and 100 B records (BENCH_BYTES_100B per
+run; BENCH_TXN_SKIP_100B=1 skips them). It prints every run (MB/s, records/s,
+seconds spent in commit_transaction or the plain run's flush, broker and client
+CPU seconds), each round's txn/plain ratio, their mean (and, as the machine is
+noisy, their median and the ratio of the mean MB/s), and a
+last machine-readable line of the mean ratios:
+
+  ratio_txn1000_vs_plain_1k=X ratio_txn100_vs_plain_1k=Y ratio_txn1000_vs_plain_100b=Z ratio_txn100_vs_plain_100b=W
+
+The target is ratio_txn1000_vs_plain_1k >= 0.8. It exits 1 if a run failed.
+Transactional mode's own environment:
+  BENCH_MODE            default | transactional (default: default)
+  BENCH_TXN_REPEATS     rounds of the three runs per record size (default 3)
+  BENCH_TXN_SKIP_100B=1 1024 B records only
+  BENCH_BYTES           defaults to 536870912 (512 MiB) in this mode, as it runs
+                        3 x BENCH_TXN_REPEATS of them
 EOF
 }
 
@@ -83,7 +112,13 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo_root=$(cd "$script_dir/.." && pwd)
 tmp_root=${TMPDIR:-/tmp}
 
-BENCH_BYTES=${BENCH_BYTES:-4294967296}
+BENCH_MODE=${BENCH_MODE:-default}
+case $BENCH_MODE in
+    default) BENCH_BYTES=${BENCH_BYTES:-4294967296} ;;
+    transactional) BENCH_BYTES=${BENCH_BYTES:-536870912} ;;
+    *) die "BENCH_MODE must be 'default' or 'transactional', got '$BENCH_MODE'" ;;
+esac
+BENCH_TXN_REPEATS=${BENCH_TXN_REPEATS:-3}
 BENCH_BYTES_100B=${BENCH_BYTES_100B:-$((BENCH_BYTES / 4))}
 BENCH_RAW_BYTES=${BENCH_RAW_BYTES:-$BENCH_BYTES}
 BENCH_DATA_DIR=${BENCH_DATA_DIR:-$tmp_root}
@@ -95,7 +130,7 @@ BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-600}
 BENCH_LAT_WINDOW_KB=${BENCH_LAT_WINDOW_KB:-1024}
 
 for v in BENCH_BYTES BENCH_BYTES_100B BENCH_RAW_BYTES BENCH_LINGER_MS BENCH_BATCH_SIZE \
-    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB; do
+    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB BENCH_TXN_REPEATS; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
 done
 
@@ -167,6 +202,26 @@ build_rdkafka_performance() {
     ) || die "building librdkafka failed; see $blog"
     [[ -x $perf ]] || die "rdkafka_performance missing after build; see $blog"
     printf '%s\n' "$perf"
+}
+
+# build_txn_bench -> path of txn-bench (scripts/txn-bench.c), built next to
+# rdkafka_performance with the compiler, flags and libraries librdkafka's own
+# examples Makefile uses for it; make rebuilds it when the source is newer.
+build_txn_bench() {
+    local bdir=$BENCH_LIBRDKAFKA_DIR
+    local out=$bdir/examples/txn-bench src=$script_dir/txn-bench.c
+    local blog=$bdir/txn-bench-build.log
+    [[ -f $src ]] || die "$src not found"
+    [[ $out$src != *[[:space:]]* ]] || die "txn-bench: paths with spaces are not supported ($out, $src)"
+    if ! make -C "$bdir/examples" -f Makefile -f <(
+        printf '%s: %s ../src/librdkafka.a\n\t$(CC) $(CPPFLAGS) $(CFLAGS) %s -o $@ $(LDFLAGS) ../src/librdkafka.a $(LIBS)\n' \
+            "$out" "$src" "$src"
+    ) "$out" >"$blog" 2>&1; then
+        tail -n 20 "$blog" >&2 || true
+        die "building txn-bench failed; see $blog"
+    fi
+    [[ -x $out ]] || die "txn-bench missing after build; see $blog"
+    printf '%s\n' "$out"
 }
 
 # ---------------------------------------------------------------- Tansu
@@ -399,6 +454,174 @@ run_all_sizes() {
     run_size "$name" "$port" "$pid" 100 "$count_100b"
 }
 
+# ---------------------------------------------------------------- transactional mode
+
+declare -A T # results: T[size,variant,round,key]
+txn_variants=(plain txn100 txn1000)
+txn_failed_runs=0
+
+# txn_records VARIANT -> records per transaction (0: no transactions)
+txn_records() {
+    case $1 in
+        plain) echo 0 ;;
+        txn100) echo 100 ;;
+        txn1000) echo 1000 ;;
+        *) die "unknown variant $1" ;;
+    esac
+}
+
+# txn_run PORT PID SIZE COUNT VARIANT ROUND: one txn-bench run into a fresh topic
+txn_run() {
+    local port=$1 pid=$2 size=$3 count=$4 variant=$5 round=$6
+    local k topic tlog t0 t1 rc=0 line key TIMEFORMAT='%U %S'
+    k=$(txn_records "$variant")
+    topic="bench-$variant-$size-r$round-$RANDOM"
+    tlog=$work_dir/seglog-$size-$variant-r$round.log
+    local what="no transactions"
+    if ((k > 0)); then what="transactions of $k records"; fi
+    log "seglog: round $round, $variant: $count x $size B to $topic, $what"
+    t0=$(cpu_ticks "$pid")
+    { time timeout "$BENCH_RUN_TIMEOUT" "$txn_bench" -b "127.0.0.1:$port" -t "$topic" -p 0 \
+        -s "$size" -c "$count" -k "$k" -i "$topic" \
+        -l "$BENCH_LINGER_MS" -B "$BENCH_BATCH_SIZE" -v >"$tlog" 2>&1; } 2>"$tlog.time" || rc=$?
+    t1=$(cpu_ticks "$pid")
+    T[$size,$variant,$round,bcpu]=$(awk -v a="$t0" -v b="$t1" -v h="$clk_tck" 'BEGIN { printf "%.1f\n", (b - a) / h }')
+    T[$size,$variant,$round,ccpu]=$(awk 'NF == 2 { printf "%.1f\n", $1 + $2 }' "$tlog.time" 2>/dev/null || true)
+    line=$(grep '^records=' "$tlog" | tail -n 1 || true)
+    if [[ $rc -ne 0 || -z $line ]]; then
+        log "seglog: txn-bench exit code $rc (124 = timed out); last lines of $tlog:"
+        tail -n 5 "$tlog" >&2 || true
+        txn_failed_runs=$((txn_failed_runs + 1))
+        T[$size,$variant,$round,mbs]=FAILED
+    else
+        for key in records seconds records_per_s mb_per_s txns; do
+            T[$size,$variant,$round,$key]=$(tr ' ' '\n' <<<"$line" | sed -n "s/^$key=//p")
+        done
+        T[$size,$variant,$round,mbs]=${T[$size,$variant,$round,mb_per_s]}
+        # -v: seconds inside commit_transaction (or the plain run's final flush).
+        T[$size,$variant,$round,end]=$(sed -nE 's/.*(commit_transaction|flush)=([0-9.]+) s.*/\2/p' "$tlog" | tail -n 1)
+    fi
+    kill -0 "$pid" 2>/dev/null || die "seglog exited during the run; last lines of $seglog_log: $(tail -n 5 "$seglog_log")"
+}
+
+run_transactional_mode() {
+    local sizes=(1024) size count round variant
+    [[ ${BENCH_TXN_SKIP_100B:-0} == 1 ]] || sizes+=(100)
+    ((BENCH_TXN_REPEATS >= 1)) || die "BENCH_TXN_REPEATS must be at least 1"
+    txn_bench=$(build_txn_bench)
+    log "txn-bench: $txn_bench"
+
+    fs_type=$(stat -f -c %T "$data_parent" 2>/dev/null || echo unknown)
+    case $fs_type in
+        tmpfs | ramfs) log "WARNING: $data_parent is on $fs_type, not a disk; set BENCH_DATA_DIR" ;;
+    esac
+    local runs=$((BENCH_TXN_REPEATS * ${#txn_variants[@]}))
+    local need_kb=$((runs * ((BENCH_BYTES / 1024) * 12 / 10 + (BENCH_BYTES_100B / 1024) * 2)))
+    local avail_kb
+    avail_kb=$(df -Pk "$data_parent" | awk 'NR == 2 { print $4 }')
+    if [[ $avail_kb =~ ^[0-9]+$ ]] && ((avail_kb < need_kb)); then
+        die "$data_parent has $((avail_kb / 1024)) MiB free, $runs runs per size need about $((need_kb / 1024)) MiB; lower BENCH_BYTES"
+    fi
+
+    seglog_port=$(free_port)
+    seglog_dir=$data_parent/seglog-data
+    mkdir -p "$seglog_dir"
+    seglog_log=$work_dir/seglog.stderr
+    log "seglog: $SEGLOG_BIN serve on 127.0.0.1:$seglog_port, log dir $seglog_dir ($fs_type)"
+    "$SEGLOG_BIN" serve --listener "127.0.0.1:$seglog_port" --log-dir "$seglog_dir" \
+        --metrics-listener '' >"$seglog_log" 2>&1 &
+    seglog_pid=$!
+    pids+=("$seglog_pid")
+    wait_port "$seglog_port" "$seglog_pid" seglog "$seglog_log" || die "seglog did not start"
+    for size in "${sizes[@]}"; do
+        count=$count_1k
+        [[ $size == 100 ]] && count=$count_100b
+        for round in $(seq 1 "$BENCH_TXN_REPEATS"); do
+            for variant in "${txn_variants[@]}"; do
+                txn_run "$seglog_port" "$seglog_pid" "$size" "$count" "$variant" "$round"
+            done
+        done
+    done
+    seglog_rss_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$seglog_pid/status" 2>/dev/null || echo "?")
+    seglog_du=$(du -sh "$seglog_dir" 2>/dev/null | cut -f1)
+    stop_pid "$seglog_pid"
+    log "seglog: peak RSS ${seglog_rss_kb} kB, log dir size $seglog_du"
+    seglog_warn=$(grep -ciE 'warn|error|panic' "$seglog_log" || true)
+    if [[ $seglog_warn -gt 0 ]]; then
+        log "seglog: $seglog_warn WARN/ERROR/panic lines in its stderr; first ones:"
+        grep -iE 'warn|error|panic' "$seglog_log" | head -n 5 >&2 || true
+    fi
+    rm -rf "$seglog_dir"
+
+    # Report.
+    local elapsed=$((SECONDS - start_s)) fmt x rs mean_r median_r means_r mean_mbs mean_cpu plain_mean
+    tv() { local x=${T[$1]:-}; printf '%s' "${x:-n/a}"; }
+    echo
+    echo "seglog: $SEGLOG_BIN"
+    echo "mode: transactional (seglog only: Tansu has no transactions; no dd, consume or latency runs)"
+    echo "records per run: 1024 B x $count_1k$(if ((${#sizes[@]} > 1)); then printf ', 100 B x %s' "$count_100b"; fi); txn-bench: idempotent producer, acks=all linger.ms=$BENCH_LINGER_MS batch.size=$BENCH_BATCH_SIZE, partition 0 of a fresh topic per run"
+    echo "variants: plain = no transactions; txnK = transactions of K records (begin, K produce calls, commit); $BENCH_TXN_REPEATS interleaved rounds"
+    echo "MB/s = 10^6 payload bytes/s, from the first produce call to the last acknowledgement (flush or commit)"
+    echo "commit_s = seconds the client spent in commit_transaction (plain: in the final flush)"
+    echo
+    fmt='%5s %-8s %5s %9s %11s %9s %7s %9s %12s %12s\n'
+    # shellcheck disable=SC2059
+    printf "$fmt" size variant round MB/s records/s seconds txns commit_s broker_cpu_s client_cpu_s
+    for size in "${sizes[@]}"; do
+        for round in $(seq 1 "$BENCH_TXN_REPEATS"); do
+            for variant in "${txn_variants[@]}"; do
+                # shellcheck disable=SC2059
+                printf "$fmt" "$size" "$variant" "$round" "$(tv "$size,$variant,$round,mbs")" \
+                    "$(tv "$size,$variant,$round,records_per_s")" "$(tv "$size,$variant,$round,seconds")" \
+                    "$(tv "$size,$variant,$round,txns")" "$(tv "$size,$variant,$round,end")" \
+                    "$(tv "$size,$variant,$round,bcpu")" \
+                    "$(tv "$size,$variant,$round,ccpu")"
+            done
+        done
+    done
+    echo
+    echo "per variant: mean MB/s and broker CPU s over the rounds; ratio = txn MB/s / plain MB/s of the same round;"
+    echo "mean_ratio and median_ratio over the rounds' ratios; ratio_of_means = mean txn MB/s / mean plain MB/s"
+    fmt='%5s %-8s %9s %13s  %-24s %10s %12s %14s\n'
+    # shellcheck disable=SC2059
+    printf "$fmt" size variant mean_MB/s mean_broker_s "ratio per round" mean_ratio median_ratio ratio_of_means
+    declare -gA TR=()
+    for size in "${sizes[@]}"; do
+        for variant in "${txn_variants[@]}"; do
+            rs=()
+            for round in $(seq 1 "$BENCH_TXN_REPEATS"); do
+                rs+=("$(ratio "$(tv "$size,$variant,$round,mbs")" "$(tv "$size,plain,$round,mbs")")")
+            done
+            # Mean of the rounds' ratios, from the unrounded MB/s.
+            mean_r=$(for round in $(seq 1 "$BENCH_TXN_REPEATS"); do
+                printf '%s %s\n' "$(tv "$size,$variant,$round,mbs")" "$(tv "$size,plain,$round,mbs")"
+            done | awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 + 0 > 0 { s += $1 / $2; n++ }
+                END { if (n) printf "%.2f\n", s / n; else print "n/a" }')
+            mean_mbs=$(for round in $(seq 1 "$BENCH_TXN_REPEATS"); do tv "$size,$variant,$round,mbs"; echo; done |
+                awk '/^[0-9.]+$/ { s += $1; n++ } END { if (n) printf "%.2f\n", s / n; else print "n/a" }')
+            mean_cpu=$(for round in $(seq 1 "$BENCH_TXN_REPEATS"); do tv "$size,$variant,$round,bcpu"; echo; done |
+                awk '/^[0-9.]+$/ { s += $1; n++ } END { if (n) printf "%.1f\n", s / n; else print "n/a" }')
+            # Less sensitive to one disturbed run than the mean: the median of the
+            # rounds' ratios, and the ratio of the mean MB/s.
+            median_r=$(printf '%s\n' "${rs[@]}" | grep -E '^[0-9.]+$' | sort -n |
+                awk '{ v[NR] = $1 } END { if (!NR) print "n/a"; else if (NR % 2) printf "%.2f\n", v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+            [[ $variant == plain ]] && plain_mean=$mean_mbs
+            means_r=$(ratio "$mean_mbs" "${plain_mean:-n/a}")
+            [[ $variant == plain ]] && { rs=(-); mean_r=-; median_r=-; means_r=-; }
+            TR[$size,$variant]=$mean_r
+            # shellcheck disable=SC2059
+            printf "$fmt" "$size" "$variant" "$mean_mbs" "$mean_cpu" "${rs[*]}" "$mean_r" "$median_r" "$means_r"
+        done
+    done
+    echo
+    x=${TR[1024,txn1000]:-n/a}
+    echo "txn1000/plain produce MB/s, 1 KiB, mean of the rounds: $x (target >= 0.8)"
+    ((txn_failed_runs == 0)) || echo "FAILED runs: $txn_failed_runs (see the messages above)"
+    echo "elapsed: ${elapsed} s; load average at start: $load_start, at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') ($(nproc 2>/dev/null || echo '?') CPUs); seglog peak RSS ${seglog_rss_kb} kB"
+    echo "ratio_txn1000_vs_plain_1k=${TR[1024,txn1000]:-n/a} ratio_txn100_vs_plain_1k=${TR[1024,txn100]:-n/a} ratio_txn1000_vs_plain_100b=${TR[100,txn1000]:-n/a} ratio_txn100_vs_plain_100b=${TR[100,txn100]:-n/a}"
+    ((txn_failed_runs == 0))
+}
+
 # ---------------------------------------------------------------- main
 
 start_s=$SECONDS
@@ -413,6 +636,12 @@ if [[ ! -x $SEGLOG_BIN ]]; then
     (cd "$repo_root" && cargo build --release -p seglog) >&2
 fi
 [[ -x $SEGLOG_BIN ]] || die "seglog binary $SEGLOG_BIN not found"
+
+if [[ $BENCH_MODE == transactional ]]; then
+    rc=0
+    run_transactional_mode || rc=$?
+    exit "$rc"
+fi
 
 tansu_version=""
 if [[ ${BENCH_SKIP_TANSU:-0} == 1 ]]; then
