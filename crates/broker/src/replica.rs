@@ -15,6 +15,34 @@ use seglog_storage::{Error, Result};
 /// The internal topics only their coordinators write (Kafka's `Topic.isInternal`).
 pub(crate) const INTERNAL_TOPICS: [&str; 2] = [crate::group::OFFSETS_TOPIC, "__transaction_state"];
 
+/// Creates a coordinator's internal topic as Kafka does (`cleanup.policy=compact`, the given
+/// compression and `segment.bytes`), returning its partition count; COORDINATOR_NOT_AVAILABLE if
+/// it cannot be created.
+pub(crate) fn create_internal_topic(
+    manager: &LogManager,
+    topic: &str,
+    partitions: i32,
+    compression: seglog_storage::config::BrokerCompressionType,
+    segment_bytes: u64,
+) -> std::result::Result<i32, kafka_protocol::ResponseError> {
+    use seglog_storage::config::{CleanupPolicy, topic as key};
+    let overrides = std::collections::BTreeMap::from([
+        (key::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
+        (key::COMPRESSION_TYPE.to_owned(), compression.name().to_owned()),
+        (key::SEGMENT_BYTES.to_owned(), segment_bytes.to_string()),
+    ]);
+    match manager.create_topic(topic, partitions, overrides) {
+        Ok(_) => {
+            tracing::info!(partitions, "created {topic}");
+            Ok(partitions)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot create {topic}");
+            Err(kafka_protocol::ResponseError::CoordinatorNotAvailable)
+        }
+    }
+}
+
 /// What a producer waits for (Kafka's `acks`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Acks {

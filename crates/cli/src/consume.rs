@@ -47,40 +47,6 @@ pub(crate) enum IsolationArg {
     ReadCommitted,
 }
 
-/// What a read_committed reader skips (Kafka's `Fetcher` with its `abortedProducerIds`): the
-/// aborted transactions the reads listed, by first offset, and the producers inside one now.
-#[derive(Debug, Default)]
-struct AbortedFilter {
-    /// (first offset, producer id), not reached yet.
-    pending: std::collections::BTreeSet<(i64, i64)>,
-    /// Producers whose aborted transaction the reader is inside.
-    aborted: std::collections::BTreeSet<i64>,
-}
-
-impl AbortedFilter {
-    fn add(&mut self, listed: &[seglog_storage::log::partition_log::AbortedTransaction]) {
-        self.pending.extend(listed.iter().map(|txn| (txn.first_offset, txn.producer_id)));
-    }
-
-    /// Whether the records of `batch` are to be skipped; an ABORT marker ends its producer's
-    /// aborted transaction.
-    fn skips(&mut self, batch: &seglog_format::Batch<'_>) -> bool {
-        let producer_id = batch.producer_id();
-        while let Some(&(first_offset, aborted_producer)) = self.pending.first() {
-            if first_offset > batch.last_offset() {
-                break;
-            }
-            self.pending.pop_first();
-            self.aborted.insert(aborted_producer);
-        }
-        if batch.is_control_batch() {
-            self.aborted.remove(&producer_id);
-            return true;
-        }
-        batch.is_transactional() && self.aborted.contains(&producer_id)
-    }
-}
-
 /// Where a partition's read begins.
 fn start_offset(log: &PartitionLog, from: &str) -> Result<Option<i64>> {
     Ok(match from {
@@ -183,7 +149,7 @@ pub(crate) fn run(args: &ConsumeArgs) -> Result<()> {
             IsolationArg::ReadUncommitted => (Isolation::LogEnd, log.log_end_offset()?),
             IsolationArg::ReadCommitted => (Isolation::TxnCommitted, log.last_stable_offset()?),
         };
-        let mut filter = AbortedFilter::default();
+        let mut filter = seglog_storage::log::read_committed::AbortedFilter::default();
         while next < end {
             let read = log.read_info(next, 1 << 20, isolation, true)?;
             filter.add(read.aborted_transactions.as_deref().unwrap_or_default());

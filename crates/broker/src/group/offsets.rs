@@ -37,7 +37,55 @@ pub(crate) type FetchedOffsets = Vec<(String, Vec<(i32, Option<Committed>)>)>;
 /// Topics and their partitions, as a request names them.
 pub(crate) type TopicPartitions = Vec<(String, Vec<i32>)>;
 
+/// The records of an OffsetCommit or TxnOffsetCommit, checked offset by offset.
+struct OffsetRecords {
+    /// One code per offset, in order.
+    codes: Vec<i16>,
+    records: Vec<super::store::KeyValue>,
+    /// The indexes (in `codes`) of the accepted offsets.
+    accepted: Vec<usize>,
+    /// What the group keeps once the records are written.
+    kept: Vec<((String, i32), Committed)>,
+}
+
 impl GroupCoordinator {
+    /// Each offset's record, or its refusal (metadata over `offset.metadata.max.bytes`).
+    fn offset_records(
+        &self,
+        group_id: &str,
+        offsets: &[OffsetToCommit],
+        now_ms: i64,
+    ) -> OffsetRecords {
+        let mut out = OffsetRecords {
+            codes: Vec::with_capacity(offsets.len()),
+            records: Vec::new(),
+            accepted: Vec::new(),
+            kept: Vec::new(),
+        };
+        for offset in offsets {
+            if offset.metadata.len() > self.config.offset_metadata_max_bytes {
+                out.codes.push(ResponseError::OffsetMetadataTooLarge.code());
+                continue;
+            }
+            let committed = Committed {
+                offset: offset.offset,
+                leader_epoch: offset.leader_epoch,
+                metadata: offset.metadata.clone(),
+                commit_timestamp: now_ms,
+            };
+            match offset_commit_record(group_id, &offset.topic, offset.partition, &committed) {
+                Ok(record) => {
+                    out.records.push(record);
+                    out.accepted.push(out.codes.len());
+                    out.codes.push(NONE);
+                    out.kept.push(((offset.topic.clone(), offset.partition), committed));
+                }
+                Err(_) => out.codes.push(ResponseError::InvalidRequest.code()),
+            }
+        }
+        out
+    }
+
     /// OffsetCommit (Kafka's `handleCommitOffsets`): one error code per offset, in order.
     pub(crate) fn commit_offsets(
         &self,
@@ -69,32 +117,8 @@ impl GroupCoordinator {
         if code != NONE {
             return all(code);
         }
-        let mut codes = Vec::with_capacity(offsets.len());
-        let mut records = Vec::new();
-        // The accepted offsets: where their codes are, and what the group keeps once written.
-        let mut accepted = Vec::new();
-        let mut kept = Vec::new();
-        for offset in offsets {
-            if offset.metadata.len() > self.config.offset_metadata_max_bytes {
-                codes.push(ResponseError::OffsetMetadataTooLarge.code());
-                continue;
-            }
-            let committed = Committed {
-                offset: offset.offset,
-                leader_epoch: offset.leader_epoch,
-                metadata: offset.metadata.clone(),
-                commit_timestamp: now_ms,
-            };
-            match offset_commit_record(group_id, &offset.topic, offset.partition, &committed) {
-                Ok(record) => {
-                    records.push(record);
-                    accepted.push(codes.len());
-                    codes.push(NONE);
-                    kept.push(((offset.topic.clone(), offset.partition), committed));
-                }
-                Err(_) => codes.push(ResponseError::InvalidRequest.code()),
-            }
-        }
+        let OffsetRecords { mut codes, records, accepted, kept } =
+            self.offset_records(group_id, offsets, now_ms);
         if records.is_empty() {
             return codes;
         }
@@ -166,31 +190,8 @@ impl GroupCoordinator {
                 return all(code);
             }
         }
-        let mut codes = Vec::with_capacity(offsets.len());
-        let mut records = Vec::new();
-        let mut accepted = Vec::new();
-        let mut kept = Vec::new();
-        for offset in offsets {
-            if offset.metadata.len() > self.config.offset_metadata_max_bytes {
-                codes.push(ResponseError::OffsetMetadataTooLarge.code());
-                continue;
-            }
-            let committed = Committed {
-                offset: offset.offset,
-                leader_epoch: offset.leader_epoch,
-                metadata: offset.metadata.clone(),
-                commit_timestamp: now_ms,
-            };
-            match offset_commit_record(group_id, &offset.topic, offset.partition, &committed) {
-                Ok(record) => {
-                    records.push(record);
-                    accepted.push(codes.len());
-                    codes.push(NONE);
-                    kept.push(((offset.topic.clone(), offset.partition), committed));
-                }
-                Err(_) => codes.push(ResponseError::InvalidRequest.code()),
-            }
-        }
+        let OffsetRecords { mut codes, records, accepted, kept } =
+            self.offset_records(group_id, offsets, now_ms);
         if records.is_empty() {
             return codes;
         }

@@ -18,7 +18,7 @@ use seglog_format::group::{
     self as records, GroupMetadataValue, GroupRecordKey, MemberMetadata, OffsetCommitValue,
 };
 use seglog_format::{Batches, Compression, ControlRecordType, DecodeLimits, RecordBatchBuilder};
-use seglog_storage::config::{BrokerCompressionType, CleanupPolicy, topic};
+use seglog_storage::config::BrokerCompressionType;
 use seglog_storage::log::partition_log::{AppendInfo, Isolation, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
@@ -155,29 +155,14 @@ impl GroupCoordinator {
             inner.partitions = *count;
             return Ok(*count);
         }
-        let overrides = BTreeMap::from([
-            (topic::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
-            (topic::COMPRESSION_TYPE.to_owned(), BrokerCompressionType::Producer.name().to_owned()),
-            (topic::SEGMENT_BYTES.to_owned(), self.config.offsets_topic_segment_bytes.to_string()),
-        ]);
-        match self.manager.create_topic(
+        inner.partitions = crate::replica::create_internal_topic(
+            &self.manager,
             OFFSETS_TOPIC,
             self.config.offsets_topic_partitions,
-            overrides,
-        ) {
-            Ok(_) => {
-                tracing::info!(
-                    partitions = self.config.offsets_topic_partitions,
-                    "created {OFFSETS_TOPIC}"
-                );
-                inner.partitions = self.config.offsets_topic_partitions;
-                Ok(inner.partitions)
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot create {OFFSETS_TOPIC}");
-                Err(ResponseError::CoordinatorNotAvailable)
-            }
-        }
+            BrokerCompressionType::Producer,
+            self.config.offsets_topic_segment_bytes,
+        )?;
+        Ok(inner.partitions)
     }
 
     /// Appends records to the group's partition of `__consumer_offsets`. Returns the log and

@@ -197,17 +197,11 @@ fn read_committed(world: &World, partition: i32) -> (Vec<String>, i64) {
     let log = world.manager.get_log(&tp(partition)).expect("log");
     let lso = log.last_stable_offset().expect("lso");
     let mut next = log.log_start_offset().expect("log start");
-    let mut pending: BTreeSet<(i64, i64)> = BTreeSet::new();
-    let mut inside: BTreeSet<i64> = BTreeSet::new();
+    let mut filter = seglog_storage::log::read_committed::AbortedFilter::default();
     let mut values = Vec::new();
     while next < lso {
         let read = log.read_info(next, 1 << 20, Isolation::TxnCommitted, true).expect("read");
-        pending.extend(
-            read.aborted_transactions
-                .expect("read_committed lists aborted transactions")
-                .iter()
-                .map(|txn| (txn.first_offset, txn.producer_id)),
-        );
+        filter.add(&read.aborted_transactions.expect("read_committed lists aborted transactions"));
         let data = read.data.expect("data");
         if data.records.is_empty() {
             break;
@@ -215,18 +209,7 @@ fn read_committed(world: &World, partition: i32) -> (Vec<String>, i64) {
         for entry in Batches::new(&data.records) {
             let batch = entry.expect("batch").batch;
             next = batch.next_offset();
-            while let Some(&(first, producer_id)) = pending.first() {
-                if first > batch.last_offset() {
-                    break;
-                }
-                pending.pop_first();
-                inside.insert(producer_id);
-            }
-            if batch.is_control_batch() {
-                inside.remove(&batch.producer_id());
-                continue;
-            }
-            if batch.is_transactional() && inside.contains(&batch.producer_id()) {
+            if filter.skips(&batch) {
                 continue;
             }
             for record in &batch.records(DecodeLimits::default()).expect("records") {

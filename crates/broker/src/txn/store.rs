@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use kafka_protocol::ResponseError;
 use seglog_format::schema::transaction::{self as records, TransactionLogKey};
 use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
-use seglog_storage::config::{BrokerCompressionType, CleanupPolicy, topic};
+use seglog_storage::config::BrokerCompressionType;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
@@ -42,32 +42,14 @@ impl TransactionCoordinator {
             inner.partitions = *count;
             return Ok(*count);
         }
-        let overrides = BTreeMap::from([
-            (topic::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
-            (
-                topic::COMPRESSION_TYPE.to_owned(),
-                BrokerCompressionType::Uncompressed.name().to_owned(),
-            ),
-            (topic::SEGMENT_BYTES.to_owned(), self.config.state_log_segment_bytes.to_string()),
-        ]);
-        match self.manager.create_topic(
+        inner.partitions = crate::replica::create_internal_topic(
+            &self.manager,
             TRANSACTION_STATE_TOPIC,
             self.config.state_log_partitions,
-            overrides,
-        ) {
-            Ok(_) => {
-                tracing::info!(
-                    partitions = self.config.state_log_partitions,
-                    "created {TRANSACTION_STATE_TOPIC}"
-                );
-                inner.partitions = self.config.state_log_partitions;
-                Ok(inner.partitions)
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot create {TRANSACTION_STATE_TOPIC}");
-                Err(ResponseError::CoordinatorNotAvailable)
-            }
-        }
+            BrokerCompressionType::Uncompressed,
+            self.config.state_log_segment_bytes,
+        )?;
+        Ok(inner.partitions)
     }
 
     /// Writes one id's state (`None`: a tombstone, the id expired) to its partition and waits

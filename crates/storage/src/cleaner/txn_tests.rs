@@ -48,13 +48,11 @@ impl Harness {
         let log = self.log();
         let lso = log.last_stable_offset().expect("lso");
         let mut next = log.log_start_offset().expect("start");
-        let mut pending = std::collections::BTreeSet::new();
-        let mut inside = std::collections::BTreeSet::new();
+        let mut filter = crate::log::read_committed::AbortedFilter::default();
         let mut out = Vec::new();
         while next < lso {
             let read = log.read_info(next, 1 << 20, Isolation::TxnCommitted, true).expect("read");
-            let listed = read.aborted_transactions.expect("listed");
-            pending.extend(listed.iter().map(|txn| (txn.first_offset, txn.producer_id)));
+            filter.add(&read.aborted_transactions.expect("listed"));
             let data = read.data.expect("data");
             if data.records.is_empty() {
                 break;
@@ -62,18 +60,7 @@ impl Harness {
             for entry in seglog_format::Batches::new(&data.records) {
                 let batch = entry.expect("batch").batch;
                 next = batch.next_offset();
-                while let Some(&(first, producer)) = pending.first() {
-                    if first > batch.last_offset() {
-                        break;
-                    }
-                    pending.pop_first();
-                    inside.insert(producer);
-                }
-                if batch.is_control_batch() {
-                    inside.remove(&batch.producer_id());
-                    continue;
-                }
-                if batch.is_transactional() && inside.contains(&batch.producer_id()) {
+                if filter.skips(&batch) {
                     continue;
                 }
                 for record in &batch.records(DecodeLimits::default()).expect("records") {
