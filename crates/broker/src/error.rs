@@ -71,14 +71,16 @@ pub enum Error {
         "acks=0 produce failed with error {code} for partition {partition}; closing as Kafka does"
     )]
     AcksZeroFailed { code: i16, partition: i32 },
-    /// `__consumer_offsets` did not replay at start (`at`: the partition, offset or group).
-    #[error("{at}: {source}")]
+    /// An internal topic (`__consumer_offsets`, `__transaction_state`) did not replay at start
+    /// (`at`: the partition, offset, group or transactional id).
+    // The cause is the source, so that a chain (`{:#}`) names it once.
+    #[error("{at}")]
     GroupLoad {
         at: String,
         #[source]
         source: Cause,
     },
-    /// A replay of `__consumer_offsets` that stopped moving forward.
+    /// A replay of an internal topic that stopped moving forward.
     #[error("{topic}-{partition}: no progress reading at offset {offset}")]
     GroupLoadStalled { topic: &'static str, partition: i32, offset: i64 },
 }

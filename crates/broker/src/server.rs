@@ -34,6 +34,9 @@ pub enum ServeError {
     /// `__consumer_offsets` did not replay (or its task failed).
     #[error("cannot load consumer groups")]
     Groups(#[source] Error),
+    /// `__transaction_state` did not replay (or its task failed).
+    #[error("cannot load the transaction state")]
+    Transactions(#[source] Error),
     /// A listener could not bind.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -161,7 +164,7 @@ impl Server {
                 .await
                 .map_err(|source| Error::Task { what: "transaction load", source })
                 .and_then(|loaded| loaded)
-                .map_err(ServeError::Groups)?;
+                .map_err(ServeError::Transactions)?;
         tracing::info!(transactional_ids = n_txns, "transaction state loaded");
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());

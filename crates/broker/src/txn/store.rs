@@ -135,9 +135,18 @@ impl TransactionCoordinator {
                             continue;
                         }
                         let Some(key) = record.key else { continue };
-                        let at = |error: seglog_format::DecodeError| Error::GroupLoad {
-                            at: format!("{tp}: offset {}", record.offset),
-                            source: error.into(),
+                        let at = |error: seglog_format::DecodeError| {
+                            // The schema reader keeps Java's texts for `seglog dump`, where a
+                            // buffer underflow prints `null`; say what it means here.
+                            let reason = match error.to_string().as_str() {
+                                "null" => "the record ends inside a field".to_owned(),
+                                text => text.to_owned(),
+                            };
+                            Error::GroupLoad {
+                                at: format!("{tp}: offset {}", record.offset),
+                                source: format!("undecodable transaction log record: {reason}")
+                                    .into(),
+                            }
                         };
                         let TransactionLogKey::TransactionalId(id) =
                             records::decode_key(key).map_err(at)?
@@ -154,6 +163,13 @@ impl TransactionCoordinator {
                         };
                         loaded.insert(id, meta);
                     }
+                }
+                if next <= before {
+                    return Err(Error::GroupLoadStalled {
+                        topic: TRANSACTION_STATE_TOPIC,
+                        partition,
+                        offset: before,
+                    });
                 }
             }
         }

@@ -575,3 +575,49 @@ async fn an_idle_transactional_id_expires() {
     assert_eq!(client.send(&describe, 0).await.transaction_states[0].error_code, 105);
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test]
+async fn a_corrupt_transaction_state_record_fails_the_start_naming_where() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[("transaction.state.log.num.partitions", "1")]).await;
+    let mut client = Client::connect(&server).await;
+    create_topic(&mut client, 1).await;
+    init(&mut client, "fine", 4).await;
+    // A record with a good key and a value no version of TransactionLogValue decodes.
+    let tp = seglog_storage::log::partition_log::TopicPartition {
+        topic: "__transaction_state".to_owned(),
+        partition: 0,
+    };
+    let log = server.broker().manager().get_log(&tp).expect("log");
+    let key = seglog_format::schema::transaction::encode_key("broken").expect("key");
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    builder.push(0, Some(&key), Some(&[0, 1, 0xff, 0xff][..]), &[]).expect("record");
+    let appended = log
+        .append_as_sole_leader(
+            &builder.build().expect("batch"),
+            seglog_storage::log::validator::AppendOrigin::Coordinator,
+            0,
+        )
+        .expect("append");
+    server.shutdown().await.expect("clean shutdown");
+    let mut properties = std::collections::BTreeMap::new();
+    properties.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
+    properties.insert("log.dirs".to_owned(), dir.path().display().to_string());
+    properties.insert("seglog.metrics.listener".to_owned(), String::new());
+    properties.insert("transaction.state.log.num.partitions".to_owned(), "1".to_owned());
+    let config = seglog_broker::BrokerConfig::from_properties(&properties).expect("config");
+    let Err(error) = Server::start(config).await else {
+        panic!("a corrupt __transaction_state must not be served");
+    };
+    let mut chain = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    assert!(chain.starts_with("cannot load the transaction state"), "{chain}");
+    let place = format!("__transaction_state-0: offset {}", appended.first_offset);
+    assert!(chain.contains(&place), "{chain}");
+    assert!(chain.ends_with("the record ends inside a field"), "{chain}");
+}
