@@ -13,6 +13,7 @@ pub mod error;
 pub mod group;
 mod handlers;
 mod metrics;
+mod replay;
 mod replica;
 mod request;
 pub mod server;

@@ -167,3 +167,44 @@ pub fn txn_marker(
     )
     .unwrap()
 }
+
+/// A key and value as read back (`None`: absent), with the record's offset.
+pub type ReadRecord = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Every record a read_committed consumer gets from `log`, from its log start to its last stable
+/// offset, in offset order (the reads' aborted transactions skipped by
+/// [`crate::log::read_committed::AbortedFilter`], markers left out).
+pub fn read_committed_records(log: &crate::log::partition_log::PartitionLog) -> Vec<ReadRecord> {
+    use crate::log::partition_log::Isolation;
+    let lso = log.last_stable_offset().expect("the LSO");
+    let mut next = log.log_start_offset().expect("the log start");
+    let log_start = next;
+    let mut filter = crate::log::read_committed::AbortedFilter::default();
+    let mut out = Vec::new();
+    while next < lso {
+        let read = log.read_info(next, 1 << 20, Isolation::TxnCommitted, true).expect("a read");
+        filter.add(&read.aborted_transactions.expect("a read_committed read lists them"));
+        let data = read.data.expect("records");
+        if data.records.is_empty() {
+            break;
+        }
+        for entry in seglog_format::Batches::new(&data.records) {
+            let batch = entry.expect("a batch").batch;
+            next = batch.next_offset();
+            if filter.skips(&batch) {
+                continue;
+            }
+            for record in &batch.records(seglog_format::DecodeLimits::default()).expect("records") {
+                let record = record.expect("a record");
+                if record.offset >= log_start {
+                    out.push((
+                        record.offset,
+                        record.key.map(<[u8]>::to_vec),
+                        record.value.map(<[u8]>::to_vec),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}

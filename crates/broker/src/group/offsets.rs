@@ -96,47 +96,8 @@ impl GroupCoordinator {
         offsets: &[OffsetToCommit],
         now_ms: i64,
     ) -> Vec<i16> {
-        let all = |code: i16| vec![code; offsets.len()];
-        if group_id.is_empty() {
-            return all(ResponseError::InvalidGroupId.code());
-        }
-        let mut inner = self.lock();
-        if inner.shutting_down {
-            return all(ResponseError::CoordinatorNotAvailable.code());
-        }
-        if !inner.groups.contains_key(group_id) {
-            if generation_id >= 0 {
-                return all(ResponseError::IllegalGeneration.code());
-            }
-            inner.groups.insert(group_id.to_owned(), Group::new(group_id, now_ms));
-        }
-        let Some(group) = inner.groups.get_mut(group_id) else {
-            return all(ResponseError::CoordinatorNotAvailable.code());
-        };
-        let code = check_commit(group, generation_id, member_id, group_instance_id, now_ms);
-        if code != NONE {
-            return all(code);
-        }
-        let OffsetRecords { mut codes, records, accepted, kept } =
-            self.offset_records(group_id, offsets, now_ms);
-        if records.is_empty() {
-            return codes;
-        }
-        let written = match self.append(&mut inner, group_id, &records, now_ms) {
-            Ok(written) => written,
-            Err(code) => {
-                fail_accepted(&mut codes, &accepted, code.code());
-                return codes;
-            }
-        };
-        if let Some(group) = inner.groups.get_mut(group_id) {
-            group.offsets.extend(kept);
-        }
-        drop(inner);
-        if let Err(code) = Self::await_durable(&written.0, &written.1, now_ms) {
-            fail_accepted(&mut codes, &accepted, code.code());
-        }
-        codes
+        let member = (generation_id, member_id, group_instance_id);
+        self.commit(group_id, None, member, offsets, now_ms)
     }
 
     /// The partition of `__consumer_offsets` that holds `group_id` (creating the topic if need
@@ -163,6 +124,21 @@ impl GroupCoordinator {
         offsets: &[OffsetToCommit],
         now_ms: i64,
     ) -> Vec<i16> {
+        let member = (generation_id, member_id, group_instance_id);
+        self.commit(group_id, Some((producer_id, producer_epoch)), member, offsets, now_ms)
+    }
+
+    /// OffsetCommit, or with a producer TxnOffsetCommit: the checks, the records, their write
+    /// (as the producer's transactional batch) and, once durable, the answer; the group keeps
+    /// the offsets, or holds them pending for the producer's transaction.
+    fn commit(
+        &self,
+        group_id: &str,
+        producer: Option<(i64, i16)>,
+        (generation_id, member_id, group_instance_id): (i32, &str, Option<&str>),
+        offsets: &[OffsetToCommit],
+        now_ms: i64,
+    ) -> Vec<i16> {
         let all = |code: i16| vec![code; offsets.len()];
         if group_id.is_empty() {
             return all(ResponseError::InvalidGroupId.code());
@@ -171,10 +147,6 @@ impl GroupCoordinator {
         if inner.shutting_down {
             return all(ResponseError::CoordinatorNotAvailable.code());
         }
-        let partitions = match self.ensure_offsets_topic_locked(&mut inner) {
-            Ok(partitions) => partitions,
-            Err(code) => return all(code.code()),
-        };
         if !inner.groups.contains_key(group_id) {
             if generation_id >= 0 {
                 return all(ResponseError::IllegalGeneration.code());
@@ -184,7 +156,9 @@ impl GroupCoordinator {
         let Some(group) = inner.groups.get_mut(group_id) else {
             return all(ResponseError::CoordinatorNotAvailable.code());
         };
-        if !(member_id.is_empty() && generation_id < 0) {
+        // A transactional commit with no member and no generation (before v3) is not fenced.
+        let unfenced = producer.is_some() && member_id.is_empty() && generation_id < 0;
+        if !unfenced {
             let code = check_commit(group, generation_id, member_id, group_instance_id, now_ms);
             if code != NONE {
                 return all(code);
@@ -195,13 +169,7 @@ impl GroupCoordinator {
         if records.is_empty() {
             return codes;
         }
-        let partition = super::store::partition_for(group_id, partitions);
-        let written = match self.append_to(
-            partition,
-            &records,
-            Some((producer_id, producer_epoch)),
-            now_ms,
-        ) {
+        let written = match self.append_as(&mut inner, group_id, &records, producer, now_ms) {
             Ok(written) => written,
             Err(code) => {
                 fail_accepted(&mut codes, &accepted, code.code());
@@ -209,7 +177,12 @@ impl GroupCoordinator {
             }
         };
         if let Some(group) = inner.groups.get_mut(group_id) {
-            group.pending_txn_offsets.entry(producer_id).or_default().extend(kept);
+            match producer {
+                Some((producer_id, _)) => {
+                    group.pending_txn_offsets.entry(producer_id).or_default().extend(kept);
+                }
+                None => group.offsets.extend(kept),
+            }
         }
         drop(inner);
         if let Err(code) = Self::await_durable(&written.0, &written.1, now_ms) {

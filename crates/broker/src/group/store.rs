@@ -17,9 +17,9 @@ use kafka_protocol::ResponseError;
 use seglog_format::group::{
     self as records, GroupMetadataValue, GroupRecordKey, MemberMetadata, OffsetCommitValue,
 };
-use seglog_format::{Batches, Compression, ControlRecordType, DecodeLimits, RecordBatchBuilder};
+use seglog_format::{Compression, ControlRecordType, DecodeLimits, RecordBatchBuilder};
 use seglog_storage::config::BrokerCompressionType;
-use seglog_storage::log::partition_log::{AppendInfo, Isolation, PartitionLog, TopicPartition};
+use seglog_storage::log::partition_log::{AppendInfo, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
 use super::OFFSETS_TOPIC;
@@ -30,13 +30,11 @@ use super::consumer::group::{
 use super::coordinator::{GroupCoordinator, Inner};
 use super::offsets::Committed;
 use crate::error::{Cause, Error};
+use crate::replay::Replayed;
 use crate::replica::{Acks, ReplicaManager};
 
 /// The largest batch the coordinator writes at once (below `message.max.bytes`' default).
 const WRITE_BATCH_BYTES_MAX: usize = 512 * 1024;
-
-/// How much of `__consumer_offsets` one read during loading returns.
-const LOAD_READ_BYTES_MAX: u32 = 8 << 20;
 
 /// Kafka's `partitionFor`: `Utils.abs(groupId.hashCode) % partitions`.
 pub(super) fn partition_for(group_id: &str, partitions: i32) -> i32 {
@@ -174,15 +172,27 @@ impl GroupCoordinator {
         records: &[KeyValue],
         now_ms: i64,
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
+        self.append_as(inner, group_id, records, None, now_ms)
+    }
+
+    /// [`Self::append`], with a producer as its transactional batch.
+    pub(super) fn append_as(
+        &self,
+        inner: &mut Inner,
+        group_id: &str,
+        records: &[KeyValue],
+        producer: Option<(i64, i16)>,
+        now_ms: i64,
+    ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
         let partition = partition_for(group_id, partitions);
-        self.append_to(partition, records, None, now_ms)
+        self.append_to(partition, records, producer, now_ms)
     }
 
     /// Appends records to a partition of `__consumer_offsets`; with a producer, as one
     /// transactional batch of that producer (Kafka's `storeOffsets` for TxnOffsetCommit: base
     /// sequence 0, which a coordinator's append does not check).
-    pub(super) fn append_to(
+    fn append_to(
         &self,
         partition: i32,
         records: &[KeyValue],
@@ -398,103 +408,73 @@ fn replay_partition(
     consumer: &mut BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>,
     pending: &mut BTreeMap<i64, PendingTxnOffsets>,
 ) -> Result<(), Error> {
-    let failed = |error: Cause| Error::GroupLoad {
-        at: format!("{OFFSETS_TOPIC}-{partition}"),
-        source: error,
-    };
     let failed_at = |offset: i64, error: Cause| Error::GroupLoad {
         at: format!("{OFFSETS_TOPIC}-{partition}: offset {offset}"),
         source: error,
     };
-    let end = log.log_end_offset().map_err(|error| failed(error.into()))?;
-    let mut next = log.log_start_offset().map_err(|error| failed(error.into()))?;
-    let limits = DecodeLimits::default();
-    while next < end {
-        let data = log
-            .read(next, LOAD_READ_BYTES_MAX, Isolation::LogEnd, true)
-            .map_err(|error| failed(error.into()))?;
-        if data.records.is_empty() {
-            break;
-        }
-        let before = next;
-        for entry in Batches::new(&data.records) {
-            let entry = entry.map_err(|error| failed(error.into()))?;
-            let batch = entry.batch;
-            next = next.max(batch.last_offset() + 1);
-            if batch.is_control_batch() {
-                if batch.is_transactional() && batch.last_offset() >= before {
-                    replay_marker(&batch, limits, offsets, pending)
-                        .map_err(|error| failed(error.into()))?;
+    crate::replay::replay_partition(log, OFFSETS_TOPIC, partition, |replayed| {
+        let (batch, record) = match replayed {
+            Replayed::Control(batch) => {
+                if batch.is_transactional() {
+                    replay_marker(batch, DecodeLimits::default(), offsets, pending)
+                        .map_err(|error| failed_at(batch.last_offset(), error.into()))?;
                 }
-                continue;
+                return Ok(());
             }
-            let txn_producer = batch.is_transactional().then(|| batch.producer_id());
-            let batch_records = batch.records(limits).map_err(|error| failed(error.into()))?;
-            for record in &batch_records {
-                let record = record.map_err(|error| failed(error.into()))?;
-                if record.offset < before {
-                    continue;
-                }
-                let Some(key) = record.key else { continue };
-                match records::decode_key(key) {
-                    Ok(GroupRecordKey::OffsetCommit { group, topic, partition }) => {
-                        let value = record
-                            .value
-                            .map(records::decode_offset_commit_value)
-                            .transpose()
-                            .map_err(|error| failed_at(record.offset, error.into()))?;
-                        match (txn_producer, value) {
-                            (Some(producer_id), Some(value)) => pending
-                                .entry(producer_id)
-                                .or_default()
-                                .push(((group, topic, partition), value)),
-                            (_, value) => {
-                                offsets.insert((group, topic, partition), value);
-                            }
-                        }
+            Replayed::Record(batch, record) => (batch, record),
+        };
+        let txn_producer = batch.is_transactional().then(|| batch.producer_id());
+        let Some(key) = record.key else { return Ok(()) };
+        match records::decode_key(key) {
+            Ok(GroupRecordKey::OffsetCommit { group, topic, partition }) => {
+                let value = record
+                    .value
+                    .map(records::decode_offset_commit_value)
+                    .transpose()
+                    .map_err(|error| failed_at(record.offset, error.into()))?;
+                match (txn_producer, value) {
+                    (Some(producer_id), Some(value)) => pending
+                        .entry(producer_id)
+                        .or_default()
+                        .push(((group, topic, partition), value)),
+                    (_, value) => {
+                        offsets.insert((group, topic, partition), value);
                     }
-                    Ok(GroupRecordKey::GroupMetadata { group }) => {
-                        let value = record
-                            .value
-                            .map(records::decode_group_metadata_value)
-                            .transpose()
-                            .map_err(|error| failed_at(record.offset, error.into()))?;
-                        metadata.insert(group, value);
-                    }
-                    Ok(
-                        GroupRecordKey::ConsumerGroupMetadata { group }
-                        | GroupRecordKey::ConsumerGroupMemberMetadata { group, .. }
-                        | GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { group }
-                        | GroupRecordKey::ConsumerGroupTargetAssignmentMember { group, .. }
-                        | GroupRecordKey::ConsumerGroupCurrentMemberAssignment { group, .. },
-                    ) => {
-                        // KIP-848 records: kept as bytes, decoded once the replay is done.
-                        let live = consumer.entry(group).or_default();
-                        match record.value {
-                            Some(value) => live.insert(key.to_vec(), value.to_vec()),
-                            None => live.remove(key),
-                        };
-                    }
-                    Ok(GroupRecordKey::Other(version)) => {
-                        tracing::debug!(
-                            version,
-                            offset = record.offset,
-                            "skipping a record of a later group schema"
-                        );
-                    }
-                    Err(error) => return Err(failed_at(record.offset, error.into())),
                 }
             }
+            Ok(GroupRecordKey::GroupMetadata { group }) => {
+                let value = record
+                    .value
+                    .map(records::decode_group_metadata_value)
+                    .transpose()
+                    .map_err(|error| failed_at(record.offset, error.into()))?;
+                metadata.insert(group, value);
+            }
+            Ok(
+                GroupRecordKey::ConsumerGroupMetadata { group }
+                | GroupRecordKey::ConsumerGroupMemberMetadata { group, .. }
+                | GroupRecordKey::ConsumerGroupTargetAssignmentMetadata { group }
+                | GroupRecordKey::ConsumerGroupTargetAssignmentMember { group, .. }
+                | GroupRecordKey::ConsumerGroupCurrentMemberAssignment { group, .. },
+            ) => {
+                // KIP-848 records: kept as bytes, decoded once the replay is done.
+                let live = consumer.entry(group).or_default();
+                match record.value {
+                    Some(value) => live.insert(key.to_vec(), value.to_vec()),
+                    None => live.remove(key),
+                };
+            }
+            Ok(GroupRecordKey::Other(version)) => {
+                tracing::debug!(
+                    version,
+                    offset = record.offset,
+                    "skipping a record of a later group schema"
+                );
+            }
+            Err(error) => return Err(failed_at(record.offset, error.into())),
         }
-        if next <= before {
-            return Err(Error::GroupLoadStalled {
-                topic: OFFSETS_TOPIC,
-                partition,
-                offset: before,
-            });
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// A transaction marker: the offsets of its producer's open transaction become committed, or

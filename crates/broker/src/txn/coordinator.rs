@@ -41,6 +41,35 @@ pub(super) struct Inner {
     last_expire_check_ms: Option<i64>,
 }
 
+impl Inner {
+    /// The metadata of `transactional_id` when `producer_id` is its producer; an unknown id or
+    /// another producer is INVALID_PRODUCER_ID_MAPPING, as Kafka answers both.
+    fn producer_meta(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+    ) -> Result<&TransactionMetadata, ResponseError> {
+        self.txns
+            .get(transactional_id)
+            .map(|entry| &entry.meta)
+            .filter(|meta| meta.producer_id == producer_id)
+            .ok_or(ResponseError::InvalidProducerIdMapping)
+    }
+
+    /// [`Inner::producer_meta`], to change it.
+    fn producer_meta_mut(
+        &mut self,
+        transactional_id: &str,
+        producer_id: i64,
+    ) -> Result<&mut TransactionMetadata, ResponseError> {
+        self.txns
+            .get_mut(transactional_id)
+            .map(|entry| &mut entry.meta)
+            .filter(|meta| meta.producer_id == producer_id)
+            .ok_or(ResponseError::InvalidProducerIdMapping)
+    }
+}
+
 /// What DescribeTransactions answers for one id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TxnDescription {
@@ -334,14 +363,7 @@ impl TransactionCoordinator {
         self.check_active()?;
         let transit = {
             let mut inner = self.lock();
-            let meta = inner
-                .txns
-                .get_mut(transactional_id)
-                .map(|entry| &mut entry.meta)
-                .ok_or(ResponseError::InvalidProducerIdMapping)?;
-            if meta.producer_id != producer_id {
-                return Err(ResponseError::InvalidProducerIdMapping);
-            }
+            let meta = inner.producer_meta_mut(transactional_id, producer_id)?;
             if meta.producer_epoch != producer_epoch {
                 return Err(ResponseError::ProducerFenced);
             }
@@ -382,14 +404,7 @@ impl TransactionCoordinator {
         let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
         {
             let inner = self.lock();
-            let meta = inner
-                .txns
-                .get(transactional_id)
-                .map(|entry| &entry.meta)
-                .ok_or(ResponseError::InvalidProducerIdMapping)?;
-            if meta.producer_id != producer_id {
-                return Err(ResponseError::InvalidProducerIdMapping);
-            }
+            let meta = inner.producer_meta(transactional_id, producer_id)?;
             if meta.producer_epoch != producer_epoch {
                 return Err(ResponseError::ProducerFenced);
             }
@@ -456,14 +471,7 @@ impl TransactionCoordinator {
         let transit = {
             let _exclusive = gate.write().unwrap_or_else(PoisonError::into_inner);
             let mut inner = self.lock();
-            let meta = inner
-                .txns
-                .get_mut(transactional_id)
-                .map(|entry| &mut entry.meta)
-                .ok_or(ResponseError::InvalidProducerIdMapping)?;
-            if meta.producer_id != producer_id {
-                return Err(ResponseError::InvalidProducerIdMapping);
-            }
+            let meta = inner.producer_meta_mut(transactional_id, producer_id)?;
             if meta.pending_transition_in_progress() {
                 return Err(ResponseError::ConcurrentTransactions);
             }

@@ -23,13 +23,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
-use seglog_format::{Batches, DecodeLimits};
 use seglog_storage::config::{BrokerLogConfig, DurabilityMode, LogConfig};
 use seglog_storage::io::SimFs;
-use seglog_storage::log::partition_log::{Isolation, TopicPartition};
+use seglog_storage::log::partition_log::TopicPartition;
 use seglog_storage::log::validator::AppendOrigin;
 use seglog_storage::manager::{LogManager, ManualClock};
-use seglog_storage::testing::{Rng, txn_batch};
+use seglog_storage::testing::{Rng, read_committed_records, txn_batch};
 use tokio::sync::Notify;
 
 use super::coordinator::{FailPoint, ProducerIdAndEpoch};
@@ -195,30 +194,11 @@ fn produce(
 /// of the aborted transactions the reads list (Kafka's consumer `Fetcher`).
 fn read_committed(world: &World, partition: i32) -> (Vec<String>, i64) {
     let log = world.manager.get_log(&tp(partition)).expect("log");
-    let lso = log.last_stable_offset().expect("lso");
-    let mut next = log.log_start_offset().expect("log start");
-    let mut filter = seglog_storage::log::read_committed::AbortedFilter::default();
-    let mut values = Vec::new();
-    while next < lso {
-        let read = log.read_info(next, 1 << 20, Isolation::TxnCommitted, true).expect("read");
-        filter.add(&read.aborted_transactions.expect("read_committed lists aborted transactions"));
-        let data = read.data.expect("data");
-        if data.records.is_empty() {
-            break;
-        }
-        for entry in Batches::new(&data.records) {
-            let batch = entry.expect("batch").batch;
-            next = batch.next_offset();
-            if filter.skips(&batch) {
-                continue;
-            }
-            for record in &batch.records(DecodeLimits::default()).expect("records") {
-                let record = record.expect("record");
-                values.push(String::from_utf8_lossy(record.value.unwrap_or_default()).into_owned());
-            }
-        }
-    }
-    (values, lso)
+    let values = read_committed_records(&log)
+        .into_iter()
+        .map(|(_, _, value)| String::from_utf8_lossy(&value.unwrap_or_default()).into_owned())
+        .collect();
+    (values, log.last_stable_offset().expect("lso"))
 }
 
 fn check(world: &World, model: &Model, step: usize) {

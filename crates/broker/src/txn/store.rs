@@ -8,20 +8,18 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::ResponseError;
 use seglog_format::schema::transaction::{self as records, TransactionLogKey};
-use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+use seglog_format::{Compression, RecordBatchBuilder};
 use seglog_storage::config::BrokerCompressionType;
-use seglog_storage::log::partition_log::{Isolation, TopicPartition};
+use seglog_storage::log::partition_log::TopicPartition;
 use seglog_storage::log::validator::AppendOrigin;
 
 use super::TRANSACTION_STATE_TOPIC;
 use super::coordinator::{Entry, TransactionCoordinator};
 use super::metadata::{TransactionMetadata, TxnTransit};
-use crate::error::{Cause, Error};
+use crate::error::Error;
 use crate::group::GroupCoordinator;
+use crate::replay::{Replayed, replay_partition};
 use crate::replica::Acks;
-
-/// How much of `__transaction_state` one read during loading returns.
-const LOAD_READ_BYTES_MAX: u32 = 8 << 20;
 
 /// Kafka's `partitionFor`: `Utils.abs(transactionalId.hashCode) % partitions`.
 pub(super) fn partition_for(transactional_id: &str, partitions: i32) -> i32 {
@@ -107,71 +105,41 @@ impl TransactionCoordinator {
         let mut loaded: BTreeMap<String, Option<TransactionMetadata>> = BTreeMap::new();
         for partition in 0..partitions {
             let tp = TopicPartition { topic: TRANSACTION_STATE_TOPIC.to_owned(), partition };
-            let failed = |error: Cause| Error::GroupLoad { at: tp.to_string(), source: error };
-            let log = self.manager.get_log(&tp).map_err(|error| failed(error.into()))?;
-            let end = log.log_end_offset().map_err(|error| failed(error.into()))?;
-            let mut next = log.log_start_offset().map_err(|error| failed(error.into()))?;
-            while next < end {
-                let data = log
-                    .read(next, LOAD_READ_BYTES_MAX, Isolation::LogEnd, true)
-                    .map_err(|error| failed(error.into()))?;
-                if data.records.is_empty() {
-                    break;
-                }
-                let before = next;
-                for entry in Batches::new(&data.records) {
-                    let entry = entry.map_err(|error| failed(error.into()))?;
-                    let batch = entry.batch;
-                    next = next.max(batch.last_offset() + 1);
-                    if batch.is_control_batch() {
-                        continue;
+            let log = self
+                .manager
+                .get_log(&tp)
+                .map_err(|error| Error::GroupLoad { at: tp.to_string(), source: error.into() })?;
+            replay_partition(&log, TRANSACTION_STATE_TOPIC, partition, |replayed| {
+                let Replayed::Record(_, record) = replayed else { return Ok(()) };
+                let Some(key) = record.key else { return Ok(()) };
+                let at = |error: seglog_format::DecodeError| {
+                    // The schema reader keeps Java's texts for `seglog dump`, where a buffer
+                    // underflow prints `null`; say what it means here.
+                    let reason = match error.to_string().as_str() {
+                        "null" => "the record ends inside a field".to_owned(),
+                        text => text.to_owned(),
+                    };
+                    Error::GroupLoad {
+                        at: format!("{tp}: offset {}", record.offset),
+                        source: format!("undecodable transaction log record: {reason}").into(),
                     }
-                    let batch_records = batch
-                        .records(DecodeLimits::default())
-                        .map_err(|error| failed(error.into()))?;
-                    for record in &batch_records {
-                        let record = record.map_err(|error| failed(error.into()))?;
-                        if record.offset < before {
-                            continue;
-                        }
-                        let Some(key) = record.key else { continue };
-                        let at = |error: seglog_format::DecodeError| {
-                            // The schema reader keeps Java's texts for `seglog dump`, where a
-                            // buffer underflow prints `null`; say what it means here.
-                            let reason = match error.to_string().as_str() {
-                                "null" => "the record ends inside a field".to_owned(),
-                                text => text.to_owned(),
-                            };
-                            Error::GroupLoad {
-                                at: format!("{tp}: offset {}", record.offset),
-                                source: format!("undecodable transaction log record: {reason}")
-                                    .into(),
-                            }
-                        };
-                        let TransactionLogKey::TransactionalId(id) =
-                            records::decode_key(key).map_err(at)?
-                        else {
-                            // A key of a later version: Kafka skips it too.
-                            continue;
-                        };
-                        let meta = match record.value {
-                            None => None,
-                            Some(value) => {
-                                let value = records::decode_value(value).map_err(at)?;
-                                TransactionMetadata::from_log_value(&id, &value)
-                            }
-                        };
-                        loaded.insert(id, meta);
+                };
+                let TransactionLogKey::TransactionalId(id) =
+                    records::decode_key(key).map_err(at)?
+                else {
+                    // A key of a later version: Kafka skips it too.
+                    return Ok(());
+                };
+                let meta = match record.value {
+                    None => None,
+                    Some(value) => {
+                        let value = records::decode_value(value).map_err(at)?;
+                        TransactionMetadata::from_log_value(&id, &value)
                     }
-                }
-                if next <= before {
-                    return Err(Error::GroupLoadStalled {
-                        topic: TRANSACTION_STATE_TOPIC,
-                        partition,
-                        offset: before,
-                    });
-                }
-            }
+                };
+                loaded.insert(id, meta);
+                Ok(())
+            })?;
         }
         let mut prepared = Vec::new();
         let count = {

@@ -110,6 +110,41 @@ async fn add_partitions(
     codes[0]
 }
 
+/// AddOffsetsToTxn for `group`.
+fn add_offsets_request(id: &str, producer: (i64, i16), group: &str) -> AddOffsetsToTxnRequest {
+    AddOffsetsToTxnRequest::default()
+        .with_transactional_id(txn_id(id))
+        .with_producer_id(ProducerId(producer.0))
+        .with_producer_epoch(producer.1)
+        .with_group_id(GroupId(s(group)))
+}
+
+/// TxnOffsetCommit of `offset` for partition `partition` of the topic, with no member.
+fn txn_offset_commit_request(
+    id: &str,
+    producer: (i64, i16),
+    group: &str,
+    partition: i32,
+    offset: i64,
+) -> TxnOffsetCommitRequest {
+    TxnOffsetCommitRequest::default()
+        .with_transactional_id(txn_id(id))
+        .with_group_id(GroupId(s(group)))
+        .with_producer_id(ProducerId(producer.0))
+        .with_producer_epoch(producer.1)
+        .with_generation_id(-1)
+        .with_topics(vec![
+            TxnOffsetCommitRequestTopic::default().with_name(TopicName(s(TOPIC))).with_partitions(
+                vec![
+                    TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(partition)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(-1),
+                ],
+            ),
+        ])
+}
+
 fn txn_batch(producer: (i64, i16), first_seq: i32, values: &[&str]) -> Bytes {
     let mut builder = RecordBatchBuilder::new(Compression::None)
         .producer(producer.0, producer.1, first_seq)
@@ -269,11 +304,7 @@ async fn every_transaction_api_answers_at_every_advertised_version() {
                 }
                 ApiKey::AddOffsetsToTxn => {
                     let producer = init(&mut client, &id, 3).await;
-                    let request = AddOffsetsToTxnRequest::default()
-                        .with_transactional_id(txn_id(&id))
-                        .with_producer_id(ProducerId(producer.0))
-                        .with_producer_epoch(producer.1)
-                        .with_group_id(GroupId(s(&id)));
+                    let request = add_offsets_request(&id, producer, &id);
                     assert_eq!(client.send(&request, version).await.error_code, 0, "v{version}");
                 }
                 ApiKey::EndTxn => {
@@ -288,28 +319,9 @@ async fn every_transaction_api_answers_at_every_advertised_version() {
                 }
                 ApiKey::TxnOffsetCommit => {
                     let producer = init(&mut client, &id, 3).await;
-                    let request = AddOffsetsToTxnRequest::default()
-                        .with_transactional_id(txn_id(&id))
-                        .with_producer_id(ProducerId(producer.0))
-                        .with_producer_epoch(producer.1)
-                        .with_group_id(GroupId(s(&id)));
+                    let request = add_offsets_request(&id, producer, &id);
                     assert_eq!(client.send(&request, 3).await.error_code, 0);
-                    let request = TxnOffsetCommitRequest::default()
-                        .with_transactional_id(txn_id(&id))
-                        .with_group_id(GroupId(s(&id)))
-                        .with_producer_id(ProducerId(producer.0))
-                        .with_producer_epoch(producer.1)
-                        .with_generation_id(-1)
-                        .with_topics(vec![
-                            TxnOffsetCommitRequestTopic::default()
-                                .with_name(TopicName(s(TOPIC)))
-                                .with_partitions(vec![
-                                    TxnOffsetCommitRequestPartition::default()
-                                        .with_partition_index(1)
-                                        .with_committed_offset(42)
-                                        .with_committed_leader_epoch(-1),
-                                ]),
-                        ]);
+                    let request = txn_offset_commit_request(&id, producer, &id, 1, 42);
                     let response = client.send(&request, version).await;
                     assert_eq!(response.topics[0].partitions[0].error_code, 0, "v{version}");
                 }
@@ -445,28 +457,9 @@ async fn transactional_offsets_are_unstable_until_the_commit_and_dropped_on_abor
     let producer = init(&mut client, "t-offsets", 4).await;
     let mut committed = Vec::new();
     for (round, commit) in [(1, false), (2, true)] {
-        let add = AddOffsetsToTxnRequest::default()
-            .with_transactional_id(txn_id("t-offsets"))
-            .with_producer_id(ProducerId(producer.0))
-            .with_producer_epoch(producer.1)
-            .with_group_id(GroupId(s("g")));
+        let add = add_offsets_request("t-offsets", producer, "g");
         assert_eq!(client.send(&add, 3).await.error_code, 0);
-        let request = TxnOffsetCommitRequest::default()
-            .with_transactional_id(txn_id("t-offsets"))
-            .with_group_id(GroupId(s("g")))
-            .with_producer_id(ProducerId(producer.0))
-            .with_producer_epoch(producer.1)
-            .with_generation_id(-1)
-            .with_topics(vec![
-                TxnOffsetCommitRequestTopic::default()
-                    .with_name(TopicName(s(TOPIC)))
-                    .with_partitions(vec![
-                        TxnOffsetCommitRequestPartition::default()
-                            .with_partition_index(0)
-                            .with_committed_offset(100 * round)
-                            .with_committed_leader_epoch(-1),
-                    ]),
-            ]);
+        let request = txn_offset_commit_request("t-offsets", producer, "g", 0, 100 * round);
         assert_eq!(client.send(&request, 3).await.topics[0].partitions[0].error_code, 0);
         let fetch_offsets = |require_stable: bool| {
             OffsetFetchRequest::default()

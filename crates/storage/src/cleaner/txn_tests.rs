@@ -9,7 +9,6 @@
 use seglog_format::{Batch, DecodeLimits};
 
 use super::tests::{Harness, harness, key_view, small_map};
-use crate::log::partition_log::Isolation;
 use crate::log::validator::AppendOrigin;
 use crate::testing::txn_marker;
 
@@ -45,34 +44,13 @@ impl Harness {
 
     /// What a read_committed consumer sees: (key, value) in offset order.
     fn read_committed(&self) -> Vec<(String, String)> {
-        let log = self.log();
-        let lso = log.last_stable_offset().expect("lso");
-        let mut next = log.log_start_offset().expect("start");
-        let mut filter = crate::log::read_committed::AbortedFilter::default();
-        let mut out = Vec::new();
-        while next < lso {
-            let read = log.read_info(next, 1 << 20, Isolation::TxnCommitted, true).expect("read");
-            filter.add(&read.aborted_transactions.expect("listed"));
-            let data = read.data.expect("data");
-            if data.records.is_empty() {
-                break;
-            }
-            for entry in seglog_format::Batches::new(&data.records) {
-                let batch = entry.expect("batch").batch;
-                next = batch.next_offset();
-                if filter.skips(&batch) {
-                    continue;
-                }
-                for record in &batch.records(DecodeLimits::default()).expect("records") {
-                    let record = record.expect("record");
-                    let text = |bytes: Option<&[u8]>| {
-                        String::from_utf8_lossy(bytes.unwrap_or_default()).into_owned()
-                    };
-                    out.push((text(record.key), text(record.value)));
-                }
-            }
-        }
-        out
+        let text = |bytes: Option<Vec<u8>>| {
+            String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned()
+        };
+        crate::testing::read_committed_records(&self.log())
+            .into_iter()
+            .map(|(_, key, value)| (text(key), text(value)))
+            .collect()
     }
 
     /// The markers left in the log: (offset, producer, is COMMIT).
