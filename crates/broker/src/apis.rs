@@ -73,96 +73,96 @@ macro_rules! apis {
 
 apis! {
     Broker Produce 3..=13 =>
-        |broker, request| handlers::produce(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::produce(broker, &request.session, request.decode()?, request.version).await;
     Broker Fetch 4..=18 =>
-        |broker, request| handlers::fetch(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::fetch(broker, &request.session, request.decode()?, request.version).await;
     Broker ListOffsets 1..=10 =>
-        |broker, request| handlers::list_offsets(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::list_offsets(broker, &request.session, request.decode()?, request.version).await;
     Broker Metadata 0..=13 =>
-        |broker, request| handlers::metadata(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::metadata(broker, &request.session, request.decode()?, request.version).await;
     Broker ApiVersions 0..=4 => |_broker, request| {
         handlers::api_versions(&request.decode()?, request.version, api_version_list())
     };
     Broker CreateTopics 2..=7 =>
-        |broker, request| handlers::create_topics(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::create_topics(broker, &request.session, request.decode()?, request.version).await;
     Broker DeleteTopics 1..=6 =>
-        |broker, request| handlers::delete_topics(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::delete_topics(broker, &request.session, request.decode()?, request.version).await;
     Broker DeleteRecords 0..=2 => |broker, request| {
-        handlers::delete_records(broker, request.decode()?, request.version).await
+        handlers::delete_records(broker, &request.session, request.decode()?, request.version).await
     };
     Broker OffsetForLeaderEpoch 2..=4 => |broker, request| {
-        handlers::offset_for_leader_epoch(broker, request.decode()?, request.version).await
+        handlers::offset_for_leader_epoch(broker, &request.session, request.decode()?, request.version).await
     };
     Broker DescribeConfigs 1..=4 =>
-        |broker, request| handlers::describe_configs(broker, &request.decode()?, request.version);
+        |broker, request| handlers::describe_configs(broker, &request.session, &request.decode()?, request.version);
     Broker AlterConfigs 0..=2 =>
-        |broker, request| handlers::alter_configs(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::alter_configs(broker, &request.session, request.decode()?, request.version).await;
     Broker CreatePartitions 0..=3 => |broker, request| {
-        handlers::create_partitions(broker, request.decode()?, request.version).await
+        handlers::create_partitions(broker, &request.session, request.decode()?, request.version).await
     };
     Broker IncrementalAlterConfigs 0..=1 => |broker, request| {
-        handlers::incremental_alter_configs(broker, request.decode()?, request.version).await
+        handlers::incremental_alter_configs(broker, &request.session, request.decode()?, request.version).await
     };
     Broker DescribeCluster 0..=2 =>
-        |broker, request| handlers::describe_cluster(broker, &request.decode()?, request.version);
+        |broker, request| handlers::describe_cluster(broker, &request.session, &request.decode()?, request.version);
     Transaction InitProducerId 0..=5 => |broker, request| {
-        handlers::init_producer_id(broker, &request.decode()?, request.version).await
+        handlers::init_producer_id(broker, &request.session, &request.decode()?, request.version).await
     };
     Transaction AddPartitionsToTxn 0..=5 => |broker, request| {
-        handlers::add_partitions_to_txn(broker, request.decode()?, request.version).await
+        handlers::add_partitions_to_txn(broker, &request.session, request.decode()?, request.version).await
     };
     Transaction AddOffsetsToTxn 0..=4 => |broker, request| {
-        handlers::add_offsets_to_txn(broker, request.decode()?, request.version).await
+        handlers::add_offsets_to_txn(broker, &request.session, request.decode()?, request.version).await
     };
     Transaction EndTxn 0..=5 =>
-        |broker, request| handlers::end_txn(broker, request.decode()?, request.version).await;
+        |broker, request| handlers::end_txn(broker, &request.session, request.decode()?, request.version).await;
     Transaction TxnOffsetCommit 0..=5 => |broker, request| {
-        handlers::txn_offset_commit(broker, request.decode()?, request.version).await
+        handlers::txn_offset_commit(broker, &request.session, request.decode()?, request.version).await
     };
     Transaction DescribeTransactions 0..=0 => |broker, request| {
-        handlers::describe_transactions(broker, request.decode()?, request.version).await
+        handlers::describe_transactions(broker, &request.session, request.decode()?, request.version).await
     };
     Transaction ListTransactions 0..=2 => |broker, request| {
-        handlers::list_transactions(broker, request.decode()?, request.version).await
+        handlers::list_transactions(broker, &request.session, request.decode()?, request.version).await
     };
     Transaction DescribeProducers 0..=0 => |broker, request| {
-        handlers::describe_producers(broker, request.decode()?, request.version).await
+        handlers::describe_producers(broker, &request.session, request.decode()?, request.version).await
     };
     Coordinator FindCoordinator 0..=6 => |broker, request| {
-        groups::find_coordinator(broker, request.decode()?, request.version).await
+        groups::find_coordinator(broker, &request.session, request.decode()?, request.version).await
     };
     Coordinator JoinGroup 0..=9 => |broker, request| {
         groups::join_group(broker, request, request.decode()?, request.version).await
     };
     Coordinator SyncGroup 0..=5 =>
-        |broker, request| groups::sync_group(broker, request.decode()?, request.version).await;
+        |broker, request| groups::sync_group(broker, &request.session, request.decode()?, request.version).await;
     Coordinator Heartbeat 0..=4 =>
-        |broker, request| groups::heartbeat(broker, request.decode()?, request.version).await;
+        |broker, request| groups::heartbeat(broker, &request.session, request.decode()?, request.version).await;
     Coordinator LeaveGroup 0..=5 =>
-        |broker, request| groups::leave_group(broker, request.decode()?, request.version).await;
+        |broker, request| groups::leave_group(broker, &request.session, request.decode()?, request.version).await;
     Coordinator OffsetCommit 2..=9 =>
-        |broker, request| groups::offset_commit(broker, request.decode()?, request.version).await;
+        |broker, request| groups::offset_commit(broker, &request.session, request.decode()?, request.version).await;
     Coordinator OffsetFetch 1..=9 =>
-        |broker, request| groups::offset_fetch(broker, request.decode()?, request.version).await;
+        |broker, request| groups::offset_fetch(broker, &request.session, request.decode()?, request.version).await;
     Coordinator ListGroups 0..=5 =>
-        |broker, request| groups::list_groups(broker, &request.decode()?, request.version);
+        |broker, request| groups::list_groups(broker, &request.session, &request.decode()?, request.version);
     Coordinator DescribeGroups 0..=6 =>
-        |broker, request| groups::describe_groups(broker, &request.decode()?, request.version);
+        |broker, request| groups::describe_groups(broker, &request.session, &request.decode()?, request.version);
     Coordinator DeleteGroups 0..=2 =>
-        |broker, request| groups::delete_groups(broker, request.decode()?, request.version).await;
+        |broker, request| groups::delete_groups(broker, &request.session, request.decode()?, request.version).await;
     Coordinator OffsetDelete 0..=0 =>
-        |broker, request| groups::offset_delete(broker, request.decode()?, request.version).await;
+        |broker, request| groups::offset_delete(broker, &request.session, request.decode()?, request.version).await;
     Coordinator ConsumerGroupHeartbeat 0..=1 => |broker, request| {
         groups::consumer_group_heartbeat(broker, request, request.decode()?, request.version).await
     };
     Coordinator ConsumerGroupDescribe 0..=1 => |broker, request| {
-        groups::consumer_group_describe(broker, &request.decode()?, request.version)
+        groups::consumer_group_describe(broker, &request.session, &request.decode()?, request.version)
     };
     Broker AlterReplicaLogDirs 1..=2 => |broker, request| {
-        handlers::alter_replica_log_dirs(broker, request.decode()?, request.version).await
+        handlers::alter_replica_log_dirs(broker, &request.session, request.decode()?, request.version).await
     };
     Broker DescribeLogDirs 1..=4 => |broker, request| {
-        handlers::describe_log_dirs(broker, request.decode()?, request.version).await
+        handlers::describe_log_dirs(broker, &request.session, request.decode()?, request.version).await
     };
 }
 

@@ -30,7 +30,7 @@ pub(crate) enum Outcome {
 
 /// Parses the header: the API key and version come first, and the header version follows
 /// from them (not from the message version alone).
-fn parse_header(frame: &Bytes) -> Result<Request, Error> {
+pub(crate) fn parse_header(frame: &Bytes) -> Result<Request, Error> {
     let Some(&[k0, k1, v0, v1]) = frame.get(0..4) else {
         return Err(Error::NoHeader { len: frame.len() });
     };
@@ -41,10 +41,11 @@ fn parse_header(frame: &Bytes) -> Result<Request, Error> {
     let mut buf = frame.clone();
     let header = RequestHeader::decode(&mut buf, header_version)
         .map_err(|error| Error::HeaderDecode(error.into()))?;
-    Ok(Request { header, api_key, version, body: buf, peer: None })
+    let session = Arc::new(crate::security::Session::local(crate::security::ANONYMOUS));
+    Ok(Request { header, api_key, version, body: buf, session })
 }
 
-fn frame(
+pub(crate) fn frame(
     api_key: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -90,7 +91,7 @@ fn unsupported_api_versions(correlation_id: i32) -> Outcome {
 pub(crate) async fn handle(
     broker: &Arc<Broker>,
     frame_bytes: Bytes,
-    peer: Option<std::net::SocketAddr>,
+    session: &Arc<crate::security::Session>,
 ) -> Outcome {
     let mut request = match parse_header(&frame_bytes) {
         Ok(request) => request,
@@ -109,7 +110,7 @@ pub(crate) async fn handle(
             return Outcome::Close(reason);
         }
     };
-    request.peer = peer;
+    request.session = Arc::clone(session);
     let api_key = request.api_key;
     let Some((min, max)) = supported_versions(api_key) else {
         return Outcome::Close(Error::NotEnabled(api_key));

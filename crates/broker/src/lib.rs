@@ -16,6 +16,7 @@ mod metrics;
 mod replay;
 mod replica;
 mod request;
+mod security;
 pub mod server;
 pub mod txn;
 
@@ -30,7 +31,19 @@ use seglog_storage::manager::LogManager;
 /// or be closed. For the fuzz target and tools; servers use [`Server`].
 #[doc(hidden)]
 pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<bytes::Bytes> {
-    match dispatch::handle(broker, frame, None).await {
+    handle_frame_as(broker, frame, security::ANONYMOUS).await
+}
+
+/// [`handle_frame`] as `principal` (`User:alice`), as if it had authenticated: for the fuzz
+/// target of an authenticated but unauthorized connection.
+#[doc(hidden)]
+pub async fn handle_frame_as(
+    broker: &Arc<Broker>,
+    frame: bytes::Bytes,
+    principal: &str,
+) -> Option<bytes::Bytes> {
+    let session = Arc::new(security::Session::local(principal));
+    match dispatch::handle(broker, frame, &session).await {
         dispatch::Outcome::Respond(prefix, body) => {
             let mut frame = bytes::BytesMut::with_capacity(prefix.len() + body.len());
             frame.extend_from_slice(&prefix);
@@ -43,6 +56,7 @@ pub async fn handle_frame(broker: &Arc<Broker>, frame: bytes::Bytes) -> Option<b
 
 pub use apis::{GROUP_APIS, SUPPORTED_APIS, TXN_APIS, supported_versions};
 pub use config::BrokerConfig;
+pub use security::SecurityError;
 pub use server::{ServeError, Server};
 
 /// The state every request handler shares (the role of Kafka's `KafkaApis` with its
@@ -59,22 +73,36 @@ pub struct Broker {
     groups: group::GroupCoordinator,
     /// The transaction coordinator (every transactional id).
     txns: txn::TransactionCoordinator,
+    /// TLS, SASL, ACLs and quotas.
+    security: security::Security,
     cluster_id: String,
-    advertised_host: String,
-    advertised_port: i32,
+    /// What each listener tells clients to connect to (host, port), in `listeners` order.
+    advertised: Vec<(String, i32)>,
 }
 
 impl Broker {
-    fn new(config: BrokerConfig, manager: Arc<LogManager>, bound: SocketAddr) -> Self {
+    fn new(
+        config: BrokerConfig,
+        manager: Arc<LogManager>,
+        bound: &[SocketAddr],
+        security: security::Security,
+    ) -> Self {
         let cluster_id = manager.cluster_id().unwrap_or_else(|| "seglog".to_owned());
-        let advertised_host = config.advertised_host.clone().unwrap_or_else(|| {
-            if bound.ip().is_unspecified() {
-                "localhost".to_owned()
-            } else {
-                bound.ip().to_string()
-            }
-        });
-        let advertised_port = i32::from(config.advertised_port.unwrap_or(bound.port()));
+        let advertised = config
+            .listeners
+            .iter()
+            .zip(bound)
+            .map(|(listener, bound)| {
+                let host = listener.advertised_host.clone().unwrap_or_else(|| {
+                    if bound.ip().is_unspecified() {
+                        "localhost".to_owned()
+                    } else {
+                        bound.ip().to_string()
+                    }
+                });
+                (host, i32::from(listener.advertised_port.unwrap_or(bound.port())))
+            })
+            .collect();
         let appended = Arc::new(tokio::sync::Notify::new());
         let groups = group::GroupCoordinator::new(
             Arc::clone(&manager),
@@ -87,17 +115,16 @@ impl Broker {
             config.txns.clone(),
             Arc::clone(&appended),
         );
-        Self {
-            config,
-            manager,
-            appended,
-            replicas,
-            groups,
-            txns,
-            cluster_id,
-            advertised_host,
-            advertised_port,
-        }
+        Self { config, manager, appended, replicas, groups, txns, security, cluster_id, advertised }
+    }
+
+    /// The host and port that the listener of `session` advertises (Kafka answers Metadata
+    /// with the endpoints of the listener the request came through).
+    fn advertised(&self, session: &security::Session) -> (&str, i32) {
+        self.advertised
+            .get(session.listener)
+            .or_else(|| self.advertised.first())
+            .map_or(("localhost", 9092), |(host, port)| (host.as_str(), *port))
     }
 
     /// The log manager, for tests and tools in the same process.

@@ -14,8 +14,8 @@ pub(crate) struct Request {
     pub(crate) api_key: ApiKey,
     pub(crate) version: i16,
     pub(crate) body: Bytes,
-    /// The client's address, when known (not for `handle_frame`).
-    pub(crate) peer: Option<std::net::SocketAddr>,
+    /// Who sent it, from where, through which listener.
+    pub(crate) session: std::sync::Arc<crate::security::Session>,
 }
 
 /// What a handler returns: an encoded body, or no response at all.
@@ -28,7 +28,7 @@ impl Request {
     /// The client's address as Kafka shows it (`/127.0.0.1`); only the group APIs need it,
     /// so it is formatted there, not for every request.
     pub(crate) fn client_host(&self) -> String {
-        self.peer.map_or_else(|| "/127.0.0.1".to_owned(), |peer| format!("/{}", peer.ip()))
+        format!("/{}", self.session.host())
     }
 
     /// Decodes the body as `T`. Bytes after the message are ignored, as Kafka's

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use seglog_storage::io::StdFs;
 use seglog_storage::manager::{Background, DirFailure, LogManager, SystemClock};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -24,6 +24,8 @@ use crate::dispatch::{self, Outcome};
 use crate::error::Error;
 use crate::handlers::now_ms;
 use crate::metrics;
+use crate::security::Security;
+use crate::security::sasl::{Authentication, Step};
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +39,9 @@ pub enum ServeError {
     /// `__transaction_state` did not replay (or its task failed).
     #[error("cannot load the transaction state")]
     Transactions(#[source] Error),
+    /// A listener's TLS or SASL settings, or the security store, could not be loaded.
+    #[error("cannot set up security")]
+    Security(#[source] crate::security::SecurityError),
     /// A listener could not bind.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -56,7 +61,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct Server {
     broker: Arc<Broker>,
-    local_addr: SocketAddr,
+    /// Each listener's bound address, in `listeners` order.
+    local_addrs: Vec<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -127,12 +133,17 @@ impl Server {
             "log directories open"
         );
         let background = manager.start_background(BACKGROUND_PERIOD)?;
-        let listener = TcpListener::bind(config.listener)
-            .await
-            .map_err(|source| ServeError::Bind { addr: config.listener, source })?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| ServeError::Bind { addr: config.listener, source })?;
+        let mut listeners = Vec::with_capacity(config.listeners.len());
+        let mut local_addrs = Vec::with_capacity(config.listeners.len());
+        for listener in &config.listeners {
+            let addr = listener.bind;
+            let bound = TcpListener::bind(addr)
+                .await
+                .map_err(|source| ServeError::Bind { addr, source })?;
+            local_addrs
+                .push(bound.local_addr().map_err(|source| ServeError::Bind { addr, source })?);
+            listeners.push(bound);
+        }
         let metrics_listener = match config.metrics_listener {
             Some(addr) => Some(
                 TcpListener::bind(addr)
@@ -142,14 +153,15 @@ impl Server {
             None => None,
         };
         let metrics_addr = match &metrics_listener {
-            Some(listener) => Some(
-                listener
-                    .local_addr()
-                    .map_err(|source| ServeError::Bind { addr: config.listener, source })?,
-            ),
+            Some(listener) => Some(listener.local_addr().map_err(|source| ServeError::Bind {
+                addr:
+                    config.metrics_listener.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+                source,
+            })?),
             None => None,
         };
-        let broker = Arc::new(Broker::new(config, manager, local_addr));
+        let security = Security::new(&config, &manager).map_err(ServeError::Security)?;
+        let broker = Arc::new(Broker::new(config, manager, &local_addrs, security));
         let loading = Arc::clone(&broker);
         let started = Instant::now();
         let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))
@@ -169,21 +181,28 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());
         let mut tasks = JoinSet::new();
-        tasks.spawn(accept_loop(
-            Arc::clone(&broker),
-            listener,
-            stopped.clone(),
-            Arc::clone(&connections),
-        ));
+        for (index, listener) in listeners.into_iter().enumerate() {
+            tasks.spawn(accept_loop(
+                Arc::clone(&broker),
+                index,
+                listener,
+                stopped.clone(),
+                Arc::clone(&connections),
+            ));
+        }
+        tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = metrics_listener {
             metrics::install();
             tasks.spawn(metrics::serve(Arc::clone(&broker), listener, stopped));
         }
-        tracing::info!(%local_addr, ?metrics_addr, "seglog broker listening");
+        for (listener, addr) in broker.config.listeners.iter().zip(&local_addrs) {
+            tracing::info!(listener = %listener.name, protocol = %listener.protocol, %addr, "listening");
+        }
+        tracing::info!(local_addr = %local_addrs.first().map(ToString::to_string).unwrap_or_default(), ?metrics_addr, "seglog broker listening");
         Ok(Self {
             broker,
-            local_addr,
+            local_addrs,
             metrics_addr,
             stop,
             tasks,
@@ -192,9 +211,27 @@ impl Server {
         })
     }
 
-    /// The address clients connect to.
+    /// The address clients connect to: the first listener's.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.local_addrs.first().copied().unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Every listener's name and bound address, in `listeners` order.
+    pub fn listeners(&self) -> Vec<(String, SocketAddr)> {
+        self.broker
+            .config
+            .listeners
+            .iter()
+            .map(|l| l.name.clone())
+            .zip(self.local_addrs.iter().copied())
+            .collect()
+    }
+
+    /// The bound address of the listener named `name` (`SASL_SSL`), if there is one.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        let index =
+            self.broker.config.listeners.iter().position(|l| l.name.eq_ignore_ascii_case(name))?;
+        self.local_addrs.get(index).copied()
     }
 
     /// The address of `/metrics`, when it is served.
@@ -309,6 +346,7 @@ pub(crate) fn report_dir_failures(manager: &LogManager) {
 
 async fn accept_loop(
     broker: Arc<Broker>,
+    listener_index: usize,
     listener: TcpListener,
     mut stopped: watch::Receiver<bool>,
     connections: Arc<JoinSetCounter>,
@@ -332,19 +370,92 @@ async fn accept_loop(
             drop(stream);
             continue;
         };
+        let Ok(per_ip) = broker.security.connection_quotas().try_acquire(peer.ip()) else {
+            tracing::warn!(%peer, "max.connections.per.ip reached for {}; closing", peer.ip());
+            ::metrics::counter!("seglog_connections_refused_total", "reason" => "max.connections.per.ip").increment(1);
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let guard = connections.enter();
         let broker = Arc::clone(&broker);
         let stopped = stopped.clone();
         tokio::spawn(async move {
             ::metrics::gauge!("seglog_connections").increment(1.0);
-            if let Err(reason) = serve_connection(&broker, stream, peer, stopped).await {
+            if let Err(reason) =
+                accept_connection(&broker, listener_index, stream, peer, stopped).await
+            {
                 tracing::debug!(%peer, %reason, "connection closed");
             }
             ::metrics::gauge!("seglog_connections").decrement(1.0);
+            drop(per_ip);
             drop(slot);
             drop(guard);
         });
+    }
+}
+
+/// Runs a connection: its TLS handshake first on a TLS listener (bounded by
+/// `seglog.authentication.timeout.ms`), then its requests.
+async fn accept_connection(
+    broker: &Arc<Broker>,
+    listener_index: usize,
+    stream: TcpStream,
+    peer: SocketAddr,
+    stopped: watch::Receiver<bool>,
+) -> Result<(), CloseReason> {
+    let Some(tls) = broker.security.tls(listener_index) else {
+        let auth = Authentication::new(broker, listener_index, peer, None);
+        return serve_connection(broker, stream, auth, stopped).await;
+    };
+    let timeout = Duration::from_millis(broker.config.security.authentication_timeout_ms);
+    let handshake = tokio::time::timeout(timeout, tls.acceptor().accept(stream)).await;
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => {
+            crate::security::record_tls_failure(broker, listener_index);
+            return Err(CloseReason::Tls(error.to_string()));
+        }
+        Err(_) => {
+            crate::security::record_tls_failure(broker, listener_index);
+            return Err(CloseReason::AuthenticationTimeout {
+                timeout_ms: broker.config.security.authentication_timeout_ms,
+            });
+        }
+    };
+    let certificate =
+        stream.get_ref().1.peer_certificates().and_then(|chain| chain.first().cloned());
+    let principal = match certificate {
+        None => None,
+        Some(certificate) => {
+            match broker.security.certificate_principal(listener_index, &certificate) {
+                Ok(principal) => Some(principal),
+                Err(error) => {
+                    crate::security::record_tls_failure(broker, listener_index);
+                    return Err(CloseReason::Tls(error.to_string()));
+                }
+            }
+        }
+    };
+    let auth = Authentication::new(broker, listener_index, peer, principal);
+    serve_connection(broker, stream, auth, stopped).await
+}
+
+/// Reloads listeners' certificates when their files change (`seglog.ssl.reload.interval.ms`).
+async fn security_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
+    let period = Duration::from_millis(broker.config.security.ssl_reload_interval_ms);
+    let mut interval = tokio::time::interval(period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let broker = Arc::clone(&broker);
+        let _ = tokio::task::spawn_blocking(move || {
+            broker.security.reload_certificates(&broker.config)
+        })
+        .await;
     }
 }
 
@@ -357,11 +468,21 @@ pub(crate) enum CloseReason {
     FrameSize { size: i32, max: u32 },
     #[error("invalid request: {0}")]
     Invalid(#[source] Error),
+    #[error("tls: {0}")]
+    Tls(String),
+    #[error("authentication did not finish within seglog.authentication.timeout.ms = {timeout_ms}")]
+    AuthenticationTimeout { timeout_ms: u64 },
+    #[error("authentication failed: {0}")]
+    Authentication(String),
+    #[error(
+        "the session expired (connections.max.reauth.ms) and the client did not re-authenticate"
+    )]
+    SessionExpired,
 }
 
 /// Reads one frame's size. `None` at a clean end of stream or on shutdown between requests.
-async fn read_frame(
-    stream: &mut TcpStream,
+async fn read_frame<S: AsyncRead + Unpin>(
+    stream: &mut S,
     max_bytes: u32,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<Option<Bytes>, CloseReason> {
@@ -385,28 +506,57 @@ async fn read_frame(
     Ok(Some(frame.freeze()))
 }
 
-async fn serve_connection(
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     broker: &Arc<Broker>,
-    mut stream: TcpStream,
-    peer: SocketAddr,
+    mut stream: S,
+    mut auth: Authentication,
     mut stopped: watch::Receiver<bool>,
 ) -> Result<(), CloseReason> {
     loop {
         if *stopped.borrow() {
             return Ok(());
         }
-        let Some(frame) =
-            read_frame(&mut stream, broker.config.socket_request_max_bytes, &mut stopped).await?
-        else {
+        let max_bytes = auth.frame_bytes_max(broker);
+        let frame = match auth.deadline() {
+            None => read_frame(&mut stream, max_bytes, &mut stopped).await?,
+            Some(deadline) => {
+                match tokio::time::timeout_at(
+                    deadline,
+                    read_frame(&mut stream, max_bytes, &mut stopped),
+                )
+                .await
+                {
+                    Ok(frame) => frame?,
+                    Err(_) => {
+                        return Err(CloseReason::AuthenticationTimeout {
+                            timeout_ms: broker.config.security.authentication_timeout_ms,
+                        });
+                    }
+                }
+            }
+        };
+        let Some(frame) = frame else {
             return Ok(());
         };
         ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
-        match dispatch::handle(broker, frame, Some(peer)).await {
+        let outcome = match auth.on_frame(broker, frame).await {
+            Step::Dispatch(frame, session) => dispatch::handle(broker, frame, &session).await,
+            Step::Respond(prefix, body) => Outcome::Respond(prefix, body),
+            Step::Fail { prefix, body, reason } => {
+                if let Some((prefix, body)) = prefix.zip(body) {
+                    stream.write_all_buf(&mut bytes::Buf::chain(prefix, body)).await?;
+                    stream.flush().await?;
+                }
+                return Err(reason);
+            }
+        };
+        match outcome {
             Outcome::Respond(prefix, body) => {
                 ::metrics::counter!("seglog_bytes_out_total")
                     .increment((prefix.len() + body.len()) as u64);
                 // One vectored write of header and body, no copy of the body.
                 stream.write_all_buf(&mut bytes::Buf::chain(prefix, body)).await?;
+                stream.flush().await?;
             }
             Outcome::NoResponse => {}
             Outcome::Close(reason) => return Err(CloseReason::Invalid(reason)),

@@ -7,6 +7,7 @@ mod bench;
 mod common;
 mod compact;
 mod consume;
+mod dev_certs;
 mod dump;
 mod inspect;
 mod produce;

@@ -29,6 +29,10 @@ pub(crate) struct ServeArgs {
     /// Any other key, as `key=value` (repeatable), like kafka-server-start.sh --override.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// Writes a development CA, a server and a client certificate (PEM) and a
+    /// `secure.properties` using them into DIR, then exits without serving.
+    #[arg(long, value_name = "DIR")]
+    generate_dev_certs: Option<PathBuf>,
 }
 
 fn properties(args: &ServeArgs) -> Result<BTreeMap<String, String>> {
@@ -62,6 +66,16 @@ fn properties(args: &ServeArgs) -> Result<BTreeMap<String, String>> {
 
 /// Runs the broker until SIGINT or SIGTERM, then shuts down cleanly.
 pub(crate) fn run(args: &ServeArgs) -> Result<()> {
+    if let Some(dir) = &args.generate_dev_certs {
+        let certs = crate::dev_certs::generate(dir)?;
+        println!("CA certificate (truststore):     {}", certs.ca.display());
+        println!("server keystore (key and chain): {}", certs.server_keystore.display());
+        println!("client certificate:              {}", certs.client_certificate.display());
+        println!("client key:                      {}", certs.client_key.display());
+        println!("broker settings using them:      {}", certs.properties.display());
+        println!("run: seglog serve --config {}", certs.properties.display());
+        return Ok(());
+    }
     let config = BrokerConfig::from_properties(&properties(args)?)
         .context("invalid broker configuration")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -80,6 +94,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
                 dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",")
             )
         })?;
+        for (name, addr) in server.listeners().into_iter().skip(1) {
+            eprintln!("seglog: listener {name} on {addr}");
+        }
         eprintln!(
             "seglog: serving Kafka clients on {} (metrics: {})",
             server.local_addr(),

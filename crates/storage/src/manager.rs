@@ -346,6 +346,31 @@ impl LogManager {
         self.dirs.first().map(|dir| dir.path.join(TOPIC_CONFIGS_FILE))
     }
 
+    /// Reads a broker metadata file of the first log directory (`seglog-security`: ACLs, SCRAM
+    /// credentials and quotas), through `Fs`; `None` when it does not exist.
+    pub fn read_metadata_file(&self, name: &str, bytes_max: u64) -> Result<Option<String>> {
+        let Some(dir) = self.dirs.first() else { return Ok(None) };
+        if self.dir_is_offline(0) {
+            return Err(Error::Offline { dir: dir.path.clone() });
+        }
+        let result = read_text_if_exists(self.fs.as_ref(), &dir.path.join(name), bytes_max);
+        self.observe(0, result)
+    }
+
+    /// Replaces a broker metadata file of the first log directory atomically and durably (a
+    /// temporary file, fsync, rename, fsync of the directory), through `Fs`. A failure takes the
+    /// directory offline, as for any other write.
+    pub fn write_metadata_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let Some(dir) = self.dirs.first() else {
+            return Err(Error::InvalidArgument("no log directory".to_owned()));
+        };
+        if self.dir_is_offline(0) {
+            return Err(Error::Offline { dir: dir.path.clone() });
+        }
+        let result = write_atomically(self.fs.as_ref(), &dir.path.join(name), bytes);
+        self.observe(0, result)
+    }
+
     fn load_topic_overrides(&self) -> Result<()> {
         let Some(path) = self.topic_configs_path() else { return Ok(()) };
         let Some(text) = read_text_if_exists(self.fs.as_ref(), &path, 16 << 20)? else {

@@ -32,6 +32,7 @@ use super::{TopicIds, blocking, now_ms, str_bytes, topic_name};
 use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
+use crate::security::Session;
 
 /// Topics that only the broker creates: the metadata log and the coordinators' state.
 const INTERNAL_TOPICS: [&str; 3] =
@@ -47,22 +48,30 @@ fn uuid(id: [u8; 16]) -> uuid::Uuid {
 /// knows its cluster never answers: it stays 0.
 pub(crate) async fn metadata(
     broker: &Arc<Broker>,
+    session: &Session,
     request: MetadataRequest,
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
-    let response = blocking(move || metadata_blocking(&broker, &request, version)).await?;
+    let session = session.clone();
+    let response =
+        blocking(move || metadata_blocking(&broker, &session, &request, version)).await?;
     encode(&response, version)
 }
 
-fn metadata_blocking(broker: &Broker, request: &MetadataRequest, version: i16) -> MetadataResponse {
+fn metadata_blocking(
+    broker: &Broker,
+    session: &Session,
+    request: &MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     let node = BrokerId(broker.config.node_id);
     let mut response = MetadataResponse::default();
     response.brokers = vec![
         MetadataResponseBroker::default()
             .with_node_id(node)
-            .with_host(str_bytes(&broker.advertised_host))
-            .with_port(broker.advertised_port),
+            .with_host(str_bytes(broker.advertised(session).0))
+            .with_port(broker.advertised(session).1),
     ];
     if version >= 2 {
         response.cluster_id = Some(str_bytes(&broker.cluster_id));
@@ -208,6 +217,7 @@ fn message(text: impl Into<String>) -> Option<StrBytes> {
 /// configs are checked against Kafka's topic keys; `validate_only` checks without creating.
 pub(crate) async fn create_topics(
     broker: &Arc<Broker>,
+    session: &Session,
     request: CreateTopicsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -388,6 +398,7 @@ fn create_topic(
 /// answers every deleted topic with its name and id.
 pub(crate) async fn delete_topics(
     broker: &Arc<Broker>,
+    session: &Session,
     request: DeleteTopicsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -478,6 +489,7 @@ pub(crate) async fn delete_topics(
 /// CreatePartitions: grows a topic; assignments, when given, must name this node.
 pub(crate) async fn create_partitions(
     broker: &Arc<Broker>,
+    session: &Session,
     request: CreatePartitionsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -545,6 +557,7 @@ pub(crate) async fn create_partitions(
 /// whole segments below it are deleted at once.
 pub(crate) async fn delete_records(
     broker: &Arc<Broker>,
+    session: &Session,
     request: DeleteRecordsRequest,
     version: i16,
 ) -> Result<Reply, Error> {

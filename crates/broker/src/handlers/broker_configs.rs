@@ -244,12 +244,27 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
     }
     let value = match name {
         "advertised.listeners" => {
-            let host = config.advertised_host.as_ref()?;
-            format!("PLAINTEXT://{host}:{}", config.advertised_port.unwrap_or(0))
+            let advertised: Vec<String> = config
+                .listeners
+                .iter()
+                .filter_map(|l| {
+                    let host = l.advertised_host.as_ref()?;
+                    Some(format!("{}://{host}:{}", l.name, l.advertised_port.unwrap_or(0)))
+                })
+                .collect();
+            if advertised.is_empty() {
+                return None;
+            }
+            advertised.join(",")
         }
         "auto.create.topics.enable" => config.auto_create_topics.to_string(),
         "broker.id" | "node.id" => config.node_id.to_string(),
-        "listeners" => format!("PLAINTEXT://{}", config.listener),
+        "listeners" => config
+            .listeners
+            .iter()
+            .map(crate::config::Listener::entry)
+            .collect::<Vec<_>>()
+            .join(","),
         "log.dirs" => {
             let dirs: Vec<String> =
                 log.log_dirs.iter().map(|dir| dir.display().to_string()).collect();

@@ -21,6 +21,7 @@ use super::{blocking, str_bytes};
 use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
+use crate::security::Session;
 
 /// Kafka's `ConfigResource.Type` values.
 const RESOURCE_TOPIC: i8 = 2;
@@ -127,6 +128,7 @@ fn config_type(name: &str) -> i8 {
 /// DescribeConfigs for topics and for this broker.
 pub(crate) fn describe_configs(
     broker: &Arc<Broker>,
+    session: &Session,
     request: &DescribeConfigsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -284,6 +286,7 @@ fn for_resource(
 /// AlterConfigs: the given set replaces all of a topic's overrides, as in Kafka.
 pub(crate) async fn alter_configs(
     broker: &Arc<Broker>,
+    session: &Session,
     request: AlterConfigsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -323,6 +326,7 @@ pub(crate) async fn alter_configs(
 /// IncrementalAlterConfigs: SET (0), DELETE (1), and APPEND (2) / SUBTRACT (3) on list keys.
 pub(crate) async fn incremental_alter_configs(
     broker: &Arc<Broker>,
+    session: &Session,
     request: IncrementalAlterConfigsRequest,
     version: i16,
 ) -> Result<Reply, Error> {

@@ -31,6 +31,7 @@ use crate::Broker;
 use crate::error::{Error, NONE, check_leader_epoch, storage_error};
 use crate::replica::{Acks, AppendError};
 use crate::request::{Reply, encode};
+use crate::security::Session;
 
 /// Kafka's broker `fetch.max.bytes` default: the most one Fetch response carries.
 const FETCH_RESPONSE_BYTES_MAX: i32 = 57_671_680;
@@ -53,6 +54,7 @@ fn tp(topic: &str, partition: i32) -> TopicPartition {
 /// id, and an id no topic has is UNKNOWN_TOPIC_ID.
 pub(crate) async fn produce(
     broker: &Arc<Broker>,
+    session: &Session,
     request: ProduceRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -291,6 +293,7 @@ struct PartitionRead {
 /// serves every fetcher as a consumer.
 pub(crate) async fn fetch(
     broker: &Arc<Broker>,
+    session: &Session,
     request: FetchRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -348,8 +351,8 @@ pub(crate) async fn fetch(
             response.node_endpoints.push(
                 NodeEndpoint::default()
                     .with_node_id(BrokerId(broker.config.node_id))
-                    .with_host(str_bytes(&broker.advertised_host))
-                    .with_port(broker.advertised_port),
+                    .with_host(str_bytes(broker.advertised(session).0))
+                    .with_port(broker.advertised(session).1),
             );
         }
         if let Some(topic) = response.responses.get_mut(read.topic_idx) {
@@ -493,6 +496,7 @@ fn aborted_transactions(
 /// reads from remote storage, which seglog has not: it is not needed.
 pub(crate) async fn list_offsets(
     broker: &Arc<Broker>,
+    session: &Session,
     request: ListOffsetsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -610,6 +614,7 @@ fn list_offset(
 /// epoch above the latest, or any epoch of an empty cache, is undefined (-1, -1).
 pub(crate) async fn offset_for_leader_epoch(
     broker: &Arc<Broker>,
+    session: &Session,
     request: OffsetForLeaderEpochRequest,
     version: i16,
 ) -> Result<Reply, Error> {

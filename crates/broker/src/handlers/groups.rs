@@ -54,6 +54,7 @@ use crate::group::{
     TopicPartitions,
 };
 use crate::request::{Reply, Request, encode};
+use crate::security::Session;
 
 /// READ, DELETE, DESCRIBE: what a group allows with no authorizer.
 const GROUP_OPERATIONS: i32 = operations(&[3, 6, 8]);
@@ -70,6 +71,7 @@ fn group_id(value: &str) -> GroupId {
 /// `__consumer_offsets` on first use, as Kafka does); share-group keys (type 2) are refused.
 pub(crate) async fn find_coordinator(
     broker: &Arc<Broker>,
+    session: &Session,
     request: FindCoordinatorRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -110,8 +112,8 @@ pub(crate) async fn find_coordinator(
         response.error_code = code;
         if code == NONE {
             response.node_id = BrokerId(broker.config.node_id);
-            response.host = str_bytes(&broker.advertised_host);
-            response.port = broker.advertised_port;
+            response.host = str_bytes(broker.advertised(session).0);
+            response.port = broker.advertised(session).1;
         } else {
             response.node_id = BrokerId(-1);
             response.port = -1;
@@ -128,8 +130,8 @@ pub(crate) async fn find_coordinator(
                 .with_error_message(message.map(str_bytes));
             if code == NONE {
                 coordinator.node_id = BrokerId(broker.config.node_id);
-                coordinator.host = str_bytes(&broker.advertised_host);
-                coordinator.port = broker.advertised_port;
+                coordinator.host = str_bytes(broker.advertised(session).0);
+                coordinator.port = broker.advertised(session).1;
             } else {
                 coordinator.node_id = BrokerId(-1);
                 coordinator.port = -1;
@@ -208,6 +210,7 @@ pub(crate) async fn join_group(
 
 pub(crate) async fn sync_group(
     broker: &Arc<Broker>,
+    session: &Session,
     request: SyncGroupRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -241,6 +244,7 @@ pub(crate) async fn sync_group(
 
 pub(crate) async fn heartbeat(
     broker: &Arc<Broker>,
+    session: &Session,
     request: HeartbeatRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -260,6 +264,7 @@ pub(crate) async fn heartbeat(
 
 pub(crate) async fn leave_group(
     broker: &Arc<Broker>,
+    session: &Session,
     request: LeaveGroupRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -298,6 +303,7 @@ pub(crate) async fn leave_group(
 
 pub(crate) async fn offset_commit(
     broker: &Arc<Broker>,
+    session: &Session,
     request: OffsetCommitRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -369,6 +375,7 @@ fn committed_fields(committed: Option<&crate::group::Committed>) -> (i64, i32, S
 
 pub(crate) async fn offset_fetch(
     broker: &Arc<Broker>,
+    session: &Session,
     request: OffsetFetchRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -488,6 +495,7 @@ async fn fetch_group_offsets(
 
 pub(crate) fn list_groups(
     broker: &Arc<Broker>,
+    session: &Session,
     request: &ListGroupsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -511,6 +519,7 @@ pub(crate) fn list_groups(
 
 pub(crate) fn describe_groups(
     broker: &Arc<Broker>,
+    session: &Session,
     request: &DescribeGroupsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -559,6 +568,7 @@ pub(crate) fn describe_groups(
 
 pub(crate) async fn delete_groups(
     broker: &Arc<Broker>,
+    session: &Session,
     request: DeleteGroupsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -583,6 +593,7 @@ pub(crate) async fn delete_groups(
 
 pub(crate) async fn offset_delete(
     broker: &Arc<Broker>,
+    session: &Session,
     request: OffsetDeleteRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -708,6 +719,7 @@ pub(crate) async fn consumer_group_heartbeat(
 /// assignment; a group that is not a KIP-848 group answers GROUP_ID_NOT_FOUND.
 pub(crate) fn consumer_group_describe(
     broker: &Arc<Broker>,
+    session: &Session,
     request: &ConsumerGroupDescribeRequest,
     version: i16,
 ) -> Result<Reply, Error> {

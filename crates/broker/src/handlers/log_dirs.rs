@@ -23,6 +23,7 @@ use super::{blocking, str_bytes, topic_name};
 use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
+use crate::security::Session;
 
 /// A byte count on the wire.
 fn wire_bytes(bytes: u64) -> i64 {
@@ -34,6 +35,7 @@ fn wire_bytes(bytes: u64) -> i64 {
 /// the size and free space of its file system.
 pub(crate) async fn describe_log_dirs(
     broker: &Arc<Broker>,
+    session: &Session,
     request: DescribeLogDirsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -94,6 +96,7 @@ pub(crate) async fn describe_log_dirs(
 /// already in that directory succeeds.
 pub(crate) async fn alter_replica_log_dirs(
     broker: &Arc<Broker>,
+    session: &Session,
     request: AlterReplicaLogDirsRequest,
     version: i16,
 ) -> Result<Reply, Error> {

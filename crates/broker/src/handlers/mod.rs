@@ -34,6 +34,7 @@ pub(crate) use txn::{
 use crate::Broker;
 use crate::error::Error;
 use crate::request::{Reply, encode};
+use crate::security::Session;
 
 /// Kafka's `AclOperation` codes as a bit field, for "authorized operations": with no
 /// authorizer, Kafka grants every operation a resource type supports.
@@ -137,6 +138,7 @@ pub(crate) fn api_versions(
 /// `AuthHelper.computeDescribeClusterResponse` refuses it.
 pub(crate) fn describe_cluster(
     broker: &Arc<Broker>,
+    session: &Session,
     request: &DescribeClusterRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -168,8 +170,8 @@ pub(crate) fn describe_cluster(
     response.brokers = vec![
         DescribeClusterBroker::default()
             .with_broker_id(BrokerId(broker.config.node_id))
-            .with_host(str_bytes(&broker.advertised_host))
-            .with_port(broker.advertised_port),
+            .with_host(str_bytes(broker.advertised(session).0))
+            .with_port(broker.advertised(session).1),
     ];
     encode(&response, version)
 }

@@ -40,6 +40,7 @@ use crate::Broker;
 use crate::error::{Error, NONE, storage_error};
 use crate::group::{OFFSETS_TOPIC, OffsetToCommit};
 use crate::request::{Reply, encode};
+use crate::security::Session;
 use crate::txn::ProducerIdAndEpoch;
 
 fn text(value: &kafka_protocol::protocol::StrBytes) -> String {
@@ -53,6 +54,7 @@ fn text(value: &kafka_protocol::protocol::StrBytes) -> String {
 /// two-phase commit) is unstable in Kafka 4.1 and not advertised.
 pub(crate) async fn init_producer_id(
     broker: &Arc<Broker>,
+    session: &Session,
     request: &InitProducerIdRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -140,6 +142,7 @@ fn known_partitions(
 /// same request OPERATION_NOT_ATTEMPTED, as Kafka answers.
 pub(crate) async fn add_partitions_to_txn(
     broker: &Arc<Broker>,
+    session: &Session,
     request: AddPartitionsToTxnRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -261,6 +264,7 @@ fn add_one(
 /// AddOffsetsToTxn: adds the group's partition of `__consumer_offsets` to the transaction.
 pub(crate) async fn add_offsets_to_txn(
     broker: &Arc<Broker>,
+    session: &Session,
     request: AddOffsetsToTxnRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -299,6 +303,7 @@ pub(crate) async fn add_offsets_to_txn(
 /// carry the producer's unchanged id and epoch.
 pub(crate) async fn end_txn(
     broker: &Arc<Broker>,
+    session: &Session,
     request: EndTxnRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -338,6 +343,7 @@ pub(crate) async fn end_txn(
 /// TRANSACTION_ABORTABLE. v3 adds the member and generation, which fence a zombie consumer.
 pub(crate) async fn txn_offset_commit(
     broker: &Arc<Broker>,
+    session: &Session,
     request: TxnOffsetCommitRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -431,6 +437,7 @@ pub(crate) async fn txn_offset_commit(
 /// DescribeTransactions: each id's state, producer, timeout, start and partitions.
 pub(crate) async fn describe_transactions(
     broker: &Arc<Broker>,
+    session: &Session,
     request: DescribeTransactionsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -490,6 +497,7 @@ const STATE_NAMES: [&str; 8] = [
 /// (an empty pattern matches all; one that does not compile is INVALID_REGULAR_EXPRESSION).
 pub(crate) async fn list_transactions(
     broker: &Arc<Broker>,
+    session: &Session,
     request: ListTransactionsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
@@ -544,6 +552,7 @@ pub(crate) async fn list_transactions(
 /// DescribeProducers: each partition's active producers, from its producer state.
 pub(crate) async fn describe_producers(
     broker: &Arc<Broker>,
+    session: &Session,
     request: DescribeProducersRequest,
     version: i16,
 ) -> Result<Reply, Error> {

@@ -2,6 +2,9 @@
 //! key names from `server.properties`, with Kafka's defaults where Kafka has them and seglog's
 //! embedded defaults (`127.0.0.1:9092`, `./seglog-data`, `node.id=1`) where Kafka has none.
 
+pub mod listeners;
+pub mod security;
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -10,6 +13,8 @@ use seglog_storage::config::{
 };
 
 use crate::group::GroupConfig;
+pub use listeners::{Listener, SecurityProtocol};
+pub use security::SecurityConfig;
 
 /// `listeners`: where the broker accepts Kafka clients.
 pub const LISTENERS: &str = "listeners";
@@ -77,12 +82,11 @@ pub const METRICS_LISTENER_DEFAULT: &str = "127.0.0.1:9308";
 /// Everything the broker runs with (Kafka's `KafkaConfig`, broker subset).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerConfig {
-    /// The address to bind (`listeners`, `PLAINTEXT://host:port`).
-    pub listener: SocketAddr,
-    /// The host clients are told to connect to, when it is not the bound address.
-    pub advertised_host: Option<String>,
-    /// The port clients are told to connect to; `None` means the bound port.
-    pub advertised_port: Option<u16>,
+    /// The listeners (`listeners`, `advertised.listeners`, `listener.security.protocol.map`),
+    /// at least one.
+    pub listeners: Vec<Listener>,
+    /// TLS, SASL, the authorizer and quotas.
+    pub security: SecurityConfig,
     /// `node.id`.
     pub node_id: i32,
     /// `auto.create.topics.enable` (true).
@@ -113,11 +117,14 @@ pub struct BrokerConfig {
 impl Default for BrokerConfig {
     fn default() -> Self {
         Self {
-            listener: LISTENER_DEFAULT
-                .parse()
-                .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 9092))),
-            advertised_host: None,
-            advertised_port: None,
+            listeners: vec![Listener {
+                name: "PLAINTEXT".to_owned(),
+                protocol: SecurityProtocol::Plaintext,
+                bind: SocketAddr::from(([127, 0, 0, 1], 9092)),
+                advertised_host: None,
+                advertised_port: None,
+            }],
+            security: SecurityConfig::default(),
             node_id: 1,
             auto_create_topics: true,
             socket_request_max_bytes: 104_857_600,
@@ -137,31 +144,23 @@ impl Default for BrokerConfig {
     }
 }
 
-/// A `listeners` value: `PLAINTEXT://host:port` (the first entry when there are several), or a
-/// bare `host:port`. An empty host means all interfaces, as in Kafka.
-fn parse_listener(key: &str, value: &str) -> Result<(String, u16), ConfigError> {
-    let first = value.split(',').next().unwrap_or_default().trim();
-    let address = match first.split_once("://") {
-        Some((protocol, rest)) => {
-            if !protocol.eq_ignore_ascii_case("PLAINTEXT") {
-                return Err(ConfigError::invalid(
-                    key,
-                    value,
-                    format!("only PLAINTEXT listeners are supported, not {protocol}"),
-                ));
-            }
-            rest
-        }
-        None => first,
-    };
+/// A `host:port` (an empty host means all interfaces, as in Kafka).
+fn parse_host_port(key: &str, value: &str, address: &str) -> Result<(String, u16), ConfigError> {
     let Some((host, port)) = address.rsplit_once(':') else {
-        return Err(ConfigError::invalid(key, value, "expected host:port"));
+        return Err(ConfigError::invalid(key, value, format!("{address:?} is not host:port")));
     };
     let port: u16 = port
         .parse()
         .map_err(|_| ConfigError::invalid(key, value, format!("port {port:?} is not 0-65535")))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     Ok((host.to_owned(), port))
+}
+
+/// A `seglog.metrics.listener` value: `host:port`, or one `PLAINTEXT://host:port`.
+fn parse_listener(key: &str, value: &str) -> Result<(String, u16), ConfigError> {
+    let address = value.trim();
+    let address = address.split_once("://").map_or(address, |(_, rest)| rest);
+    parse_host_port(key, value, address)
 }
 
 fn resolve(key: &str, value: &str, host: &str, port: u16) -> Result<SocketAddr, ConfigError> {
@@ -316,20 +315,8 @@ impl BrokerConfig {
         if !properties.contains_key("log.dirs") && !properties.contains_key("log.dir") {
             log.log_dirs.clone_from(&defaults.log.log_dirs);
         }
-        let listener = match properties.get(LISTENERS) {
-            Some(value) => {
-                let (host, port) = parse_listener(LISTENERS, value)?;
-                resolve(LISTENERS, value, &host, port)?
-            }
-            None => defaults.listener,
-        };
-        let (advertised_host, advertised_port) = match properties.get(ADVERTISED_LISTENERS) {
-            Some(value) => {
-                let (host, port) = parse_listener(ADVERTISED_LISTENERS, value)?;
-                (Some(host), Some(port))
-            }
-            None => (None, None),
-        };
+        let listeners = listeners::parse_listeners(properties, LISTENER_DEFAULT)?;
+        let security = security::security_config(properties, &listeners)?;
         let node_id = match (properties.get(NODE_ID), properties.get(BROKER_ID)) {
             (Some(_), _) => parse_number(properties, NODE_ID, 1, 0)?,
             (None, Some(_)) => parse_number(properties, BROKER_ID, 1, 0)?,
@@ -352,9 +339,8 @@ impl BrokerConfig {
         let groups = group_config(properties, &defaults.groups)?;
         let txns = txn_config(properties, &defaults.txns)?;
         Ok(Self {
-            listener,
-            advertised_host,
-            advertised_port,
+            listeners,
+            security,
             node_id,
             auto_create_topics,
             socket_request_max_bytes: parse_number(
@@ -412,7 +398,7 @@ mod tests {
     #[test]
     fn embedded_defaults() {
         let config = BrokerConfig::from_properties(&BTreeMap::new()).expect("defaults parse");
-        assert_eq!(config.listener.to_string(), "127.0.0.1:9092");
+        assert_eq!(config.listeners[0].bind.to_string(), "127.0.0.1:9092");
         assert_eq!(config.node_id, 1);
         assert!(config.auto_create_topics);
         assert_eq!(config.log.log_dirs, vec![std::path::PathBuf::from("./seglog-data")]);
@@ -433,9 +419,9 @@ mod tests {
             ("seglog.metrics.listener", ""),
         ]))
         .expect("parses");
-        assert_eq!(config.listener.to_string(), "127.0.0.1:19092");
-        assert_eq!(config.advertised_host.as_deref(), Some("kafka.example"));
-        assert_eq!(config.advertised_port, Some(9092));
+        assert_eq!(config.listeners[0].bind.to_string(), "127.0.0.1:19092");
+        assert_eq!(config.listeners[0].advertised_host.as_deref(), Some("kafka.example"));
+        assert_eq!(config.listeners[0].advertised_port, Some(9092));
         assert_eq!(config.node_id, 7);
         assert_eq!(config.log.n_partitions, 3);
         assert_eq!(config.log.log_dirs.len(), 2);
@@ -447,8 +433,8 @@ mod tests {
     #[test]
     fn bad_values_name_the_key() {
         let error = BrokerConfig::from_properties(&props(&[("listeners", "SSL://0.0.0.0:9093")]))
-            .expect_err("SSL is refused");
-        assert!(error.to_string().contains("listeners"), "{error}");
+            .expect_err("SSL needs a keystore");
+        assert!(error.to_string().contains("ssl.keystore.location"), "{error}");
         let error =
             BrokerConfig::from_properties(&props(&[("node.id", "x")])).expect_err("not a number");
         assert!(error.to_string().contains("node.id"), "{error}");

@@ -1,0 +1,184 @@
+//! TLS for SSL and SASL_SSL listeners (Kafka's `SslFactory` and `DefaultSslEngineFactory`, on
+//! `rustls` with `ring`): PEM keystores and truststores, `ssl.client.auth`, the client
+//! certificate's principal, and a reload of the key and trust files when they change, without a
+//! restart (Kafka reloads them on a dynamic config update).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::SystemTime;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+
+use crate::config::security::{ClientAuth, PemSource, TlsConfig};
+
+/// Why a listener's TLS settings could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A key or trust file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The PEM text holds no certificate, no key, or something unreadable.
+    #[error("{what}: {reason}")]
+    Pem { what: String, reason: String },
+    /// rustls refused the key, the certificates or the protocol versions.
+    #[error("{what}: {source}")]
+    Rustls {
+        what: String,
+        #[source]
+        source: rustls::Error,
+    },
+    /// The truststore could not make a client-certificate verifier.
+    #[error("{what}: {reason}")]
+    Verifier { what: String, reason: String },
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_owned(), source })
+}
+
+fn source_text(source: &PemSource) -> Result<(String, Vec<u8>, Option<Vec<u8>>), TlsError> {
+    match source {
+        PemSource::File(path) => {
+            let bytes = read(path)?;
+            Ok((path.display().to_string(), bytes.clone(), Some(bytes)))
+        }
+        PemSource::Inline { certificates, key } => Ok((
+            "the inline PEM configuration".to_owned(),
+            certificates.as_bytes().to_vec(),
+            key.as_ref().map(|key| key.expose().as_bytes().to_vec()),
+        )),
+    }
+}
+
+fn certificates(what: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|error| TlsError::Pem { what: what.to_owned(), reason: error.to_string() })?;
+    if certs.is_empty() {
+        return Err(TlsError::Pem {
+            what: what.to_owned(),
+            reason: "no certificate (-----BEGIN CERTIFICATE-----) in it".to_owned(),
+        });
+    }
+    Ok(certs)
+}
+
+fn private_key(what: &str, pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsError> {
+    if pem.windows(29).any(|w| w == b"BEGIN ENCRYPTED PRIVATE KEY--") {
+        return Err(TlsError::Pem {
+            what: what.to_owned(),
+            reason: "the private key is encrypted; seglog needs an unencrypted PKCS#8 key \
+                     (openssl pkcs8 -topk8 -nocrypt) in a file only the broker can read"
+                .to_owned(),
+        });
+    }
+    PrivateKeyDer::from_pem_slice(pem).map_err(|error| TlsError::Pem {
+        what: what.to_owned(),
+        reason: format!("no usable private key (PKCS#8, PKCS#1 or SEC1 PEM): {error}"),
+    })
+}
+
+/// Builds the rustls configuration of a listener from its settings, reading its files.
+pub(crate) fn server_config(config: &TlsConfig) -> Result<ServerConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (what, cert_pem, key_pem) = source_text(&config.keystore)?;
+    let chain = certificates(&format!("keystore {what}"), &cert_pem)?;
+    let key = private_key(&format!("keystore {what}"), key_pem.as_deref().unwrap_or_default())?;
+    let mut versions = Vec::new();
+    if config.enabled_protocols.iter().any(|p| p == "TLSv1.3") {
+        versions.push(&rustls::version::TLS13);
+    }
+    if config.enabled_protocols.iter().any(|p| p == "TLSv1.2") {
+        versions.push(&rustls::version::TLS12);
+    }
+    let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(&versions)
+        .map_err(|source| TlsError::Rustls { what: "ssl.enabled.protocols".to_owned(), source })?;
+    let builder = match (&config.truststore, config.client_auth) {
+        (Some(truststore), ClientAuth::Requested | ClientAuth::Required) => {
+            let (what, pem, _) = source_text(truststore)?;
+            let what = format!("truststore {what}");
+            let mut roots = RootCertStore::empty();
+            for cert in certificates(&what, &pem)? {
+                roots
+                    .add(cert)
+                    .map_err(|source| TlsError::Rustls { what: what.clone(), source })?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if config.client_auth == ClientAuth::Requested {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|error| TlsError::Verifier { what, reason: error.to_string() })?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    builder
+        .with_single_cert(chain, key)
+        .map_err(|source| TlsError::Rustls { what: format!("keystore {what}"), source })
+}
+
+/// The files a listener's TLS reads, with when each last changed.
+fn stamps(config: &TlsConfig) -> Vec<(PathBuf, Option<SystemTime>)> {
+    [Some(&config.keystore), config.truststore.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|source| match source {
+            PemSource::File(path) => Some(path.clone()),
+            PemSource::Inline { .. } => None,
+        })
+        .map(|path| {
+            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            (path, modified)
+        })
+        .collect()
+}
+
+/// A listener's TLS acceptor whose configuration is replaced when its files change (Kafka's
+/// `SslFactory.reconfigure`): connections accepted after a reload use the new key and trust,
+/// open ones keep theirs.
+#[derive(Debug)]
+pub(crate) struct ReloadingTls {
+    config: TlsConfig,
+    current: RwLock<Arc<ServerConfig>>,
+    stamps: Mutex<Vec<(PathBuf, Option<SystemTime>)>>,
+}
+
+impl ReloadingTls {
+    pub(crate) fn new(config: TlsConfig) -> Result<Self, TlsError> {
+        let stamps = stamps(&config);
+        let current = Arc::new(server_config(&config)?);
+        Ok(Self { config, current: RwLock::new(current), stamps: Mutex::new(stamps) })
+    }
+
+    /// The acceptor for the next connection.
+    pub(crate) fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        let config = Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner));
+        tokio_rustls::TlsAcceptor::from(config)
+    }
+
+    /// Rebuilds the configuration when a file changed. `Ok(true)` after a reload; an error
+    /// keeps the old configuration (a half-written new key must not stop new connections).
+    pub(crate) fn reload_if_changed(&self) -> Result<bool, TlsError> {
+        let now = stamps(&self.config);
+        let mut seen = self.stamps.lock().unwrap_or_else(PoisonError::into_inner);
+        if *seen == now {
+            return Ok(false);
+        }
+        let config = server_config(&self.config)?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
+        *seen = now;
+        Ok(true)
+    }
+}
