@@ -26,12 +26,13 @@ use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
-use super::{TopicIds, blocking, now_ms, str_bytes};
+use super::{TopicIds, blocking, cluster_allowed, now_ms, str_bytes, topic_allowed, txn_id_allowed};
 use crate::Broker;
 use crate::error::{Error, NONE, check_leader_epoch, storage_error};
 use crate::replica::{Acks, AppendError};
 use crate::request::{Reply, encode};
 use crate::security::Session;
+use crate::security::acl::AclOperation;
 
 /// Kafka's broker `fetch.max.bytes` default: the most one Fetch response carries.
 const FETCH_RESPONSE_BYTES_MAX: i32 = 57_671_680;
@@ -67,11 +68,24 @@ pub(crate) async fn produce(
     } else {
         None
     };
+    // Kafka's `handleProduceRequest`: transactional records need WRITE on the transactional
+    // id, or the whole request is refused; each topic needs WRITE, checked before existence.
+    let txn_refused = transactional_id.as_deref().is_some_and(|id| {
+        has_transactional_records(&request)
+            && !txn_id_allowed(broker, session, AclOperation::Write, id)
+    });
     let mut pending = Vec::new();
     for topic in request.topic_data {
         let name = match &ids {
             Some(ids) => ids.name(&topic.topic_id).map(str::to_owned),
             None => Some(topic.name.0.to_string()),
+        };
+        let refusal = if txn_refused {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        } else {
+            name.as_deref()
+                .filter(|name| !topic_allowed(broker, session, AclOperation::Write, name))
+                .map(|_| ResponseError::TopicAuthorizationFailed)
         };
         let mut partitions = Vec::new();
         for partition in topic.partition_data {
@@ -79,7 +93,9 @@ pub(crate) async fn produce(
             let name = name.clone();
             let transactional_id = transactional_id.clone();
             partitions.push(tokio::task::spawn_blocking(move || {
-                let response = if let Some(name) = name {
+                let response = if let Some(refusal) = refusal {
+                    produce_error(partition.index, refusal.code(), refusal_message(refusal))
+                } else if let Some(name) = name {
                     let target = Target { topic: &name, partition: partition.index };
                     append_partition(
                         &broker,
@@ -130,6 +146,23 @@ pub(crate) async fn produce(
         return Ok(Reply::None);
     }
     encode(&response, version)
+}
+
+/// Whether any partition of a Produce carries transactional data (Kafka's
+/// `RequestUtils.hasTransactionalRecords`).
+fn has_transactional_records(request: &ProduceRequest) -> bool {
+    request.topic_data.iter().flat_map(|topic| &topic.partition_data).any(|partition| {
+        partition.records.as_deref().is_some_and(|records| transactional_producer(records).is_some())
+    })
+}
+
+/// The message of an authorization refusal.
+fn refusal_message(refusal: ResponseError) -> &'static str {
+    if refusal == ResponseError::TransactionalIdAuthorizationFailed {
+        "Transactional Id authorization failed."
+    } else {
+        "Topic authorization failed."
+    }
 }
 
 /// Clears the fields a response version does not carry (the codec refuses to drop a set
@@ -308,17 +341,22 @@ pub(crate) async fn fetch(
     let deadline = Instant::now() + Duration::from_millis(wait_ms);
     let min_bytes = usize::try_from(request.min_bytes.max(0)).unwrap_or(0);
     let request = Arc::new(request);
-    // Each topic's name, resolved once (by the first read) and kept across the long poll.
-    let mut names: Option<Arc<Vec<Option<String>>>> = None;
+    let shared_session = Arc::new(session.clone());
+    // Each topic's name (or the error of all its partitions), resolved and authorized once (by
+    // the first read) and kept across the long poll.
+    let mut names: Option<Arc<Vec<Result<String, i16>>>> = None;
     let reads = loop {
         let appended = broker.appended.notified();
         tokio::pin!(appended);
         appended.as_mut().enable();
         let (broker_for_read, request_for_read) = (Arc::clone(broker), Arc::clone(&request));
+        let session_for_read = Arc::clone(&shared_session);
         let known = names.take();
         let (resolved, reads) = blocking(move || {
             let resolved = known.unwrap_or_else(|| {
-                Arc::new(fetch_topic_names(&broker_for_read, &request_for_read, version))
+                let names =
+                    fetch_topic_names(&broker_for_read, &session_for_read, &request_for_read, version);
+                Arc::new(names)
             });
             let reads = read_partitions(&broker_for_read, &request_for_read, &resolved, version);
             (resolved, reads)
@@ -363,20 +401,40 @@ pub(crate) async fn fetch(
     encode(&response, version)
 }
 
-/// The name of each fetched topic: as sent before v13, found by its id from v13 (`None` for an
-/// id no topic has).
-fn fetch_topic_names(broker: &Broker, request: &FetchRequest, version: i16) -> Vec<Option<String>> {
-    if version < 13 {
-        return request.topics.iter().map(|topic| Some(topic.topic.0.to_string())).collect();
-    }
-    let ids = TopicIds::new(broker);
-    request.topics.iter().map(|topic| ids.name(&topic.topic_id).map(str::to_owned)).collect()
+/// The name of each fetched topic: as sent before v13, found by its id from v13 (UNKNOWN_TOPIC_ID
+/// for an id no topic has); TOPIC_AUTHORIZATION_FAILED for a topic the session may not READ
+/// (Kafka's `handleFetchRequest`).
+fn fetch_topic_names(
+    broker: &Broker,
+    session: &Session,
+    request: &FetchRequest,
+    version: i16,
+) -> Vec<Result<String, i16>> {
+    let ids = (version >= 13).then(|| TopicIds::new(broker));
+    request
+        .topics
+        .iter()
+        .map(|topic| {
+            let name = match &ids {
+                None => topic.topic.0.to_string(),
+                Some(ids) => ids
+                    .name(&topic.topic_id)
+                    .map(str::to_owned)
+                    .ok_or(ResponseError::UnknownTopicId.code())?,
+            };
+            if topic_allowed(broker, session, AclOperation::Read, &name) {
+                Ok(name)
+            } else {
+                Err(ResponseError::TopicAuthorizationFailed.code())
+            }
+        })
+        .collect()
 }
 
 fn read_partitions(
     broker: &Broker,
     request: &FetchRequest,
-    names: &[Option<String>],
+    names: &[Result<String, i16>],
     version: i16,
 ) -> Vec<PartitionRead> {
     let isolation = if request.isolation_level == 1 {
@@ -389,7 +447,7 @@ fn read_partitions(
     let mut min_one_message = true;
     let mut reads = Vec::new();
     for (topic_idx, topic) in request.topics.iter().enumerate() {
-        let name = names.get(topic_idx).cloned().flatten();
+        let name = names.get(topic_idx).cloned().unwrap_or(Err(ResponseError::UnknownTopicId.code()));
         for partition in &topic.partitions {
             let mut data = PartitionData::default();
             data.partition_index = partition.partition;
@@ -400,10 +458,13 @@ fn read_partitions(
             data.aborted_transactions = (request.isolation_level == 1).then(Vec::new);
             data.records = Some(Bytes::new());
             let mut bytes = 0;
-            let Some(name) = &name else {
-                data.error_code = ResponseError::UnknownTopicId.code();
-                reads.push(PartitionRead { topic_idx, data, bytes });
-                continue;
+            let name = match &name {
+                Ok(name) => name,
+                Err(code) => {
+                    data.error_code = *code;
+                    reads.push(PartitionRead { topic_idx, data, bytes });
+                    continue;
+                }
             };
             match broker.manager.get_log(&tp(name, partition.partition)) {
                 Err(error) => data.error_code = storage_error(&error).code(),
@@ -501,13 +562,27 @@ pub(crate) async fn list_offsets(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = ListOffsetsResponse::default();
         for topic in &request.topics {
             let name = topic.name.0.to_string();
             let mut out = ListOffsetsTopicResponse::default();
             out.name = topic.name.clone();
+            // Kafka's `handleListOffsetRequest`: DESCRIBE on the topic.
+            let allowed = topic_allowed(&broker, &session, AclOperation::Describe, &name);
             for partition in &topic.partitions {
+                if !allowed {
+                    out.partitions.push(
+                        ListOffsetsPartitionResponse::default()
+                            .with_partition_index(partition.partition_index)
+                            .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                            .with_timestamp(-1)
+                            .with_offset(-1)
+                            .with_leader_epoch(-1),
+                    );
+                    continue;
+                }
                 out.partitions.push(list_offset(
                     &broker,
                     &name,
@@ -619,17 +694,28 @@ pub(crate) async fn offset_for_leader_epoch(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = OffsetForLeaderEpochResponse::default();
+        // Kafka's `handleOffsetForLeaderEpochRequest`: CLUSTER_ACTION on the cluster (a
+        // follower) covers every topic; a client needs DESCRIBE on each.
+        let cluster_action = cluster_allowed(&broker, &session, AclOperation::ClusterAction);
         for topic in &request.topics {
             let name = topic.topic.0.to_string();
             let mut out = OffsetForLeaderTopicResult::default();
             out.topic = topic.topic.clone();
+            let allowed = cluster_action
+                || topic_allowed(&broker, &session, AclOperation::Describe, &name);
             for partition in &topic.partitions {
                 let mut end = EpochEndOffset::default();
                 end.partition = partition.partition;
                 end.leader_epoch = -1;
                 end.end_offset = -1;
+                if !allowed {
+                    end.error_code = ResponseError::TopicAuthorizationFailed.code();
+                    out.partitions.push(end);
+                    continue;
+                }
                 match broker.manager.get_log(&tp(&name, partition.partition)) {
                     Err(error) => end.error_code = storage_error(&error).code(),
                     Ok(log) => {

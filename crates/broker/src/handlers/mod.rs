@@ -35,23 +35,54 @@ use crate::Broker;
 use crate::error::Error;
 use crate::request::{Reply, encode};
 use crate::security::Session;
+use crate::security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
-/// Kafka's `AclOperation` codes as a bit field, for "authorized operations": with no
-/// authorizer, Kafka grants every operation a resource type supports.
-const fn operations(codes: &[u8]) -> i32 {
-    let mut bits = 0;
-    let mut idx = 0;
-    while idx < codes.len() {
-        bits |= 1 << codes[idx];
-        idx += 1;
-    }
-    bits
+/// Whether `session` may perform `operation` on the topic `name` (Kafka's
+/// `AuthHelper.authorize` on a TOPIC resource); always, without an authorizer.
+pub(crate) fn topic_allowed(
+    broker: &Broker,
+    session: &Session,
+    operation: AclOperation,
+    name: &str,
+) -> bool {
+    broker.security.authorize(session, operation, ResourceType::Topic, name)
 }
 
-/// READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
-pub(crate) const TOPIC_OPERATIONS: i32 = operations(&[3, 4, 5, 6, 7, 8, 10, 11]);
-/// CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
-pub(crate) const CLUSTER_OPERATIONS: i32 = operations(&[5, 7, 8, 9, 10, 11, 12]);
+/// Whether `session` may perform `operation` on the group `id`.
+pub(crate) fn group_allowed(
+    broker: &Broker,
+    session: &Session,
+    operation: AclOperation,
+    id: &str,
+) -> bool {
+    broker.security.authorize(session, operation, ResourceType::Group, id)
+}
+
+/// Whether `session` may perform `operation` on the transactional id `id`.
+pub(crate) fn txn_id_allowed(
+    broker: &Broker,
+    session: &Session,
+    operation: AclOperation,
+    id: &str,
+) -> bool {
+    broker.security.authorize(session, operation, ResourceType::TransactionalId, id)
+}
+
+/// Whether `session` may perform `operation` on the cluster (`kafka-cluster`).
+pub(crate) fn cluster_allowed(broker: &Broker, session: &Session, operation: AclOperation) -> bool {
+    broker.security.authorize(session, operation, ResourceType::Cluster, CLUSTER_NAME)
+}
+
+/// The operations `session` may perform on a resource, as the "authorized operations" bit
+/// field (every operation the type supports, without an authorizer).
+pub(crate) fn authorized_operations(
+    broker: &Broker,
+    session: &Session,
+    resource_type: ResourceType,
+    name: &str,
+) -> i32 {
+    broker.security.authorized_operations(session, resource_type, name)
+}
 
 /// A `kafka-protocol` string from a Rust one.
 pub(crate) fn str_bytes(text: &str) -> StrBytes {
@@ -163,7 +194,14 @@ pub(crate) fn describe_cluster(
     }
     response.endpoint_type = request.endpoint_type;
     if request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = CLUSTER_OPERATIONS;
+        // Kafka's `AuthHelper.computeDescribeClusterResponse`: the bit field only with
+        // DESCRIBE on the cluster, else 0.
+        response.cluster_authorized_operations =
+            if cluster_allowed(broker, session, AclOperation::Describe) {
+                authorized_operations(broker, session, ResourceType::Cluster, CLUSTER_NAME)
+            } else {
+                0
+            };
     }
     response.cluster_id = str_bytes(&broker.cluster_id);
     response.controller_id = BrokerId(broker.config.node_id);
