@@ -28,11 +28,15 @@ use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::TopicPartition;
 
 use super::configs::{check_topic_configs, topic_config_entries};
-use super::{TopicIds, blocking, now_ms, str_bytes, topic_name};
+use super::{
+    TopicIds, authorized_operations, blocking, cluster_allowed, now_ms, str_bytes, topic_allowed,
+    topic_name,
+};
 use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
 use crate::security::Session;
+use crate::security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 /// Topics that only the broker creates: the metadata log and the coordinators' state.
 const INTERNAL_TOPICS: [&str; 3] =
@@ -80,10 +84,15 @@ fn metadata_blocking(
         response.controller_id = node;
     }
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = super::CLUSTER_OPERATIONS;
+        // Kafka: the bit field only with DESCRIBE on the cluster, else 0.
+        response.cluster_authorized_operations =
+            if cluster_allowed(broker, session, AclOperation::Describe) {
+                authorized_operations(broker, session, ResourceType::Cluster, CLUSTER_NAME)
+            } else {
+                0
+            };
     }
-    let topic_operations = (version >= 8 && request.include_topic_authorized_operations)
-        .then_some(super::TOPIC_OPERATIONS);
+    let topic_operations = version >= 8 && request.include_topic_authorized_operations;
     let counts = broker.manager.topic_partition_counts();
     let all_topics = match &request.topics {
         None => true,
@@ -100,8 +109,11 @@ fn metadata_blocking(
             .collect()
     };
     let auto_create = broker.config.auto_create_topics && request.allow_auto_topic_creation;
+    // Kafka's `getTopicMetadata` auto-creation rule: CREATE on the cluster covers every name.
+    let mut cluster_create = None;
     for (name, id) in wanted {
         let mut out = MetadataResponseTopic::default();
+        let by_id = name.is_none();
         let name = if let Some(name) = name {
             name
         } else {
@@ -116,12 +128,37 @@ fn metadata_blocking(
             };
             name
         };
-        out.name = Some(topic_name(&name));
-        if let Some(operations) = topic_operations {
-            out.topic_authorized_operations = operations;
+        // Without DESCRIBE a topic is left out of the all-topics form, and asked for, it is
+        // TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id, with the id, not the name).
+        if !topic_allowed(broker, session, AclOperation::Describe, &name) {
+            if all_topics {
+                continue;
+            }
+            if by_id {
+                out.topic_id = uuid(id);
+            } else {
+                out.name = Some(topic_name(&name));
+            }
+            out.error_code = ResponseError::TopicAuthorizationFailed.code();
+            response.topics.push(out);
+            continue;
         }
+        out.name = Some(topic_name(&name));
         out.is_internal = version >= 1 && crate::replica::INTERNAL_TOPICS.contains(&name.as_str());
         let mut n_partitions = counts.get(&name).copied().unwrap_or(0);
+        if n_partitions == 0 && auto_create {
+            let cluster = *cluster_create
+                .get_or_insert_with(|| cluster_allowed(broker, session, AclOperation::Create));
+            if !cluster && !topic_allowed(broker, session, AclOperation::Create, &name) {
+                out.error_code = ResponseError::TopicAuthorizationFailed.code();
+                response.topics.push(out);
+                continue;
+            }
+        }
+        if topic_operations {
+            out.topic_authorized_operations =
+                authorized_operations(broker, session, ResourceType::Topic, &name);
+        }
         if n_partitions == 0 {
             if validate_topic(&name).is_err() {
                 out.error_code = ResponseError::InvalidTopicException.code();
@@ -222,8 +259,10 @@ pub(crate) async fn create_topics(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = CreateTopicsResponse::default();
+        let cluster_create = cluster_allowed(&broker, &session, AclOperation::Create);
         let mut seen = BTreeMap::new();
         for topic in &request.topics {
             *seen.entry(topic.name.0.to_string()).or_insert(0) += 1;
@@ -237,11 +276,38 @@ pub(crate) async fn create_topics(
                     "Create topics request from client contains multiple entries for the following topics: {name}"
                 ));
                 result
+            } else if name != INTERNAL_TOPICS[0]
+                && !cluster_create
+                && !topic_allowed(&broker, &session, AclOperation::Create, &name)
+            {
+                // Kafka's `ControllerApis.createTopics`: CREATE on the cluster or the topic.
+                CreatableTopicResult::default()
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_message(message("Authorization failed."))
             } else {
-                create_topic(&broker, topic, request.validate_only)
+                let result = create_topic(&broker, topic, request.validate_only);
+                if result.error_code == 0
+                    && !topic_allowed(&broker, &session, AclOperation::DescribeConfigs, &name)
+                {
+                    // Kafka's `ReplicationControlManager.createTopic`: no configs, partition
+                    // count or replication factor without DESCRIBE_CONFIGS.
+                    result
+                        .with_num_partitions(-1)
+                        .with_replication_factor(-1)
+                        .with_configs(Some(Vec::new()))
+                        .with_topic_config_error_code(ResponseError::TopicAuthorizationFailed.code())
+                } else {
+                    result
+                }
             };
             let result = if version < 5 {
-                result.with_num_partitions(-1).with_replication_factor(-1).with_configs(None)
+                result
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1)
+                    .with_configs(None)
+                    .with_topic_config_error_code(0)
             } else {
                 result
             };
@@ -403,7 +469,9 @@ pub(crate) async fn delete_topics(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
+        let cluster_delete = cluster_allowed(&broker, &session, AclOperation::Delete);
         let asked: Vec<(Option<TopicName>, uuid::Uuid)> = if version >= 6 {
             request.topics.iter().map(|topic| (topic.name.clone(), topic.topic_id)).collect()
         } else {
@@ -470,7 +538,17 @@ pub(crate) async fn delete_topics(
                         result.name = Some(topic_name(&target));
                         result.topic_id = ids.by_name.get(&target).copied().unwrap_or_default();
                     }
-                    if let Err(error) = broker.manager.delete_topic(&target) {
+                    let refused = delete_refused(&broker, &session, cluster_delete, &target);
+                    if let Some(describable) = refused {
+                        // By id, the name is told only to a client that may describe it.
+                        if name.is_none() && !describable {
+                            result.name = None;
+                        }
+                        if name.is_some() {
+                            result.topic_id = uuid::Uuid::nil();
+                        }
+                        result.error_code = ResponseError::TopicAuthorizationFailed.code();
+                    } else if let Err(error) = broker.manager.delete_topic(&target) {
                         result.error_code = storage_error(&error).code();
                         if version >= 5 {
                             result.error_message = message(error.to_string());
@@ -486,6 +564,26 @@ pub(crate) async fn delete_topics(
     encode(&response, version)
 }
 
+/// Whether a DeleteTopics of `topic` is refused (Kafka's `ControllerApis.deleteTopics`): DELETE
+/// on the cluster covers every topic; otherwise a topic needs DELETE, and one that does not
+/// exist is refused unless the client may DESCRIBE it (then it learns the topic is unknown).
+/// `Some(describable)` when refused.
+fn delete_refused(
+    broker: &Broker,
+    session: &Session,
+    cluster_delete: bool,
+    topic: &str,
+) -> Option<bool> {
+    if cluster_delete {
+        return None;
+    }
+    let describable = topic_allowed(broker, session, AclOperation::Describe, topic);
+    let exists = broker.manager.topic_partition_counts().contains_key(topic);
+    let deletable = topic_allowed(broker, session, AclOperation::Delete, topic);
+    let allowed = if exists { deletable } else { describable };
+    (!allowed).then_some(describable)
+}
+
 /// CreatePartitions: grows a topic; assignments, when given, must name this node.
 pub(crate) async fn create_partitions(
     broker: &Arc<Broker>,
@@ -494,12 +592,19 @@ pub(crate) async fn create_partitions(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = CreatePartitionsResponse::default();
         for topic in &request.topics {
             let name = topic.name.0.to_string();
             let mut result = CreatePartitionsTopicResult::default();
             result.name = topic.name.clone();
+            // Kafka's `ControllerApis.createPartitions`: ALTER on the topic, before existence.
+            if !topic_allowed(&broker, &session, AclOperation::Alter, &name) {
+                result.error_code = ResponseError::TopicAuthorizationFailed.code();
+                response.results.push(result);
+                continue;
+            }
             let current = broker.manager.topic_partition_counts().get(&name).copied();
             let node = BrokerId(broker.config.node_id);
             let outcome = match current {
@@ -562,16 +667,24 @@ pub(crate) async fn delete_records(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = DeleteRecordsResponse::default();
         for topic in &request.topics {
             let name = topic.name.0.to_string();
             let mut out = DeleteRecordsTopicResult::default();
             out.name = topic.name.clone();
+            // Kafka's `handleDeleteRecordsRequest`: DELETE on the topic, before existence.
+            let allowed = topic_allowed(&broker, &session, AclOperation::Delete, &name);
             for partition in &topic.partitions {
                 let mut result = DeleteRecordsPartitionResult::default();
                 result.partition_index = partition.partition_index;
                 result.low_watermark = -1;
+                if !allowed {
+                    result.error_code = ResponseError::TopicAuthorizationFailed.code();
+                    out.partitions.push(result);
+                    continue;
+                }
                 let tp =
                     TopicPartition { topic: name.clone(), partition: partition.partition_index };
                 let outcome = broker.manager.get_log(&tp).and_then(|log| {
