@@ -22,10 +22,14 @@ use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
 use crate::security::Session;
+use crate::security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 /// Kafka's `ConfigResource.Type` values.
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
+const RESOURCE_BROKER_LOGGER: i8 = 8;
+const RESOURCE_CLIENT_METRICS: i8 = 16;
+const RESOURCE_GROUP: i8 = 32;
 /// Kafka's `ConfigSource` values.
 pub(crate) const SOURCE_TOPIC_CONFIG: i8 = 1;
 pub(crate) const SOURCE_DEFAULT_CONFIG: i8 = 5;
@@ -125,6 +129,34 @@ fn config_type(name: &str) -> i8 {
         .id()
 }
 
+/// The refusal of `operation` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a config resource, as
+/// Kafka's `ConfigHelper` and `ControllerApis` check it: a broker, broker logger or client
+/// metrics resource needs the operation on the cluster, a topic or group on itself. `None` when
+/// allowed, and for a type configs do not apply to (refused later as INVALID_REQUEST).
+fn config_refusal(
+    broker: &Broker,
+    session: &Session,
+    operation: AclOperation,
+    resource_type: i8,
+    name: &str,
+) -> Option<Error> {
+    let (acl_type, acl_name, refusal) = match resource_type {
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS => {
+            (ResourceType::Cluster, CLUSTER_NAME, ResponseError::ClusterAuthorizationFailed)
+        }
+        RESOURCE_TOPIC => (ResourceType::Topic, name, ResponseError::TopicAuthorizationFailed),
+        RESOURCE_GROUP => (ResourceType::Group, name, ResponseError::GroupAuthorizationFailed),
+        _ => return None,
+    };
+    let message = match refusal {
+        ResponseError::ClusterAuthorizationFailed => "Cluster authorization failed.",
+        ResponseError::TopicAuthorizationFailed => "Topic authorization failed.",
+        _ => "Group authorization failed.",
+    };
+    (!broker.security.authorize(session, operation, acl_type, acl_name))
+        .then(|| Error::wire_with(refusal, message.to_owned()))
+}
+
 /// DescribeConfigs for topics and for this broker.
 pub(crate) fn describe_configs(
     broker: &Arc<Broker>,
@@ -138,8 +170,16 @@ pub(crate) fn describe_configs(
         let mut result = DescribeConfigsResult::default();
         result.resource_type = resource.resource_type;
         result.resource_name = resource.resource_name.clone();
-        let entries = match resource.resource_type {
-            RESOURCE_TOPIC => {
+        let refusal = config_refusal(
+            broker,
+            session,
+            AclOperation::DescribeConfigs,
+            resource.resource_type,
+            &name,
+        );
+        let entries = match (refusal, resource.resource_type) {
+            (Some(refusal), _) => Err(refusal),
+            (None, RESOURCE_TOPIC) => {
                 if broker.manager.topic_partition_counts().contains_key(&name) {
                     let overrides = broker.manager.topic_overrides(&name);
                     Ok(topic_config_entries(broker, &name, &overrides)
@@ -163,7 +203,7 @@ pub(crate) fn describe_configs(
                     ))
                 }
             }
-            RESOURCE_BROKER => {
+            (None, RESOURCE_BROKER) => {
                 if name.is_empty() || name == broker.config.node_id.to_string() {
                     Ok(broker_config_entries(&broker.config)
                         .into_iter()
@@ -179,7 +219,7 @@ pub(crate) fn describe_configs(
                     ))
                 }
             }
-            other => Err(Error::wire_with(
+            (None, other) => Err(Error::wire_with(
                 ResponseError::InvalidRequest,
                 format!("Unsupported resource type {other}"),
             )),
@@ -266,13 +306,18 @@ fn broker_is_static(broker: &Broker) -> Error {
     )
 }
 
-/// Runs `topic` for a topic resource; a broker resource is static here, anything else is
-/// not a resource type configs apply to.
+/// Runs `topic` for a topic resource unless the change is refused (`refusal`, an authorization
+/// error); a broker resource is static here, anything else is not a resource type configs
+/// apply to.
 fn for_resource(
     broker: &Broker,
     resource_type: i8,
+    refusal: Option<Error>,
     topic: impl FnOnce() -> Result<(), Error>,
 ) -> Result<(), Error> {
+    if let Some(refusal) = refusal {
+        return Err(refusal);
+    }
     match resource_type {
         RESOURCE_TOPIC => topic(),
         RESOURCE_BROKER => Err(broker_is_static(broker)),
@@ -291,11 +336,24 @@ pub(crate) async fn alter_configs(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = AlterConfigsResponse::default();
         for resource in &request.resources {
             let name = resource.resource_name.to_string();
-            let outcome = for_resource(&broker, resource.resource_type, || {
+            // Legacy AlterConfigs does not take broker loggers (INVALID_REQUEST, below).
+            let refusal = (resource.resource_type != RESOURCE_BROKER_LOGGER)
+                .then(|| {
+                    config_refusal(
+                        &broker,
+                        &session,
+                        AclOperation::AlterConfigs,
+                        resource.resource_type,
+                        &name,
+                    )
+                })
+                .flatten();
+            let outcome = for_resource(&broker, resource.resource_type, refusal, || {
                 let mut overrides = BTreeMap::new();
                 for config in &resource.configs {
                     let Some(value) = &config.value else {
@@ -331,11 +389,19 @@ pub(crate) async fn incremental_alter_configs(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = IncrementalAlterConfigsResponse::default();
         for resource in &request.resources {
             let name = resource.resource_name.to_string();
-            let outcome = for_resource(&broker, resource.resource_type, || {
+            let refusal = config_refusal(
+                &broker,
+                &session,
+                AclOperation::AlterConfigs,
+                resource.resource_type,
+                &name,
+            );
+            let outcome = for_resource(&broker, resource.resource_type, refusal, || {
                 incremental_topic(&broker, &name, resource, request.validate_only)
             });
             let mut result = IncrementalResult::default();
