@@ -46,7 +46,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{TopicIds, blocking, now_ms, operations, str_bytes, topic_name};
+use super::{
+    TopicIds, authorized_operations, blocking, cluster_allowed, group_allowed, now_ms, str_bytes,
+    topic_allowed, topic_name, txn_id_allowed,
+};
 use crate::Broker;
 use crate::error::{Error, NONE};
 use crate::group::{
@@ -55,9 +58,41 @@ use crate::group::{
 };
 use crate::request::{Reply, Request, encode};
 use crate::security::Session;
+use crate::security::acl::{AclOperation, ResourceType};
 
-/// READ, DELETE, DESCRIBE: what a group allows with no authorizer.
-const GROUP_OPERATIONS: i32 = operations(&[3, 6, 8]);
+/// GROUP_AUTHORIZATION_FAILED's code.
+const GROUP_DENIED: i16 = ResponseError::GroupAuthorizationFailed.code();
+/// TOPIC_AUTHORIZATION_FAILED's code.
+const TOPIC_DENIED: i16 = ResponseError::TopicAuthorizationFailed.code();
+
+/// What the coordinator may be asked about a FindCoordinator key (Kafka's
+/// `getCoordinator`): DESCRIBE on the group or the transactional id.
+fn coordinator_refusal(
+    broker: &Broker,
+    session: &Session,
+    key_type: i8,
+    key: &str,
+) -> Option<(i16, &'static str)> {
+    match key_type {
+        0 if !group_allowed(broker, session, AclOperation::Describe, key) => {
+            Some((GROUP_DENIED, "Group authorization failed."))
+        }
+        1 if !txn_id_allowed(broker, session, AclOperation::Describe, key) => Some((
+            ResponseError::TransactionalIdAuthorizationFailed.code(),
+            "Transactional Id authorization failed.",
+        )),
+        _ => None,
+    }
+}
+
+/// The group's authorized operations when asked for (else Kafka's "omitted", `i32::MIN`).
+fn group_operations(broker: &Broker, session: &Session, asked: bool, group: &str) -> i32 {
+    if asked {
+        authorized_operations(broker, session, ResourceType::Group, group)
+    } else {
+        i32::MIN
+    }
+}
 
 fn text(value: &StrBytes) -> String {
     value.as_str().to_owned()
@@ -77,21 +112,38 @@ pub(crate) async fn find_coordinator(
 ) -> Result<Reply, Error> {
     let for_groups = Arc::clone(broker);
     let key_type = request.key_type;
-    // Kafka creates the coordinator's topic on the first FindCoordinator for its key type.
-    let ensured = blocking(move || {
-        if key_type == 1 {
-            for_groups.txns.ensure_topic()
-        } else {
-            for_groups.groups.ensure_offsets_topic()
-        }
-    })
-    .await?;
-    let answer = |key: &StrBytes| -> (i16, Option<&'static str>) {
+    let keys = if version < 4 {
+        std::slice::from_ref(&request.key)
+    } else {
+        request.coordinator_keys.as_slice()
+    };
+    let refusals: Vec<Option<(i16, &'static str)>> = keys
+        .iter()
+        .map(|key| coordinator_refusal(broker, session, key_type, key.as_str()))
+        .collect();
+    // Kafka creates the coordinator's topic on the first FindCoordinator for its key type,
+    // once a key is authorized.
+    let ensured = if refusals.iter().any(Option::is_none) {
+        blocking(move || {
+            if key_type == 1 {
+                for_groups.txns.ensure_topic()
+            } else {
+                for_groups.groups.ensure_offsets_topic()
+            }
+        })
+        .await?
+    } else {
+        Ok(0)
+    };
+    let answer = |idx: usize, key: &StrBytes| -> (i16, Option<&'static str>) {
         if request.key_type != 0 && request.key_type != 1 {
             return (
                 ResponseError::InvalidRequest.code(),
                 Some("only group (0) and transaction (1) keys are served"),
             );
+        }
+        if let Some(Some((code, message))) = refusals.get(idx) {
+            return (*code, Some(*message));
         }
         if key.is_empty() {
             let message = if request.key_type == 0 {
@@ -108,7 +160,7 @@ pub(crate) async fn find_coordinator(
     };
     let mut response = FindCoordinatorResponse::default();
     if version < 4 {
-        let (code, message) = answer(&request.key);
+        let (code, message) = answer(0, &request.key);
         response.error_code = code;
         if code == NONE {
             response.node_id = BrokerId(broker.config.node_id);
@@ -122,8 +174,8 @@ pub(crate) async fn find_coordinator(
             response.error_message = message.map(str_bytes);
         }
     } else {
-        for key in &request.coordinator_keys {
-            let (code, message) = answer(key);
+        for (idx, key) in request.coordinator_keys.iter().enumerate() {
+            let (code, message) = answer(idx, key);
             let mut coordinator = Coordinator::default()
                 .with_key(key.clone())
                 .with_error_code(code)
@@ -170,11 +222,17 @@ pub(crate) async fn join_group(
         require_known_member_id: version >= 4,
     };
     let member_id = join.member_id.clone();
-    let for_groups = Arc::clone(broker);
-    let receiver = blocking(move || for_groups.groups.join(join, now_ms())).await?;
-    let result = receiver.await.unwrap_or_else(|_| {
-        crate::group::JoinResult::error(&member_id, ResponseError::RebalanceInProgress.code())
-    });
+    let result = if group_allowed(broker, &request_frame.session, AclOperation::Read, &join.group_id)
+    {
+        let for_groups = Arc::clone(broker);
+        let receiver = blocking(move || for_groups.groups.join(join, now_ms())).await?;
+        receiver.await.unwrap_or_else(|_| {
+            crate::group::JoinResult::error(&member_id, ResponseError::RebalanceInProgress.code())
+        })
+    } else {
+        // Kafka's `JoinGroupRequest.getErrorResponse`: no member id, generation -1.
+        crate::group::JoinResult::error("", GROUP_DENIED)
+    };
     let mut response = JoinGroupResponse::default();
     response.error_code = result.error_code;
     response.generation_id = result.generation_id;
@@ -227,11 +285,15 @@ pub(crate) async fn sync_group(
             .map(|assignment| (text(&assignment.member_id), assignment.assignment))
             .collect(),
     };
-    let for_groups = Arc::clone(broker);
-    let receiver = blocking(move || for_groups.groups.sync(sync, now_ms())).await?;
-    let result = receiver.await.unwrap_or_else(|_| {
-        crate::group::SyncResult::error(ResponseError::RebalanceInProgress.code())
-    });
+    let result = if group_allowed(broker, session, AclOperation::Read, &sync.group_id) {
+        let for_groups = Arc::clone(broker);
+        let receiver = blocking(move || for_groups.groups.sync(sync, now_ms())).await?;
+        receiver.await.unwrap_or_else(|_| {
+            crate::group::SyncResult::error(ResponseError::RebalanceInProgress.code())
+        })
+    } else {
+        crate::group::SyncResult::error(GROUP_DENIED)
+    };
     let mut response = SyncGroupResponse::default();
     response.error_code = result.error_code;
     response.assignment = result.assignment;
@@ -248,6 +310,9 @@ pub(crate) async fn heartbeat(
     request: HeartbeatRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    if !group_allowed(broker, session, AclOperation::Read, request.group_id.0.as_str()) {
+        return encode(&HeartbeatResponse::default().with_error_code(GROUP_DENIED), version);
+    }
     let for_groups = Arc::clone(broker);
     let code = blocking(move || {
         for_groups.groups.heartbeat(
@@ -278,6 +343,10 @@ pub(crate) async fn leave_group(
             .collect()
     };
     let group = text(&request.group_id.0);
+    if !group_allowed(broker, session, AclOperation::Read, &group) {
+        // Kafka's `LeaveGroupRequest.getErrorResponse`: the code alone, no members.
+        return encode(&LeaveGroupResponse::default().with_error_code(GROUP_DENIED), version);
+    }
     let for_groups = Arc::clone(broker);
     let asked = leaving.clone();
     let (code, codes) = blocking(move || for_groups.groups.leave(&group, &asked, now_ms())).await?;
@@ -307,11 +376,21 @@ pub(crate) async fn offset_commit(
     request: OffsetCommitRequest,
     version: i16,
 ) -> Result<Reply, Error> {
-    // Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist and
-    // commits the others.
+    // Kafka's `handleOffsetCommitRequest`: READ on the group, else every partition is
+    // GROUP_AUTHORIZATION_FAILED; then READ on each topic, else TOPIC_AUTHORIZATION_FAILED.
+    // It answers UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist and commits
+    // the others.
+    let group_ok = group_allowed(broker, session, AclOperation::Read, request.group_id.0.as_str());
+    let readable: BTreeSet<&str> = request
+        .topics
+        .iter()
+        .map(|topic| topic.name.0.as_str())
+        .filter(|name| group_ok && topic_allowed(broker, session, AclOperation::Read, name))
+        .collect();
     let counts = broker.manager.topic_partition_counts();
     let exists = |topic: &str, partition: i32| {
-        counts.get(topic).is_some_and(|count| (0..*count).contains(&partition))
+        readable.contains(topic)
+            && counts.get(topic).is_some_and(|count| (0..*count).contains(&partition))
     };
     let offsets: Vec<OffsetToCommit> = request
         .topics
@@ -333,24 +412,32 @@ pub(crate) async fn offset_commit(
     let generation = request.generation_id_or_member_epoch;
     let for_groups = Arc::clone(broker);
     let asked = offsets.clone();
-    let codes = blocking(move || {
-        for_groups.groups.commit_offsets(
-            &group,
-            generation,
-            &member,
-            instance.as_deref(),
-            &asked,
-            now_ms(),
-        )
-    })
-    .await?;
+    let codes = if group_ok {
+        blocking(move || {
+            for_groups.groups.commit_offsets(
+                &group,
+                generation,
+                &member,
+                instance.as_deref(),
+                &asked,
+                now_ms(),
+            )
+        })
+        .await?
+    } else {
+        Vec::new()
+    };
     let mut response = OffsetCommitResponse::default();
     let mut codes = codes.into_iter();
     for topic in &request.topics {
         let mut out = OffsetCommitResponseTopic::default();
         out.name = topic.name.clone();
         for partition in &topic.partitions {
-            let code = if exists(topic.name.0.as_str(), partition.partition_index) {
+            let code = if !group_ok {
+                GROUP_DENIED
+            } else if !readable.contains(topic.name.0.as_str()) {
+                TOPIC_DENIED
+            } else if exists(topic.name.0.as_str(), partition.partition_index) {
                 codes.next().unwrap_or(ResponseError::UnknownServerError.code())
             } else {
                 ResponseError::UnknownTopicOrPartition.code()
@@ -406,9 +493,9 @@ pub(crate) async fn offset_fetch(
     // KIP-447: with `require_stable` (v7+), offsets pending in an open transaction are not
     // answered: UNSTABLE_OFFSET_COMMIT, which the consumer retries.
     let require_stable = version >= 7 && request.require_stable;
-    let results = fetch_group_offsets(broker, asked, require_stable).await?;
+    let results = fetch_group_offsets(broker, session, asked, require_stable).await?;
     let mut response = OffsetFetchResponse::default();
-    for (group, fetched, unstable) in results {
+    for (group, fetched, errors) in results {
         let (code, topics) = match fetched {
             Ok(topics) => (NONE, topics),
             Err(code) => (code.code(), Vec::new()),
@@ -421,15 +508,15 @@ pub(crate) async fn offset_fetch(
                 let mut out = OffsetFetchResponseTopic::default();
                 out.name = topic_name(&topic);
                 for (partition, committed) in partitions {
-                    let is_unstable = unstable.contains(&(topic.clone(), partition));
-                    let committed = committed.filter(|_| !is_unstable);
+                    let error = errors.get(&(topic.clone(), partition)).copied();
+                    let committed = committed.filter(|_| error.is_none());
                     let (offset, leader_epoch, metadata) = committed_fields(committed.as_ref());
                     let mut entry = OffsetFetchResponsePartition::default()
                         .with_partition_index(partition)
                         .with_committed_offset(offset)
                         .with_metadata(Some(metadata));
-                    if is_unstable {
-                        entry.error_code = ResponseError::UnstableOffsetCommit.code();
+                    if let Some(code) = error {
+                        entry.error_code = code;
                     }
                     if version >= 5 {
                         entry.committed_leader_epoch = leader_epoch;
@@ -446,16 +533,16 @@ pub(crate) async fn offset_fetch(
                 let mut topic_out = OffsetFetchResponseTopics::default();
                 topic_out.name = topic_name(&topic);
                 for (partition, committed) in partitions {
-                    let is_unstable = unstable.contains(&(topic.clone(), partition));
-                    let committed = committed.filter(|_| !is_unstable);
+                    let error = errors.get(&(topic.clone(), partition)).copied();
+                    let committed = committed.filter(|_| error.is_none());
                     let (offset, leader_epoch, metadata) = committed_fields(committed.as_ref());
                     let mut entry = OffsetFetchResponsePartitions::default()
                         .with_partition_index(partition)
                         .with_committed_offset(offset)
                         .with_committed_leader_epoch(leader_epoch)
                         .with_metadata(Some(metadata));
-                    if is_unstable {
-                        entry.error_code = ResponseError::UnstableOffsetCommit.code();
+                    if let Some(code) = error {
+                        entry.error_code = code;
                     }
                     topic_out.partitions.push(entry);
                 }
@@ -467,26 +554,59 @@ pub(crate) async fn offset_fetch(
     encode(&response, version)
 }
 
-/// One group's OffsetFetch answer: its offsets, and the partitions pending in a transaction.
-type GroupOffsets = (String, Result<FetchedOffsets, ResponseError>, BTreeSet<(String, i32)>);
+/// One group's OffsetFetch answer: its offsets, and the partitions answered with an error
+/// instead (pending in a transaction, or of a topic the client may not describe).
+type GroupOffsets = (String, Result<FetchedOffsets, ResponseError>, BTreeMap<(String, i32), i16>);
 
+/// Each group's offsets, as Kafka's `handleOffsetFetchRequestFromCoordinator` authorizes them:
+/// DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; of the topics asked for, those the
+/// client may not DESCRIBE are TOPIC_AUTHORIZATION_FAILED (offset -1), and of all the group's
+/// topics (a null list) they are left out.
 async fn fetch_group_offsets(
     broker: &Arc<Broker>,
+    session: &Session,
     asked: Vec<(String, Option<TopicPartitions>)>,
     require_stable: bool,
 ) -> Result<Vec<GroupOffsets>, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     blocking(move || {
+        let describable =
+            |name: &str| topic_allowed(&broker, &session, AclOperation::Describe, name);
         asked
             .into_iter()
             .map(|(group, topics)| {
-                let unstable = if require_stable {
-                    broker.groups.unstable_partitions(&group)
-                } else {
-                    BTreeSet::new()
+                if !group_allowed(&broker, &session, AclOperation::Describe, &group) {
+                    return (group, Err(ResponseError::GroupAuthorizationFailed), BTreeMap::new());
+                }
+                let all = topics.is_none();
+                let (topics, denied): (Option<TopicPartitions>, TopicPartitions) = match topics {
+                    None => (None, Vec::new()),
+                    Some(topics) => {
+                        let (ok, denied) =
+                            topics.into_iter().partition(|(name, _)| describable(name));
+                        (Some(ok), denied)
+                    }
                 };
-                let fetched = broker.groups.fetch_offsets(&group, topics);
-                (group, fetched, unstable)
+                let mut errors = BTreeMap::new();
+                if require_stable {
+                    for partition in broker.groups.unstable_partitions(&group) {
+                        errors.insert(partition, ResponseError::UnstableOffsetCommit.code());
+                    }
+                }
+                let fetched = broker.groups.fetch_offsets(&group, topics).map(|mut fetched| {
+                    if all {
+                        fetched.retain(|(name, _)| describable(name));
+                    }
+                    for (name, partitions) in denied {
+                        for partition in &partitions {
+                            errors.insert((name.clone(), *partition), TOPIC_DENIED);
+                        }
+                        fetched.push((name, partitions.into_iter().map(|p| (p, None)).collect()));
+                    }
+                    fetched
+                });
+                (group, fetched, errors)
             })
             .collect()
     })
@@ -502,7 +622,13 @@ pub(crate) fn list_groups(
     let states: Vec<String> = request.states_filter.iter().map(text).collect();
     let types: Vec<String> = request.types_filter.iter().map(text).collect();
     let mut response = ListGroupsResponse::default();
+    // Kafka's `handleListGroupsRequest`: DESCRIBE on the cluster lists every group, else only
+    // the groups the client may DESCRIBE.
+    let all = cluster_allowed(broker, session, AclOperation::Describe);
     for (id, protocol_type, state, kind) in broker.groups.list_groups(&states, &types) {
+        if !all && !group_allowed(broker, session, AclOperation::Describe, &id) {
+            continue;
+        }
         let mut group = ListedGroup::default()
             .with_group_id(group_id(&id))
             .with_protocol_type(str_bytes(&protocol_type));
@@ -527,8 +653,21 @@ pub(crate) fn describe_groups(
     for id in &request.groups {
         let mut described = DescribedGroup::default().with_group_id(id.clone());
         if version >= 3 {
-            described.authorized_operations =
-                if request.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
+            described.authorized_operations = i32::MIN;
+        }
+        if !group_allowed(broker, session, AclOperation::Describe, id.0.as_str()) {
+            // Kafka's `DescribeGroupsResponse.groupError`: empty state, protocol and members.
+            described.error_code = GROUP_DENIED;
+            response.groups.push(described);
+            continue;
+        }
+        if version >= 3 {
+            described.authorized_operations = group_operations(
+                broker,
+                session,
+                request.include_authorized_operations,
+                id.0.as_str(),
+            );
         }
         if id.0.is_empty() {
             described.error_code = ResponseError::InvalidGroupId.code();
@@ -573,11 +712,19 @@ pub(crate) async fn delete_groups(
     version: i16,
 ) -> Result<Reply, Error> {
     let names: Vec<String> = request.groups_names.iter().map(|id| text(&id.0)).collect();
+    // Kafka's `handleDeleteGroupsRequest`: DELETE on each group.
+    let allowed: Vec<bool> =
+        names.iter().map(|name| group_allowed(broker, session, AclOperation::Delete, name)).collect();
     let for_groups = Arc::clone(broker);
-    let asked = names.clone();
+    let asked: Vec<(String, bool)> = names.iter().cloned().zip(allowed).collect();
     let codes = blocking(move || {
         let now = now_ms();
-        asked.iter().map(|group| for_groups.groups.delete_group(group, now)).collect::<Vec<_>>()
+        asked
+            .iter()
+            .map(|(group, allowed)| {
+                if *allowed { for_groups.groups.delete_group(group, now) } else { GROUP_DENIED }
+            })
+            .collect::<Vec<_>>()
     })
     .await?;
     let mut response = DeleteGroupsResponse::default();
@@ -597,9 +744,20 @@ pub(crate) async fn offset_delete(
     request: OffsetDeleteRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    // Kafka's `handleOffsetDeleteRequest`: DELETE on the group, then READ on each topic.
+    if !group_allowed(broker, session, AclOperation::Delete, request.group_id.0.as_str()) {
+        return encode(&OffsetDeleteResponse::default().with_error_code(GROUP_DENIED), version);
+    }
+    let readable: BTreeSet<&str> = request
+        .topics
+        .iter()
+        .map(|topic| topic.name.0.as_str())
+        .filter(|name| topic_allowed(broker, session, AclOperation::Read, name))
+        .collect();
     let partitions: Vec<(String, i32)> = request
         .topics
         .iter()
+        .filter(|topic| readable.contains(topic.name.0.as_str()))
         .flat_map(|topic| {
             topic
                 .partitions
@@ -617,13 +775,17 @@ pub(crate) async fn offset_delete(
         for topic in &request.topics {
             let mut out = OffsetDeleteResponseTopic::default();
             out.name = topic.name.clone();
+            let allowed = readable.contains(topic.name.0.as_str());
             for partition in &topic.partitions {
+                let code = if allowed {
+                    codes.next().unwrap_or(ResponseError::UnknownServerError.code())
+                } else {
+                    TOPIC_DENIED
+                };
                 out.partitions.push(
                     OffsetDeleteResponsePartition::default()
                         .with_partition_index(partition.partition_index)
-                        .with_error_code(
-                            codes.next().unwrap_or(ResponseError::UnknownServerError.code()),
-                        ),
+                        .with_error_code(code),
                 );
             }
             response.topics.push(out);
@@ -657,6 +819,14 @@ pub(crate) async fn consumer_group_heartbeat(
     request: ConsumerGroupHeartbeatRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    // Kafka's `handleConsumerGroupHeartbeat`: READ on the group, else the code alone.
+    if !group_allowed(broker, &request_frame.session, AclOperation::Read, request.group_id.0.as_str())
+    {
+        return encode(
+            &ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP_DENIED),
+            version,
+        );
+    }
     let client_id = request_frame.header.client_id.as_ref().map(text).unwrap_or_default();
     let client_host = request_frame.client_host();
     let for_groups = Arc::clone(broker);
@@ -740,8 +910,14 @@ pub(crate) fn consumer_group_describe(
     let mut response = ConsumerGroupDescribeResponse::default();
     for id in &request.group_ids {
         let mut described = ConsumerDescribedGroup::default().with_group_id(id.clone());
+        described.authorized_operations = i32::MIN;
+        if !group_allowed(broker, session, AclOperation::Describe, id.0.as_str()) {
+            described.error_code = GROUP_DENIED;
+            response.groups.push(described);
+            continue;
+        }
         described.authorized_operations =
-            if request.include_authorized_operations { GROUP_OPERATIONS } else { i32::MIN };
+            group_operations(broker, session, request.include_authorized_operations, id.0.as_str());
         if id.0.is_empty() {
             described.error_code = ResponseError::InvalidGroupId.code();
         } else if let Some(summary) = broker.groups.describe_consumer_group(id.0.as_str()) {
