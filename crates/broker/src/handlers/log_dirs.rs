@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::alter_replica_log_dirs_response::{
     AlterReplicaLogDirPartitionResult, AlterReplicaLogDirTopicResult,
 };
@@ -19,11 +20,12 @@ use kafka_protocol::messages::{
 };
 use seglog_storage::log::partition_log::TopicPartition;
 
-use super::{blocking, str_bytes, topic_name};
+use super::{blocking, cluster_allowed, str_bytes, topic_name};
 use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
 use crate::security::Session;
+use crate::security::acl::AclOperation;
 
 /// A byte count on the wire.
 fn wire_bytes(bytes: u64) -> i64 {
@@ -39,6 +41,15 @@ pub(crate) async fn describe_log_dirs(
     request: DescribeLogDirsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    // Kafka: DESCRIBE on the cluster, else no directories and (from v3, which has the field)
+    // CLUSTER_AUTHORIZATION_FAILED.
+    if !cluster_allowed(broker, session, AclOperation::Describe) {
+        let mut response = DescribeLogDirsResponse::default();
+        if version >= 3 {
+            response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        }
+        return encode(&response, version);
+    }
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let wanted: Option<BTreeSet<TopicPartition>> = request.topics.as_ref().map(|topics| {
@@ -100,6 +111,8 @@ pub(crate) async fn alter_replica_log_dirs(
     request: AlterReplicaLogDirsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    // Kafka: ALTER on the cluster, else every partition is CLUSTER_AUTHORIZATION_FAILED.
+    let allowed = cluster_allowed(broker, session, AclOperation::Alter);
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let mut by_topic: BTreeMap<String, Vec<AlterReplicaLogDirPartitionResult>> =
@@ -112,7 +125,9 @@ pub(crate) async fn alter_replica_log_dirs(
                     let tp = TopicPartition { topic: name.clone(), partition: *partition };
                     let mut result = AlterReplicaLogDirPartitionResult::default();
                     result.partition_index = *partition;
-                    if let Err(error) = broker.manager.alter_log_dir(&tp, path) {
+                    if !allowed {
+                        result.error_code = ResponseError::ClusterAuthorizationFailed.code();
+                    } else if let Err(error) = broker.manager.alter_log_dir(&tp, path) {
                         tracing::info!(%tp, dir = %path.display(), %error, "log dir move refused");
                         result.error_code = storage_error(&error).code();
                     }

@@ -35,17 +35,26 @@ use kafka_protocol::messages::{
 };
 use seglog_storage::log::partition_log::TopicPartition;
 
-use super::{blocking, now_ms, str_bytes, topic_name};
+use super::{
+    blocking, cluster_allowed, group_allowed, now_ms, str_bytes, topic_allowed, topic_name,
+    txn_id_allowed,
+};
 use crate::Broker;
 use crate::error::{Error, NONE, storage_error};
 use crate::group::{OFFSETS_TOPIC, OffsetToCommit};
 use crate::request::{Reply, encode};
 use crate::security::Session;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::ProducerIdAndEpoch;
 
 fn text(value: &kafka_protocol::protocol::StrBytes) -> String {
     value.as_str().to_owned()
 }
+
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED's code.
+const TXN_ID_DENIED: i16 = ResponseError::TransactionalIdAuthorizationFailed.code();
+/// TOPIC_AUTHORIZATION_FAILED's code.
+const TOPIC_DENIED: i16 = ResponseError::TopicAuthorizationFailed.code();
 
 /// InitProducerId. Without a transactional id: a producer id never handed out before, at
 /// epoch 0 (an idempotent producer). With one: the transaction coordinator's answer (Kafka's
@@ -61,6 +70,23 @@ pub(crate) async fn init_producer_id(
     let mut response = InitProducerIdResponse::default();
     response.producer_id = ProducerId(-1);
     response.producer_epoch = -1;
+    // Kafka's `handleInitProducerIdRequest`: WRITE on the transactional id; without one,
+    // IDEMPOTENT_WRITE on the cluster or WRITE on some topic.
+    let refusal = match &request.transactional_id {
+        Some(id) => (!txn_id_allowed(broker, session, AclOperation::Write, id.0.as_str()))
+            .then_some(TXN_ID_DENIED),
+        None => (!cluster_allowed(broker, session, AclOperation::IdempotentWrite)
+            && !broker.security.authorize_by_resource_type(
+                session,
+                AclOperation::Write,
+                ResourceType::Topic,
+            ))
+        .then_some(ResponseError::ClusterAuthorizationFailed.code()),
+    };
+    if let Some(code) = refusal {
+        response.error_code = code;
+        return encode(&response, version);
+    }
     let Some(transactional_id) = request.transactional_id.as_ref().map(|id| text(&id.0)) else {
         let manager = Arc::clone(broker.manager());
         match blocking(move || manager.allocate_producer_id()).await? {
@@ -146,23 +172,36 @@ pub(crate) async fn add_partitions_to_txn(
     request: AddPartitionsToTxnRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    let mut response = AddPartitionsToTxnResponse::default();
+    if version >= 4 && !cluster_allowed(broker, session, AclOperation::ClusterAction) {
+        // The batch form is broker-to-broker: CLUSTER_ACTION on the cluster (Kafka's
+        // `authorizeClusterOperation`), else the request's error code.
+        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        return encode(&response, version);
+    }
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
-        let mut response = AddPartitionsToTxnResponse::default();
         if version < 4 {
-            let topics = request
+            let transactional_id = text(&request.v3_and_below_transactional_id.0);
+            let topics: Vec<(String, Vec<i32>)> = request
                 .v3_and_below_topics
                 .iter()
-                .map(|topic| (text(&topic.name.0), topic.partitions.clone()));
-            response.results_by_topic_v3_and_below = add_one(
-                &broker,
-                &text(&request.v3_and_below_transactional_id.0),
-                request.v3_and_below_producer_id.0,
-                request.v3_and_below_producer_epoch,
-                topics.collect(),
-                false,
-                version,
-            );
+                .map(|topic| (text(&topic.name.0), topic.partitions.clone()))
+                .collect();
+            response.results_by_topic_v3_and_below =
+                match add_refusals(&broker, &session, &transactional_id, &topics) {
+                    Some(codes) => results_of(codes),
+                    None => add_one(
+                        &broker,
+                        &transactional_id,
+                        request.v3_and_below_producer_id.0,
+                        request.v3_and_below_producer_epoch,
+                        topics,
+                        false,
+                        version,
+                    ),
+                };
         } else {
             for txn in &request.transactions {
                 let topics =
@@ -187,6 +226,43 @@ pub(crate) async fn add_partitions_to_txn(
     })
     .await?;
     encode(&response, version)
+}
+
+/// Kafka's checks of a client's AddPartitionsToTxn (v0-v3): WRITE on the transactional id,
+/// else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic (never
+/// granted on an internal topic), else TOPIC_AUTHORIZATION_FAILED, and then the other
+/// partitions are UNKNOWN_TOPIC_OR_PARTITION or OPERATION_NOT_ATTEMPTED. `None` when allowed.
+fn add_refusals(
+    broker: &Broker,
+    session: &Session,
+    transactional_id: &str,
+    topics: &[(String, Vec<i32>)],
+) -> Option<Vec<(TopicPartition, i16)>> {
+    let (known, unknown) = known_partitions(broker, topics.iter().cloned());
+    if !txn_id_allowed(broker, session, AclOperation::Write, transactional_id) {
+        return Some(known.into_iter().chain(unknown).map(|tp| (tp, TXN_ID_DENIED)).collect());
+    }
+    let denied: BTreeSet<&str> = topics
+        .iter()
+        .map(|(topic, _)| topic.as_str())
+        .filter(|topic| {
+            crate::replica::INTERNAL_TOPICS.contains(topic)
+                || !topic_allowed(broker, session, AclOperation::Write, topic)
+        })
+        .collect();
+    if denied.is_empty() {
+        return None;
+    }
+    let code_of = |tp: &TopicPartition| {
+        if denied.contains(tp.topic.as_str()) {
+            TOPIC_DENIED
+        } else if unknown.contains(tp) {
+            ResponseError::UnknownTopicOrPartition.code()
+        } else {
+            ResponseError::OperationNotAttempted.code()
+        }
+    };
+    Some(known.iter().chain(&unknown).map(|tp| (tp.clone(), code_of(tp))).collect())
 }
 
 fn add_one(
@@ -241,6 +317,11 @@ fn add_one(
         };
         codes.extend(known.iter().map(|tp| (tp.clone(), code)));
     }
+    results_of(codes)
+}
+
+/// Each partition's code, grouped by topic as AddPartitionsToTxn answers.
+fn results_of(mut codes: Vec<(TopicPartition, i16)>) -> Vec<AddPartitionsToTxnTopicResult> {
     let mut results: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
     codes.sort();
     for (tp, code) in codes {
@@ -268,6 +349,22 @@ pub(crate) async fn add_offsets_to_txn(
     request: AddOffsetsToTxnRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    // Kafka's `handleAddOffsetsToTxnRequest`: WRITE on the transactional id, READ on the group.
+    let refusal = if !txn_id_allowed(
+        broker,
+        session,
+        AclOperation::Write,
+        request.transactional_id.0.as_str(),
+    ) {
+        Some(TXN_ID_DENIED)
+    } else if !group_allowed(broker, session, AclOperation::Read, request.group_id.0.as_str()) {
+        Some(ResponseError::GroupAuthorizationFailed.code())
+    } else {
+        None
+    };
+    if let Some(code) = refusal {
+        return encode(&AddOffsetsToTxnResponse::default().with_error_code(code), version);
+    }
     let broker = Arc::clone(broker);
     let code = blocking(move || {
         let transactional_id = text(&request.transactional_id.0);
@@ -310,7 +407,12 @@ pub(crate) async fn end_txn(
     let for_txn = Arc::clone(broker);
     let transactional_id = text(&request.transactional_id.0);
     let (producer_id, producer_epoch) = (request.producer_id.0, request.producer_epoch);
+    // Kafka's `handleEndTxnRequest`: WRITE on the transactional id.
+    let allowed = txn_id_allowed(broker, session, AclOperation::Write, &transactional_id);
     let code = blocking(move || {
+        if !allowed {
+            return TXN_ID_DENIED;
+        }
         if transactional_id.is_empty() {
             return ResponseError::InvalidRequest.code();
         }
@@ -347,6 +449,26 @@ pub(crate) async fn txn_offset_commit(
     request: TxnOffsetCommitRequest,
     version: i16,
 ) -> Result<Reply, Error> {
+    // Kafka's `handleTxnOffsetCommitRequest`: WRITE on the transactional id, READ on the
+    // group (else every partition has that code), READ on each topic.
+    let refusal = if !txn_id_allowed(
+        broker,
+        session,
+        AclOperation::Write,
+        request.transactional_id.0.as_str(),
+    ) {
+        Some(TXN_ID_DENIED)
+    } else if !group_allowed(broker, session, AclOperation::Read, request.group_id.0.as_str()) {
+        Some(ResponseError::GroupAuthorizationFailed.code())
+    } else {
+        None
+    };
+    let readable: BTreeSet<String> = request
+        .topics
+        .iter()
+        .map(|topic| text(&topic.name.0))
+        .filter(|name| topic_allowed(broker, session, AclOperation::Read, name))
+        .collect();
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let group_id = text(&request.group_id.0);
@@ -373,7 +495,13 @@ pub(crate) async fn txn_offset_commit(
         } else {
             (-1, String::new(), None)
         };
+        let (offsets, denied): (Vec<OffsetToCommit>, Vec<OffsetToCommit>) = if refusal.is_some() {
+            (Vec::new(), offsets)
+        } else {
+            offsets.into_iter().partition(|offset| readable.contains(&offset.topic))
+        };
         let codes: Vec<i16> = match broker.groups.offsets_partition(&group_id) {
+            _ if offsets.is_empty() => Vec::new(),
             Err(error) => vec![error.code(); offsets.len()],
             Ok(partition) => {
                 let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
@@ -413,7 +541,9 @@ pub(crate) async fn txn_offset_commit(
             }
         };
         let mut response = TxnOffsetCommitResponse::default();
-        for (offset, code) in offsets.iter().zip(codes) {
+        let denied_code = refusal.unwrap_or(TOPIC_DENIED);
+        let answered = offsets.iter().zip(codes).chain(denied.iter().map(|o| (o, denied_code)));
+        for (offset, code) in answered {
             let partition = TxnOffsetCommitResponsePartition::default()
                 .with_partition_index(offset.partition)
                 .with_error_code(code);
@@ -442,6 +572,7 @@ pub(crate) async fn describe_transactions(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = DescribeTransactionsResponse::default();
         for id in &request.transactional_ids {
@@ -450,6 +581,13 @@ pub(crate) async fn describe_transactions(
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1)
                 .with_transaction_start_time_ms(-1);
+            // Kafka's `handleDescribeTransactionsRequest`: DESCRIBE on the transactional id;
+            // only the partitions of topics the client may DESCRIBE.
+            if !txn_id_allowed(&broker, &session, AclOperation::Describe, id.0.as_str()) {
+                state.error_code = TXN_ID_DENIED;
+                response.transaction_states.push(state);
+                continue;
+            }
             match broker.txns.describe(id.0.as_str()) {
                 Err(error) => state.error_code = error.code(),
                 Ok(found) => {
@@ -458,7 +596,10 @@ pub(crate) async fn describe_transactions(
                     state.transaction_start_time_ms = found.start_time_ms;
                     state.producer_id = ProducerId(found.producer_id);
                     state.producer_epoch = found.producer_epoch;
-                    for tp in found.partitions {
+                    let partitions = found.partitions.into_iter().filter(|tp| {
+                        topic_allowed(&broker, &session, AclOperation::Describe, &tp.topic)
+                    });
+                    for tp in partitions {
                         match state.topics.last_mut() {
                             Some(last) if last.topic.0.as_str() == tp.topic => {
                                 last.partitions.push(tp.partition);
@@ -502,6 +643,7 @@ pub(crate) async fn list_transactions(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = ListTransactionsResponse::default();
         let states: Vec<String> = request.state_filters.iter().map(text).collect();
@@ -532,6 +674,16 @@ pub(crate) async fn list_transactions(
                             .as_ref()
                             .is_none_or(|pattern| pattern.is_match(&listing.transactional_id))
                     })
+                    // Kafka's `handleListTransactionsRequest`: only the ids the client may
+                    // DESCRIBE.
+                    .filter(|listing| {
+                        txn_id_allowed(
+                            &broker,
+                            &session,
+                            AclOperation::Describe,
+                            &listing.transactional_id,
+                        )
+                    })
                     .map(|listing| {
                         ListedState::default()
                             .with_transactional_id(TransactionalId(str_bytes(
@@ -557,12 +709,21 @@ pub(crate) async fn describe_producers(
     version: i16,
 ) -> Result<Reply, Error> {
     let broker = Arc::clone(broker);
+    let session = session.clone();
     let response = blocking(move || {
         let mut response = DescribeProducersResponse::default();
         for topic in &request.topics {
             let mut out = TopicResponse::default().with_name(topic.name.clone());
+            // Kafka's `handleDescribeProducersRequest`: READ on the topic, before existence.
+            let allowed = topic_allowed(&broker, &session, AclOperation::Read, topic.name.0.as_str());
             for partition in &topic.partition_indexes {
                 let mut answer = PartitionResponse::default().with_partition_index(*partition);
+                if !allowed {
+                    answer.error_code = TOPIC_DENIED;
+                    answer.error_message = Some(str_bytes("Topic authorization failed."));
+                    out.partitions.push(answer);
+                    continue;
+                }
                 let tp = TopicPartition { topic: text(&topic.name.0), partition: *partition };
                 match broker.manager.get_log(&tp).and_then(|log| log.active_producers()) {
                     Err(error) => {
