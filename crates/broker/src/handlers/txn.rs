@@ -500,10 +500,12 @@ pub(crate) async fn txn_offset_commit(
         } else {
             offsets.into_iter().partition(|offset| readable.contains(&offset.topic))
         };
-        let codes: Vec<i16> = match broker.groups.offsets_partition(&group_id) {
-            _ if offsets.is_empty() => Vec::new(),
-            Err(error) => vec![error.code(); offsets.len()],
-            Ok(partition) => {
+        // Nothing to commit (all refused): the coordinator is not asked, nor its topic made.
+        let partition = (!offsets.is_empty()).then(|| broker.groups.offsets_partition(&group_id));
+        let codes: Vec<i16> = match partition {
+            None => Vec::new(),
+            Some(Err(error)) => vec![error.code(); offsets.len()],
+            Some(Ok(partition)) => {
                 let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
                 let committed = broker.txns.with_verified(
                     &transactional_id,
