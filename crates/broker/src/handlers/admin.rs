@@ -36,7 +36,7 @@ use crate::Broker;
 use crate::error::{Error, storage_error};
 use crate::request::{Reply, encode};
 use crate::security::Session;
-use crate::security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
+use crate::security::acl::{AclOperation, ResourceType};
 
 /// Topics that only the broker creates: the metadata log and the coordinators' state.
 const INTERNAL_TOPICS: [&str; 3] =
@@ -84,13 +84,7 @@ fn metadata_blocking(
         response.controller_id = node;
     }
     if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
-        // Kafka: the bit field only with DESCRIBE on the cluster, else 0.
-        response.cluster_authorized_operations =
-            if cluster_allowed(broker, session, AclOperation::Describe) {
-                authorized_operations(broker, session, ResourceType::Cluster, CLUSTER_NAME)
-            } else {
-                0
-            };
+        response.cluster_authorized_operations = super::cluster_operations(broker, session);
     }
     let topic_operations = version >= 8 && request.include_topic_authorized_operations;
     let counts = broker.manager.topic_partition_counts();
@@ -131,29 +125,19 @@ fn metadata_blocking(
         // Without DESCRIBE a topic is left out of the all-topics form, and asked for, it is
         // TOPIC_AUTHORIZATION_FAILED whether it exists or not (by id, with the id, not the name).
         if !topic_allowed(broker, session, AclOperation::Describe, &name) {
-            if all_topics {
-                continue;
-            }
-            if by_id {
-                out.topic_id = uuid(id);
-            } else {
-                out.name = Some(topic_name(&name));
-            }
-            out.error_code = ResponseError::TopicAuthorizationFailed.code();
-            response.topics.push(out);
+            response.topics.extend(undescribable(&name, by_id.then_some(id), all_topics));
             continue;
         }
         out.name = Some(topic_name(&name));
         out.is_internal = version >= 1 && crate::replica::INTERNAL_TOPICS.contains(&name.as_str());
         let mut n_partitions = counts.get(&name).copied().unwrap_or(0);
-        if n_partitions == 0 && auto_create {
-            let cluster = *cluster_create
-                .get_or_insert_with(|| cluster_allowed(broker, session, AclOperation::Create));
-            if !cluster && !topic_allowed(broker, session, AclOperation::Create, &name) {
-                out.error_code = ResponseError::TopicAuthorizationFailed.code();
-                response.topics.push(out);
-                continue;
-            }
+        if n_partitions == 0
+            && auto_create
+            && !may_create(broker, session, &mut cluster_create, &name)
+        {
+            out.error_code = ResponseError::TopicAuthorizationFailed.code();
+            response.topics.push(out);
+            continue;
         }
         if topic_operations {
             out.topic_authorized_operations =
@@ -186,6 +170,38 @@ fn metadata_blocking(
         response.topics.push(out);
     }
     response
+}
+
+/// A topic the client may not DESCRIBE, as Metadata answers it: left out of the all-topics
+/// form; asked for, TOPIC_AUTHORIZATION_FAILED whether it exists or not, with its name, or when
+/// asked by id with the id alone (Kafka's `handleTopicMetadataRequest`).
+fn undescribable(
+    name: &str,
+    id: Option<[u8; 16]>,
+    all_topics: bool,
+) -> Option<MetadataResponseTopic> {
+    if all_topics {
+        return None;
+    }
+    let mut out = MetadataResponseTopic::default();
+    match id {
+        Some(id) => out.topic_id = uuid(id),
+        None => out.name = Some(topic_name(name)),
+    }
+    out.error_code = ResponseError::TopicAuthorizationFailed.code();
+    Some(out)
+}
+
+/// Whether Metadata may auto-create `name`: CREATE on the cluster (asked once per request,
+/// kept in `cluster_create`) or on the topic.
+fn may_create(
+    broker: &Broker,
+    session: &Session,
+    cluster_create: &mut Option<bool>,
+    name: &str,
+) -> bool {
+    *cluster_create.get_or_insert_with(|| cluster_allowed(broker, session, AclOperation::Create))
+        || topic_allowed(broker, session, AclOperation::Create, name)
 }
 
 /// Creates a topic a Metadata request named, returning its partition count or the error code.

@@ -170,13 +170,8 @@ pub(crate) fn describe_configs(
         let mut result = DescribeConfigsResult::default();
         result.resource_type = resource.resource_type;
         result.resource_name = resource.resource_name.clone();
-        let refusal = config_refusal(
-            broker,
-            session,
-            AclOperation::DescribeConfigs,
-            resource.resource_type,
-            &name,
-        );
+        let kind = resource.resource_type;
+        let refusal = config_refusal(broker, session, AclOperation::DescribeConfigs, kind, &name);
         let entries = match (refusal, resource.resource_type) {
             (Some(refusal), _) => Err(refusal),
             (None, RESOURCE_TOPIC) => {

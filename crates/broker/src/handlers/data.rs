@@ -26,7 +26,9 @@ use seglog_storage::Error as StorageError;
 use seglog_storage::log::partition_log::{Isolation, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
 
-use super::{TopicIds, blocking, cluster_allowed, now_ms, str_bytes, topic_allowed, txn_id_allowed};
+use super::{
+    TopicIds, blocking, cluster_allowed, now_ms, str_bytes, topic_allowed, txn_id_allowed,
+};
 use crate::Broker;
 use crate::error::{Error, NONE, check_leader_epoch, storage_error};
 use crate::replica::{Acks, AppendError};
@@ -152,7 +154,10 @@ pub(crate) async fn produce(
 /// `RequestUtils.hasTransactionalRecords`).
 fn has_transactional_records(request: &ProduceRequest) -> bool {
     request.topic_data.iter().flat_map(|topic| &topic.partition_data).any(|partition| {
-        partition.records.as_deref().is_some_and(|records| transactional_producer(records).is_some())
+        partition
+            .records
+            .as_deref()
+            .is_some_and(|records| transactional_producer(records).is_some())
     })
 }
 
@@ -354,8 +359,12 @@ pub(crate) async fn fetch(
         let known = names.take();
         let (resolved, reads) = blocking(move || {
             let resolved = known.unwrap_or_else(|| {
-                let names =
-                    fetch_topic_names(&broker_for_read, &session_for_read, &request_for_read, version);
+                let names = fetch_topic_names(
+                    &broker_for_read,
+                    &session_for_read,
+                    &request_for_read,
+                    version,
+                );
                 Arc::new(names)
             });
             let reads = read_partitions(&broker_for_read, &request_for_read, &resolved, version);
@@ -447,7 +456,8 @@ fn read_partitions(
     let mut min_one_message = true;
     let mut reads = Vec::new();
     for (topic_idx, topic) in request.topics.iter().enumerate() {
-        let name = names.get(topic_idx).cloned().unwrap_or(Err(ResponseError::UnknownTopicId.code()));
+        let name =
+            names.get(topic_idx).cloned().unwrap_or(Err(ResponseError::UnknownTopicId.code()));
         for partition in &topic.partitions {
             let mut data = PartitionData::default();
             data.partition_index = partition.partition;
@@ -704,8 +714,8 @@ pub(crate) async fn offset_for_leader_epoch(
             let name = topic.topic.0.to_string();
             let mut out = OffsetForLeaderTopicResult::default();
             out.topic = topic.topic.clone();
-            let allowed = cluster_action
-                || topic_allowed(&broker, &session, AclOperation::Describe, &name);
+            let allowed =
+                cluster_action || topic_allowed(&broker, &session, AclOperation::Describe, &name);
             for partition in &topic.partitions {
                 let mut end = EpochEndOffset::default();
                 end.partition = partition.partition;

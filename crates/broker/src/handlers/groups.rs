@@ -222,17 +222,20 @@ pub(crate) async fn join_group(
         require_known_member_id: version >= 4,
     };
     let member_id = join.member_id.clone();
-    let result = if group_allowed(broker, &request_frame.session, AclOperation::Read, &join.group_id)
-    {
-        let for_groups = Arc::clone(broker);
-        let receiver = blocking(move || for_groups.groups.join(join, now_ms())).await?;
-        receiver.await.unwrap_or_else(|_| {
-            crate::group::JoinResult::error(&member_id, ResponseError::RebalanceInProgress.code())
-        })
-    } else {
-        // Kafka's `JoinGroupRequest.getErrorResponse`: no member id, generation -1.
-        crate::group::JoinResult::error("", GROUP_DENIED)
-    };
+    let result =
+        if group_allowed(broker, &request_frame.session, AclOperation::Read, &join.group_id) {
+            let for_groups = Arc::clone(broker);
+            let receiver = blocking(move || for_groups.groups.join(join, now_ms())).await?;
+            receiver.await.unwrap_or_else(|_| {
+                crate::group::JoinResult::error(
+                    &member_id,
+                    ResponseError::RebalanceInProgress.code(),
+                )
+            })
+        } else {
+            // Kafka's `JoinGroupRequest.getErrorResponse`: no member id, generation -1.
+            crate::group::JoinResult::error("", GROUP_DENIED)
+        };
     let mut response = JoinGroupResponse::default();
     response.error_code = result.error_code;
     response.generation_id = result.generation_id;
@@ -713,20 +716,23 @@ pub(crate) async fn delete_groups(
 ) -> Result<Reply, Error> {
     let names: Vec<String> = request.groups_names.iter().map(|id| text(&id.0)).collect();
     // Kafka's `handleDeleteGroupsRequest`: DELETE on each group.
-    let allowed: Vec<bool> =
-        names.iter().map(|name| group_allowed(broker, session, AclOperation::Delete, name)).collect();
+    let allowed: Vec<bool> = names
+        .iter()
+        .map(|name| group_allowed(broker, session, AclOperation::Delete, name))
+        .collect();
     let for_groups = Arc::clone(broker);
     let asked: Vec<(String, bool)> = names.iter().cloned().zip(allowed).collect();
-    let codes = blocking(move || {
-        let now = now_ms();
-        asked
-            .iter()
-            .map(|(group, allowed)| {
-                if *allowed { for_groups.groups.delete_group(group, now) } else { GROUP_DENIED }
-            })
-            .collect::<Vec<_>>()
-    })
-    .await?;
+    let codes =
+        blocking(move || {
+            let now = now_ms();
+            asked
+                .iter()
+                .map(|(group, allowed)| {
+                    if *allowed { for_groups.groups.delete_group(group, now) } else { GROUP_DENIED }
+                })
+                .collect::<Vec<_>>()
+        })
+        .await?;
     let mut response = DeleteGroupsResponse::default();
     response.results = names
         .iter()
@@ -820,8 +826,12 @@ pub(crate) async fn consumer_group_heartbeat(
     version: i16,
 ) -> Result<Reply, Error> {
     // Kafka's `handleConsumerGroupHeartbeat`: READ on the group, else the code alone.
-    if !group_allowed(broker, &request_frame.session, AclOperation::Read, request.group_id.0.as_str())
-    {
+    if !group_allowed(
+        broker,
+        &request_frame.session,
+        AclOperation::Read,
+        request.group_id.0.as_str(),
+    ) {
         return encode(
             &ConsumerGroupHeartbeatResponse::default().with_error_code(GROUP_DENIED),
             version,

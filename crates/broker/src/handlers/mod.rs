@@ -73,6 +73,17 @@ pub(crate) fn cluster_allowed(broker: &Broker, session: &Session, operation: Acl
     broker.security.authorize(session, operation, ResourceType::Cluster, CLUSTER_NAME)
 }
 
+/// The cluster's authorized operations as Metadata (v8-10) and DescribeCluster answer them:
+/// the bit field only with DESCRIBE on the cluster, else 0 (Kafka's `handleTopicMetadataRequest`
+/// and `AuthHelper.computeDescribeClusterResponse`).
+pub(crate) fn cluster_operations(broker: &Broker, session: &Session) -> i32 {
+    if cluster_allowed(broker, session, AclOperation::Describe) {
+        authorized_operations(broker, session, ResourceType::Cluster, CLUSTER_NAME)
+    } else {
+        0
+    }
+}
+
 /// The operations `session` may perform on a resource, as the "authorized operations" bit
 /// field (every operation the type supports, without an authorizer).
 pub(crate) fn authorized_operations(
@@ -194,14 +205,7 @@ pub(crate) fn describe_cluster(
     }
     response.endpoint_type = request.endpoint_type;
     if request.include_cluster_authorized_operations {
-        // Kafka's `AuthHelper.computeDescribeClusterResponse`: the bit field only with
-        // DESCRIBE on the cluster, else 0.
-        response.cluster_authorized_operations =
-            if cluster_allowed(broker, session, AclOperation::Describe) {
-                authorized_operations(broker, session, ResourceType::Cluster, CLUSTER_NAME)
-            } else {
-                0
-            };
+        response.cluster_authorized_operations = cluster_operations(broker, session);
     }
     response.cluster_id = str_bytes(&broker.cluster_id);
     response.controller_id = BrokerId(broker.config.node_id);

@@ -342,6 +342,35 @@ fn results_of(mut codes: Vec<(TopicPartition, i16)>) -> Vec<AddPartitionsToTxnTo
     results
 }
 
+/// The refusal of an AddOffsetsToTxn or TxnOffsetCommit: WRITE on the transactional id, else
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else GROUP_AUTHORIZATION_FAILED.
+fn txn_group_refusal(
+    broker: &Broker,
+    session: &Session,
+    transactional_id: &TransactionalId,
+    group_id: &kafka_protocol::messages::GroupId,
+) -> Option<i16> {
+    if !txn_id_allowed(broker, session, AclOperation::Write, transactional_id.0.as_str()) {
+        Some(TXN_ID_DENIED)
+    } else if !group_allowed(broker, session, AclOperation::Read, group_id.0.as_str()) {
+        Some(ResponseError::GroupAuthorizationFailed.code())
+    } else {
+        None
+    }
+}
+
+/// The topics of `names` the session may READ.
+fn readable_topics<'a>(
+    broker: &Broker,
+    session: &Session,
+    names: impl Iterator<Item = &'a kafka_protocol::protocol::StrBytes>,
+) -> BTreeSet<String> {
+    names
+        .filter(|name| topic_allowed(broker, session, AclOperation::Read, name.as_str()))
+        .map(text)
+        .collect()
+}
+
 /// AddOffsetsToTxn: adds the group's partition of `__consumer_offsets` to the transaction.
 pub(crate) async fn add_offsets_to_txn(
     broker: &Arc<Broker>,
@@ -350,18 +379,7 @@ pub(crate) async fn add_offsets_to_txn(
     version: i16,
 ) -> Result<Reply, Error> {
     // Kafka's `handleAddOffsetsToTxnRequest`: WRITE on the transactional id, READ on the group.
-    let refusal = if !txn_id_allowed(
-        broker,
-        session,
-        AclOperation::Write,
-        request.transactional_id.0.as_str(),
-    ) {
-        Some(TXN_ID_DENIED)
-    } else if !group_allowed(broker, session, AclOperation::Read, request.group_id.0.as_str()) {
-        Some(ResponseError::GroupAuthorizationFailed.code())
-    } else {
-        None
-    };
+    let refusal = txn_group_refusal(broker, session, &request.transactional_id, &request.group_id);
     if let Some(code) = refusal {
         return encode(&AddOffsetsToTxnResponse::default().with_error_code(code), version);
     }
@@ -451,24 +469,8 @@ pub(crate) async fn txn_offset_commit(
 ) -> Result<Reply, Error> {
     // Kafka's `handleTxnOffsetCommitRequest`: WRITE on the transactional id, READ on the
     // group (else every partition has that code), READ on each topic.
-    let refusal = if !txn_id_allowed(
-        broker,
-        session,
-        AclOperation::Write,
-        request.transactional_id.0.as_str(),
-    ) {
-        Some(TXN_ID_DENIED)
-    } else if !group_allowed(broker, session, AclOperation::Read, request.group_id.0.as_str()) {
-        Some(ResponseError::GroupAuthorizationFailed.code())
-    } else {
-        None
-    };
-    let readable: BTreeSet<String> = request
-        .topics
-        .iter()
-        .map(|topic| text(&topic.name.0))
-        .filter(|name| topic_allowed(broker, session, AclOperation::Read, name))
-        .collect();
+    let refusal = txn_group_refusal(broker, session, &request.transactional_id, &request.group_id);
+    let readable = readable_topics(broker, session, request.topics.iter().map(|t| &t.name.0));
     let broker = Arc::clone(broker);
     let response = blocking(move || {
         let group_id = text(&request.group_id.0);
@@ -717,7 +719,8 @@ pub(crate) async fn describe_producers(
         for topic in &request.topics {
             let mut out = TopicResponse::default().with_name(topic.name.clone());
             // Kafka's `handleDescribeProducersRequest`: READ on the topic, before existence.
-            let allowed = topic_allowed(&broker, &session, AclOperation::Read, topic.name.0.as_str());
+            let allowed =
+                topic_allowed(&broker, &session, AclOperation::Read, topic.name.0.as_str());
             for partition in &topic.partition_indexes {
                 let mut answer = PartitionResponse::default().with_partition_index(*partition);
                 if !allowed {

@@ -79,7 +79,8 @@ const TXN_ID_DENIED: i16 = 53;
 
 /// The APIs without an authorization check: ApiVersions answers before authentication, and the
 /// SASL exchange is the authentication itself (Kafka checks no ACL for any of them).
-const UNCHECKED: [ApiKey; 3] = [ApiKey::ApiVersions, ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
+const UNCHECKED: [ApiKey; 3] =
+    [ApiKey::ApiVersions, ApiKey::SaslHandshake, ApiKey::SaslAuthenticate];
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_owned())
@@ -118,7 +119,10 @@ impl Harness {
             dir,
             &[
                 ("log.dirs", dirs.as_str()),
-                ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+                (
+                    "authorizer.class.name",
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                ),
                 ("super.users", ADMIN),
                 ("group.initial.rebalance.delay.ms", "0"),
                 ("offsets.topic.num.partitions", "2"),
@@ -169,9 +173,10 @@ impl Harness {
         let mut frame = BytesMut::new();
         header.encode(&mut frame, R::header_version(version)).expect("header encodes");
         request.encode(&mut frame, version).expect("request encodes");
-        let answer = seglog_broker::handle_frame_as(self.server().broker(), frame.freeze(), principal)
-            .await
-            .expect("a response");
+        let answer =
+            seglog_broker::handle_frame_as(self.server().broker(), frame.freeze(), principal)
+                .await
+                .expect("a response");
         let mut body: Bytes = answer.slice(4..);
         let header = ResponseHeader::decode(&mut body, R::Response::header_version(version))
             .expect("response header decodes");
@@ -298,9 +303,11 @@ struct Snapshot {
 fn produce_request(name: &str, values: &[&str]) -> ProduceRequest {
     ProduceRequest::default().with_acks(1).with_timeout_ms(5_000).with_topic_data(vec![
         TopicProduceData::default().with_name(topic(name)).with_partition_data(vec![
-            PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(batch(Compression::None, values, 1_000))),
+            PartitionProduceData::default().with_index(0).with_records(Some(batch(
+                Compression::None,
+                values,
+                1_000,
+            ))),
         ]),
     ])
 }
@@ -309,9 +316,13 @@ fn offset_commit(group: &str, name: &str) -> OffsetCommitRequest {
     OffsetCommitRequest::default()
         .with_group_id(gid(group))
         .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![OffsetCommitRequestTopic::default().with_name(topic(name)).with_partitions(
-            vec![OffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(1)],
-        )])
+        .with_topics(vec![
+            OffsetCommitRequestTopic::default().with_name(topic(name)).with_partitions(vec![
+                OffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(1),
+            ]),
+        ])
 }
 
 fn join_request(group: &str) -> JoinGroupRequest {
@@ -340,15 +351,21 @@ fn fetch_request(name: &str) -> FetchRequest {
 }
 
 fn metadata_request(names: Option<&[&str]>) -> MetadataRequest {
-    MetadataRequest::default().with_allow_auto_topic_creation(false).with_topics(names.map(|names| {
-        names
-            .iter()
-            .map(|name| MetadataRequestTopic::default().with_name(Some(topic(name))))
-            .collect()
-    }))
+    MetadataRequest::default().with_allow_auto_topic_creation(false).with_topics(names.map(
+        |names| {
+            names
+                .iter()
+                .map(|name| MetadataRequestTopic::default().with_name(Some(topic(name))))
+                .collect()
+        },
+    ))
 }
 
-fn add_partitions(txn: &str, (producer_id, epoch): (i64, i16), name: &str) -> AddPartitionsToTxnRequest {
+fn add_partitions(
+    txn: &str,
+    (producer_id, epoch): (i64, i16),
+    name: &str,
+) -> AddPartitionsToTxnRequest {
     AddPartitionsToTxnRequest::default()
         .with_v3_and_below_transactional_id(tid(txn))
         .with_v3_and_below_producer_id(ProducerId(producer_id))
@@ -374,16 +391,24 @@ fn end_txn(txn: &str, (producer_id, epoch): (i64, i16)) -> EndTxnRequest {
         .with_committed(false)
 }
 
-fn txn_offset_commit(txn: &str, (producer_id, epoch): (i64, i16), name: &str) -> TxnOffsetCommitRequest {
+fn txn_offset_commit(
+    txn: &str,
+    (producer_id, epoch): (i64, i16),
+    name: &str,
+) -> TxnOffsetCommitRequest {
     TxnOffsetCommitRequest::default()
         .with_transactional_id(tid(txn))
         .with_group_id(gid(name))
         .with_producer_id(ProducerId(producer_id))
         .with_producer_epoch(epoch)
         .with_generation_id(-1)
-        .with_topics(vec![TxnOffsetCommitRequestTopic::default().with_name(topic(name)).with_partitions(
-            vec![TxnOffsetCommitRequestPartition::default().with_partition_index(0).with_committed_offset(1)],
-        )])
+        .with_topics(vec![
+            TxnOffsetCommitRequestTopic::default().with_name(topic(name)).with_partitions(vec![
+                TxnOffsetCommitRequestPartition::default()
+                    .with_partition_index(0)
+                    .with_committed_offset(1),
+            ]),
+        ])
 }
 
 fn find_coordinator(key_type: i8, key: &str) -> FindCoordinatorRequest {
@@ -407,20 +432,26 @@ fn describe_configs(name: &str) -> DescribeConfigsRequest {
 
 fn alter_configs(name: &str) -> AlterConfigsRequest {
     AlterConfigsRequest::default().with_resources(vec![
-        AlterConfigsResource::default().with_resource_type(2).with_resource_name(s(name)).with_configs(
-            vec![AlterableConfig::default().with_name(s("retention.ms")).with_value(Some(s("1234")))],
-        ),
+        AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s(name))
+            .with_configs(vec![
+                AlterableConfig::default().with_name(s("retention.ms")).with_value(Some(s("1234"))),
+            ]),
     ])
 }
 
 fn incremental_alter_configs(name: &str) -> IncrementalAlterConfigsRequest {
     IncrementalAlterConfigsRequest::default().with_resources(vec![
-        IncrementalResource::default().with_resource_type(2).with_resource_name(s(name)).with_configs(
-            vec![IncrementalConfig::default()
-                .with_name(s("retention.ms"))
-                .with_config_operation(0)
-                .with_value(Some(s("4321")))],
-        ),
+        IncrementalResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s(name))
+            .with_configs(vec![
+                IncrementalConfig::default()
+                    .with_name(s("retention.ms"))
+                    .with_config_operation(0)
+                    .with_value(Some(s("4321"))),
+            ]),
     ])
 }
 
@@ -483,12 +514,17 @@ fn grants(api: ApiKey) -> Vec<Grant> {
             ("Cluster", "kafka-cluster", "IdempotentWrite"),
         ],
         ApiKey::AddPartitionsToTxn => {
-            vec![("TransactionalId", "add-partitions", "Write"), ("Topic", "add-partitions", "Write")]
+            vec![
+                ("TransactionalId", "add-partitions", "Write"),
+                ("Topic", "add-partitions", "Write"),
+            ]
         }
         ApiKey::AddOffsetsToTxn => {
             vec![("TransactionalId", "add-offsets", "Write"), ("Group", "add-offsets", "Read")]
         }
-        ApiKey::EndTxn => vec![("TransactionalId", "end-txn", "Write"), ("Topic", "end-txn", "Write")],
+        ApiKey::EndTxn => {
+            vec![("TransactionalId", "end-txn", "Write"), ("Topic", "end-txn", "Write")]
+        }
         ApiKey::TxnOffsetCommit => vec![
             ("TransactionalId", "txn-commit", "Write"),
             ("Group", "txn-commit", "Read"),
@@ -511,7 +547,9 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         ApiKey::ListGroups => vec![("Group", "listed", "Describe")],
         ApiKey::DescribeGroups => vec![("Group", "describe-groups", "Describe")],
         ApiKey::DeleteGroups => vec![("Group", "delete-groups", "Delete")],
-        ApiKey::OffsetDelete => vec![("Group", "offset-delete", "Delete"), ("Topic", "offset-delete", "Read")],
+        ApiKey::OffsetDelete => {
+            vec![("Group", "offset-delete", "Delete"), ("Topic", "offset-delete", "Read")]
+        }
         ApiKey::ConsumerGroupHeartbeat => vec![("Group", "cg-heartbeat", "Read")],
         ApiKey::ConsumerGroupDescribe => vec![("Group", "cg-describe", "Describe")],
         ApiKey::AlterReplicaLogDirs => vec![("Cluster", "kafka-cluster", "Alter")],
@@ -566,7 +604,8 @@ async fn deny(h: &Harness, api: ApiKey) {
             assert_eq!(response.topics[0].error_code, TOPIC_DENIED);
         }
         ApiKey::DeleteTopics => {
-            let request = DeleteTopicsRequest::default().with_topic_names(vec![topic("delete-topics")]);
+            let request =
+                DeleteTopicsRequest::default().with_topic_names(vec![topic("delete-topics")]);
             let response = h.call(ALICE, &request, 5).await;
             assert_eq!(response.responses[0].error_code, TOPIC_DENIED);
         }
@@ -612,7 +651,9 @@ async fn deny(h: &Harness, api: ApiKey) {
                 .with_transaction_timeout_ms(60_000);
             let response = h.call(ALICE, &request, 4).await;
             assert_eq!((response.error_code, response.producer_id.0), (TXN_ID_DENIED, -1));
-            let idempotent = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000);
+            let idempotent = InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000);
             let response = h.call(ALICE, &idempotent, 4).await;
             assert_eq!((response.error_code, response.producer_id.0), (CLUSTER_DENIED, -1));
         }
@@ -623,7 +664,8 @@ async fn deny(h: &Harness, api: ApiKey) {
             assert_eq!(partition.partition_error_code, TXN_ID_DENIED);
         }
         ApiKey::AddOffsetsToTxn => {
-            let response = h.call(ALICE, &add_offsets("add-offsets", (0, 0), "add-offsets"), 3).await;
+            let response =
+                h.call(ALICE, &add_offsets("add-offsets", (0, 0), "add-offsets"), 3).await;
             assert_eq!(response.error_code, TXN_ID_DENIED);
         }
         ApiKey::EndTxn => {
@@ -631,18 +673,25 @@ async fn deny(h: &Harness, api: ApiKey) {
             assert_eq!(response.error_code, TXN_ID_DENIED);
         }
         ApiKey::TxnOffsetCommit => {
-            let response = h.call(ALICE, &txn_offset_commit("txn-commit", (0, 0), "txn-commit"), 3).await;
+            let response =
+                h.call(ALICE, &txn_offset_commit("txn-commit", (0, 0), "txn-commit"), 3).await;
             assert_eq!(response.topics[0].partitions[0].error_code, TXN_ID_DENIED);
         }
         ApiKey::DescribeTransactions => {
-            let request = DescribeTransactionsRequest::default().with_transactional_ids(vec![tid("describe-txn")]);
+            let request = DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![tid("describe-txn")]);
             let response = h.call(ALICE, &request, 0).await;
             assert_eq!(response.transaction_states[0].error_code, TXN_ID_DENIED);
         }
         ApiKey::ListTransactions => {
             // The admin sees the transaction; alice, without DESCRIBE on it, does not.
             let admin = h.call(ADMIN, &ListTransactionsRequest::default(), 1).await;
-            assert!(admin.transaction_states.iter().any(|t| t.transactional_id.0.as_str() == "list-txn"));
+            assert!(
+                admin
+                    .transaction_states
+                    .iter()
+                    .any(|t| t.transactional_id.0.as_str() == "list-txn")
+            );
             let response = h.call(ALICE, &ListTransactionsRequest::default(), 1).await;
             assert_eq!(response.error_code, NONE);
             assert!(response.transaction_states.is_empty(), "{:?}", response.transaction_states);
@@ -666,11 +715,13 @@ async fn deny(h: &Harness, api: ApiKey) {
             assert!(response.member_id.is_empty());
         }
         ApiKey::SyncGroup => {
-            let request = SyncGroupRequest::default().with_group_id(gid("sync")).with_member_id(s("m"));
+            let request =
+                SyncGroupRequest::default().with_group_id(gid("sync")).with_member_id(s("m"));
             assert_eq!(h.call(ALICE, &request, 3).await.error_code, GROUP_DENIED);
         }
         ApiKey::Heartbeat => {
-            let request = HeartbeatRequest::default().with_group_id(gid("heartbeat")).with_member_id(s("m"));
+            let request =
+                HeartbeatRequest::default().with_group_id(gid("heartbeat")).with_member_id(s("m"));
             assert_eq!(h.call(ALICE, &request, 3).await.error_code, GROUP_DENIED);
         }
         ApiKey::LeaveGroup => {
@@ -701,7 +752,8 @@ async fn deny(h: &Harness, api: ApiKey) {
             assert_eq!((group.error_code, group.authorized_operations), (GROUP_DENIED, i32::MIN));
         }
         ApiKey::DeleteGroups => {
-            let request = DeleteGroupsRequest::default().with_groups_names(vec![gid("delete-groups")]);
+            let request =
+                DeleteGroupsRequest::default().with_groups_names(vec![gid("delete-groups")]);
             let response = h.call(ALICE, &request, 2).await;
             assert_eq!(response.results[0].error_code, GROUP_DENIED);
         }
@@ -744,7 +796,10 @@ async fn allow(h: &Harness, api: ApiKey) {
             let response = h.call(ALICE, &fetch_request("fetch"), 12).await;
             let partition = &response.responses[0].partitions[0];
             assert_eq!((partition.error_code, partition.high_watermark), (NONE, 1));
-            assert_eq!(crate::common::records(partition.records.as_deref().unwrap_or_default()).len(), 1);
+            assert_eq!(
+                crate::common::records(partition.records.as_deref().unwrap_or_default()).len(),
+                1
+            );
         }
         ApiKey::ListOffsets => {
             let response = h.call(ALICE, &list_offsets("list-offsets"), 7).await;
@@ -753,7 +808,10 @@ async fn allow(h: &Harness, api: ApiKey) {
         }
         ApiKey::Metadata => {
             let response = h.call(ALICE, &metadata_request(Some(&["metadata"])), 12).await;
-            assert_eq!((response.topics[0].error_code, response.topics[0].partitions.len()), (NONE, 1));
+            assert_eq!(
+                (response.topics[0].error_code, response.topics[0].partitions.len()),
+                (NONE, 1)
+            );
         }
         ApiKey::CreateTopics => {
             let response = h.call(ALICE, &create_topics("create-topics"), 7).await;
@@ -765,7 +823,8 @@ async fn allow(h: &Harness, api: ApiKey) {
             assert!(h.server().broker().manager().topics().contains(&"create-topics".to_owned()));
         }
         ApiKey::DeleteTopics => {
-            let request = DeleteTopicsRequest::default().with_topic_names(vec![topic("delete-topics")]);
+            let request =
+                DeleteTopicsRequest::default().with_topic_names(vec![topic("delete-topics")]);
             let response = h.call(ALICE, &request, 5).await;
             assert_eq!(response.responses[0].error_code, NONE);
             assert!(!h.server().broker().manager().topics().contains(&"delete-topics".to_owned()));
@@ -801,7 +860,8 @@ async fn allow(h: &Harness, api: ApiKey) {
             let request = incremental_alter_configs("incremental-alter-configs");
             let response = h.call(ALICE, &request, 1).await;
             assert_eq!(response.responses[0].error_code, NONE);
-            let overrides = h.server().broker().manager().topic_overrides("incremental-alter-configs");
+            let overrides =
+                h.server().broker().manager().topic_overrides("incremental-alter-configs");
             assert_eq!(overrides.get("retention.ms").map(String::as_str), Some("4321"));
         }
         ApiKey::DescribeCluster => {
@@ -809,11 +869,16 @@ async fn allow(h: &Harness, api: ApiKey) {
                 DescribeClusterRequest::default().with_include_cluster_authorized_operations(true);
             let response = h.call(ALICE, &request, 1).await;
             // DESCRIBE (code 8) alone.
-            assert_eq!((response.error_code, response.cluster_authorized_operations), (NONE, 1 << 8));
+            assert_eq!(
+                (response.error_code, response.cluster_authorized_operations),
+                (NONE, 1 << 8)
+            );
         }
         ApiKey::InitProducerId => {
             assert!(h.init_producer(ALICE, "init-pid").await.0 >= 0);
-            let idempotent = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000);
+            let idempotent = InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000);
             let response = h.call(ALICE, &idempotent, 4).await;
             assert_eq!(response.error_code, NONE);
             assert!(response.producer_id.0 >= 0);
@@ -827,25 +892,33 @@ async fn allow(h: &Harness, api: ApiKey) {
         }
         ApiKey::AddOffsetsToTxn => {
             let producer = h.init_producer(ALICE, "add-offsets").await;
-            let response = h.call(ALICE, &add_offsets("add-offsets", producer, "add-offsets"), 3).await;
+            let response =
+                h.call(ALICE, &add_offsets("add-offsets", producer, "add-offsets"), 3).await;
             assert_eq!(response.error_code, NONE);
         }
         ApiKey::EndTxn => {
             let producer = h.init_producer(ALICE, "end-txn").await;
             let response = h.call(ALICE, &add_partitions("end-txn", producer, "end-txn"), 3).await;
-            assert_eq!(response.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code, NONE);
+            assert_eq!(
+                response.results_by_topic_v3_and_below[0].results_by_partition[0]
+                    .partition_error_code,
+                NONE
+            );
             assert_eq!(h.call(ALICE, &end_txn("end-txn", producer), 3).await.error_code, NONE);
         }
         ApiKey::TxnOffsetCommit => {
             let producer = h.init_producer(ALICE, "txn-commit").await;
-            let response = h.call(ALICE, &add_offsets("txn-commit", producer, "txn-commit"), 3).await;
+            let response =
+                h.call(ALICE, &add_offsets("txn-commit", producer, "txn-commit"), 3).await;
             assert_eq!(response.error_code, NONE);
-            let response = h.call(ALICE, &txn_offset_commit("txn-commit", producer, "txn-commit"), 3).await;
+            let response =
+                h.call(ALICE, &txn_offset_commit("txn-commit", producer, "txn-commit"), 3).await;
             assert_eq!(response.topics[0].partitions[0].error_code, NONE);
         }
         ApiKey::DescribeTransactions => {
             h.init_producer(ADMIN, "describe-txn").await;
-            let request = DescribeTransactionsRequest::default().with_transactional_ids(vec![tid("describe-txn")]);
+            let request = DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![tid("describe-txn")]);
             let response = h.call(ALICE, &request, 0).await;
             assert_eq!(response.transaction_states[0].error_code, NONE);
             assert_eq!(response.transaction_states[0].transaction_state.as_str(), "Empty");
@@ -915,7 +988,8 @@ async fn allow(h: &Harness, api: ApiKey) {
             assert_eq!((group.error_code, group.authorized_operations), (NONE, 1 << 8));
         }
         ApiKey::DeleteGroups => {
-            let request = DeleteGroupsRequest::default().with_groups_names(vec![gid("delete-groups")]);
+            let request =
+                DeleteGroupsRequest::default().with_groups_names(vec![gid("delete-groups")]);
             let response = h.call(ALICE, &request, 2).await;
             assert_eq!(response.results[0].error_code, NONE);
         }
@@ -960,7 +1034,10 @@ fn list_offsets(name: &str) -> ListOffsetsRequest {
 
 fn create_topics(name: &str) -> CreateTopicsRequest {
     CreateTopicsRequest::default().with_timeout_ms(5_000).with_topics(vec![
-        CreatableTopic::default().with_name(topic(name)).with_num_partitions(1).with_replication_factor(1),
+        CreatableTopic::default()
+            .with_name(topic(name))
+            .with_num_partitions(1)
+            .with_replication_factor(1),
     ])
 }
 
@@ -975,7 +1052,10 @@ fn delete_records(name: &str) -> DeleteRecordsRequest {
 fn leader_epoch(name: &str) -> OffsetForLeaderEpochRequest {
     OffsetForLeaderEpochRequest::default().with_replica_id(BrokerId(-1)).with_topics(vec![
         OffsetForLeaderTopic::default().with_topic(topic(name)).with_partitions(vec![
-            OffsetForLeaderPartition::default().with_partition(0).with_current_leader_epoch(-1).with_leader_epoch(0),
+            OffsetForLeaderPartition::default()
+                .with_partition(0)
+                .with_current_leader_epoch(-1)
+                .with_leader_epoch(0),
         ]),
     ])
 }
@@ -987,20 +1067,25 @@ fn create_partitions(name: &str) -> CreatePartitionsRequest {
 }
 
 fn describe_producers(name: &str) -> DescribeProducersRequest {
-    DescribeProducersRequest::default()
-        .with_topics(vec![TopicRequest::default().with_name(topic(name)).with_partition_indexes(vec![0])])
+    DescribeProducersRequest::default().with_topics(vec![
+        TopicRequest::default().with_name(topic(name)).with_partition_indexes(vec![0]),
+    ])
 }
 
 fn offset_fetch(group: &str) -> OffsetFetchRequest {
     OffsetFetchRequest::default().with_groups(vec![
         OffsetFetchRequestGroup::default().with_group_id(gid(group)).with_topics(Some(vec![
-            OffsetFetchRequestTopics::default().with_name(topic(group)).with_partition_indexes(vec![0]),
+            OffsetFetchRequestTopics::default()
+                .with_name(topic(group))
+                .with_partition_indexes(vec![0]),
         ])),
     ])
 }
 
 fn describe_groups(group: &str) -> DescribeGroupsRequest {
-    DescribeGroupsRequest::default().with_groups(vec![gid(group)]).with_include_authorized_operations(true)
+    DescribeGroupsRequest::default()
+        .with_groups(vec![gid(group)])
+        .with_include_authorized_operations(true)
 }
 
 fn offset_delete(group: &str) -> OffsetDeleteRequest {
@@ -1012,7 +1097,9 @@ fn offset_delete(group: &str) -> OffsetDeleteRequest {
 }
 
 fn cg_describe(group: &str) -> ConsumerGroupDescribeRequest {
-    ConsumerGroupDescribeRequest::default().with_group_ids(vec![gid(group)]).with_include_authorized_operations(true)
+    ConsumerGroupDescribeRequest::default()
+        .with_group_ids(vec![gid(group)])
+        .with_include_authorized_operations(true)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1027,10 +1114,15 @@ async fn every_api_is_denied_without_acls_and_allowed_with_them() {
         }
     }
     // A producer with state on `describe-producers` (DescribeProducers lists it).
-    let idempotent = InitProducerIdRequest::default().with_transactional_id(None).with_transaction_timeout_ms(60_000);
+    let idempotent = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000);
     let producer = h.call(ADMIN, &idempotent, 4).await;
-    let mut builder = seglog_format::RecordBatchBuilder::new(Compression::None)
-        .producer(producer.producer_id.0, producer.producer_epoch, 0);
+    let mut builder = seglog_format::RecordBatchBuilder::new(Compression::None).producer(
+        producer.producer_id.0,
+        producer.producer_epoch,
+        0,
+    );
     builder.push(1_000, None, Some(b"p"), &[]).expect("record");
     let records = Bytes::from(builder.build().expect("batch"));
     let mut request = produce_request("describe-producers", &["unused"]);
@@ -1053,7 +1145,10 @@ async fn every_api_is_denied_without_acls_and_allowed_with_them() {
         allow(&h, api).await;
     }
     let unchecked = SUPPORTED_APIS.iter().filter(|(key, ..)| UNCHECKED.contains(key)).count();
-    println!("authorization matrix: {} APIs denied and allowed ({unchecked} unchecked)", checked.len());
+    println!(
+        "authorization matrix: {} APIs denied and allowed ({unchecked} unchecked)",
+        checked.len()
+    );
     assert_eq!(checked.len(), SUPPORTED_APIS.len() - unchecked);
     h.server.take().expect("running").shutdown().await.expect("shutdown");
 }
