@@ -185,7 +185,10 @@ fn undescribable(
     }
     let mut out = MetadataResponseTopic::default();
     match id {
-        Some(id) => out.topic_id = uuid(id),
+        Some(id) => {
+            out.topic_id = uuid(id);
+            out.name = None;
+        }
         None => out.name = Some(topic_name(name)),
     }
     out.error_code = ResponseError::TopicAuthorizationFailed.code();

@@ -251,7 +251,9 @@ impl Harness {
         for group in groups.groups {
             snapshot.groups.push((group.group_id.0.to_string(), group.group_state.to_string()));
             let request = OffsetFetchRequest::default().with_groups(vec![
-                OffsetFetchRequestGroup::default().with_group_id(group.group_id.clone()),
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(group.group_id.clone())
+                    .with_topics(None),
             ]);
             let fetched = self.call(ADMIN, &request, 8).await;
             for topic in &fetched.groups[0].topics {
@@ -271,7 +273,8 @@ impl Harness {
             .iter()
             .map(|txn| (txn.transactional_id.0.to_string(), txn.transaction_state.to_string()))
             .collect();
-        let dirs = self.call(ADMIN, &DescribeLogDirsRequest::default(), 4).await;
+        let every = DescribeLogDirsRequest::default().with_topics(None);
+        let dirs = self.call(ADMIN, &every, 4).await;
         for dir in dirs.results {
             for topic in dir.topics {
                 for partition in topic.partitions {
@@ -1140,6 +1143,10 @@ async fn every_api_is_denied_without_acls_and_allowed_with_them() {
         deny(&h, api).await;
         assert_eq!(h.snapshot().await, before, "{api:?} denied changed the broker");
     }
+    // The comparisons saw something: the fixtures are in the snapshot.
+    let seen = h.snapshot().await;
+    assert!(!seen.groups.is_empty() && !seen.offsets.is_empty(), "{seen:?}");
+    assert!(!seen.transactions.is_empty() && !seen.replicas.is_empty(), "{seen:?}");
     for &api in &checked {
         h.restart_with(&grants(api)).await;
         allow(&h, api).await;
@@ -1150,5 +1157,125 @@ async fn every_api_is_denied_without_acls_and_allowed_with_them() {
         checked.len()
     );
     assert_eq!(checked.len(), SUPPORTED_APIS.len() - unchecked);
+    h.server.take().expect("running").shutdown().await.expect("shutdown");
+}
+
+/// Metadata does not reveal a topic without DESCRIBE: the all-topics form leaves it out, and
+/// asked for by name it gets the same answer as a topic that does not exist (by id, the id
+/// alone); auto-creation needs CREATE. Also the partial refusals of the matrix's APIs: a
+/// transactional produce without WRITE on its transactional id, AddPartitionsToTxn and
+/// OffsetCommit with one topic refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_reveals_no_topic_without_describe() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut h = Harness { dir: dir.path().to_owned(), server: None };
+    h.restart_with(&[]).await;
+    for name in ["visible", "hidden", "apt-ok"] {
+        h.create_topic(name, 1);
+    }
+    h.restart_with(&[
+        ("Topic", "visible", "Describe"),
+        ("Topic", "auto", "Describe"),
+        ("Topic", "auto-ok", "Describe"),
+        ("Topic", "auto-ok", "Create"),
+        ("Topic", "hidden", "Write"),
+        ("TransactionalId", "apt", "Write"),
+        ("Topic", "apt-ok", "Write"),
+        ("Group", "oc", "Read"),
+        ("Topic", "visible", "Read"),
+    ])
+    .await;
+    // WRITE implies DESCRIBE ("hidden", "apt-ok"); alice has nothing on "secret".
+    h.create_topic("secret", 1);
+    let all = h.call(ALICE, &metadata_request(None), 12).await;
+    let mut names: Vec<&str> =
+        all.topics.iter().filter_map(|t| t.name.as_ref()).map(|n| n.0.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["apt-ok", "hidden", "visible"], "only the describable topics");
+    let admin = h.call(ADMIN, &metadata_request(None), 12).await;
+    assert_eq!(admin.topics.len(), 4, "the admin sees every topic");
+
+    let secret = h.call(ALICE, &metadata_request(Some(&["secret"])), 12).await.topics.remove(0);
+    let missing = h.call(ALICE, &metadata_request(Some(&["no-such"])), 12).await.topics.remove(0);
+    assert_eq!(secret.error_code, TOPIC_DENIED);
+    assert_eq!(secret.clone().with_name(None), missing.clone().with_name(None), "same answer");
+    assert_eq!(missing.name.as_ref().map(|n| n.0.as_str()), Some("no-such"));
+
+    let id = admin
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "secret"))
+        .expect("secret")
+        .topic_id;
+    let by_id = MetadataRequest::default()
+        .with_topics(Some(vec![MetadataRequestTopic::default().with_name(None).with_topic_id(id)]));
+    let answer = h.call(ALICE, &by_id, 12).await.topics.remove(0);
+    assert_eq!((answer.error_code, answer.name.clone(), answer.topic_id), (TOPIC_DENIED, None, id));
+
+    // Auto-creation: DESCRIBE without CREATE is refused and creates nothing.
+    let create = |name: &str| {
+        MetadataRequest::default()
+            .with_allow_auto_topic_creation(true)
+            .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(topic(name)))]))
+    };
+    let refused = h.call(ALICE, &create("auto"), 12).await;
+    assert_eq!(refused.topics[0].error_code, TOPIC_DENIED);
+    let created = h.call(ALICE, &create("auto-ok"), 12).await;
+    assert_eq!(created.topics[0].error_code, NONE);
+    let topics = h.server().broker().manager().topics();
+    assert!(!topics.contains(&"auto".to_owned()) && topics.contains(&"auto-ok".to_owned()));
+
+    // A transactional produce needs WRITE on its transactional id: every partition refused,
+    // nothing appended, though alice may write the topic.
+    let batch = seglog_format::RecordBatchBuilder::new(Compression::None)
+        .producer(5, 0, 0)
+        .transactional(true);
+    let mut batch = batch;
+    batch.push(1_000, None, Some(b"t"), &[]).expect("record");
+    let mut request = produce_request("hidden", &["unused"]).with_transactional_id(Some(tid("tp")));
+    request.topic_data[0].partition_data[0].records =
+        Some(Bytes::from(batch.build().expect("batch")));
+    let response = h.call(ALICE, &request, 9).await;
+    assert_eq!(response.responses[0].partition_responses[0].error_code, TXN_ID_DENIED);
+    let before = h.snapshot().await;
+    assert_eq!(before.topics["hidden"], [(0, 0)], "nothing appended");
+
+    // AddPartitionsToTxn: the refused topic is TOPIC_AUTHORIZATION_FAILED, the others not
+    // attempted (OPERATION_NOT_ATTEMPTED); nothing is added.
+    let producer = h.init_producer(ALICE, "apt").await;
+    let mut request = add_partitions("apt", producer, "apt-ok");
+    request.v3_and_below_topics.push(
+        AddPartitionsToTxnTopic::default().with_name(topic("secret")).with_partitions(vec![0]),
+    );
+    let response = h.call(ALICE, &request, 3).await;
+    let codes: BTreeMap<&str, i16> = response
+        .results_by_topic_v3_and_below
+        .iter()
+        .map(|t| (t.name.0.as_str(), t.results_by_partition[0].partition_error_code))
+        .collect();
+    assert_eq!(codes, BTreeMap::from([("apt-ok", 55), ("secret", TOPIC_DENIED)]));
+    let described = h
+        .call(
+            ADMIN,
+            &DescribeTransactionsRequest::default().with_transactional_ids(vec![tid("apt")]),
+            0,
+        )
+        .await;
+    assert!(described.transaction_states[0].topics.is_empty(), "nothing added");
+
+    // OffsetCommit with READ on the group and on one topic: the other is refused, not committed.
+    let mut request = offset_commit("oc", "visible");
+    request.topics.push(
+        OffsetCommitRequestTopic::default().with_name(topic("secret")).with_partitions(vec![
+            OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(1),
+        ]),
+    );
+    let response = h.call(ALICE, &request, 8).await;
+    let codes: Vec<i16> = response.topics.iter().map(|t| t.partitions[0].error_code).collect();
+    assert_eq!(codes, [NONE, TOPIC_DENIED]);
+    let offsets = h.snapshot().await.offsets;
+    assert_eq!(offsets, [("oc".to_owned(), "visible".to_owned(), 0, 1)]);
     h.server.take().expect("running").shutdown().await.expect("shutdown");
 }
