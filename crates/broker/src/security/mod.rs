@@ -57,3 +57,7 @@ impl Session {
         self.peer.map(|peer| peer.ip())
     }
 }
+
+#[cfg(test)]
+#[path = "sasl_tests.rs"]
+mod sasl_tests;
