@@ -5,6 +5,7 @@
 //! quotas (`store`). docs/security.md says what is supported and how it differs from Kafka.
 
 pub(crate) mod acl;
+pub mod admin;
 pub(crate) mod oauth;
 pub(crate) mod plain;
 pub(crate) mod principal;
