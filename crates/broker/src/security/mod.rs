@@ -14,6 +14,7 @@ mod runtime;
 pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod store;
+pub(crate) mod throttle;
 pub(crate) mod tls;
 
 use std::net::{IpAddr, SocketAddr};

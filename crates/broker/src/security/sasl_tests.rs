@@ -392,3 +392,97 @@ async fn sasl_ssl_with_scram_and_a_slow_handshake_is_cut_off() {
     );
     server.shutdown().await.expect("shutdown");
 }
+
+fn produce_request(
+    topic: &str,
+    values: usize,
+    value_bytes: usize,
+) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let mut builder = seglog_format::RecordBatchBuilder::new(seglog_format::Compression::None);
+    let value = vec![b'x'; value_bytes];
+    for i in 0..values {
+        builder.push(i64::try_from(i).expect("small"), None, Some(&value), &[]).expect("record");
+    }
+    let records = Bytes::from(builder.build().expect("batch"));
+    kafka_protocol::messages::ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(kafka_protocol::messages::TopicName(StrBytes::from_string(
+                    topic.to_owned(),
+                )))
+                .with_partition_data(vec![
+                    PartitionProduceData::default().with_index(0).with_records(Some(records)),
+                ]),
+        ])
+}
+
+/// A `producer_byte_rate` quota set through AlterClientQuotas throttles Produce (KIP-219:
+/// `throttle_time_ms` in the answer, and the connection is muted), is described by
+/// DescribeClientQuotas, and survives a restart.
+#[tokio::test]
+async fn a_producer_byte_rate_quota_throttles_and_is_durable() {
+    use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+    use kafka_protocol::messages::{AlterClientQuotasRequest, DescribeClientQuotasRequest};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let windows = [("quota.window.num", "2"), ("quota.window.size.seconds", "1")];
+    let server = start(dir.path(), &windows).await;
+    let mut client = connect(&server, "PLAINTEXT").await;
+    let topic = kafka_protocol::messages::metadata_request::MetadataRequestTopic::default()
+        .with_name(Some(kafka_protocol::messages::TopicName(StrBytes::from_static_str("quota"))));
+    let created = client.send(&MetadataRequest::default().with_topics(Some(vec![topic])), 12).await;
+    assert_eq!(created.expect("answered").topics[0].error_code, 0, "auto-created");
+    // Without a quota, nothing is throttled.
+    let answer = client.send(&produce_request("quota", 10, 1000), 9).await.expect("answered");
+    assert_eq!(answer.throttle_time_ms, 0);
+    let entry = EntryData::default()
+        .with_entity(vec![
+            EntityData::default()
+                .with_entity_type(StrBytes::from_static_str("user"))
+                .with_entity_name(None),
+        ])
+        .with_ops(vec![
+            OpData::default()
+                .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                .with_value(80_000.0),
+        ]);
+    let altered = client
+        .send(&AlterClientQuotasRequest::default().with_entries(vec![entry]), 1)
+        .await
+        .expect("answered");
+    assert_eq!(altered.entries[0].error_code, 0, "{altered:?}");
+    // About 101 KB against 80 KB/s over a window of at least one second: Kafka's
+    // (rate - bound) / bound * window, about 270 ms.
+    let answer = client.send(&produce_request("quota", 100, 1000), 9).await.expect("answered");
+    assert_eq!(answer.responses[0].partition_responses[0].error_code, 0, "appended all the same");
+    assert!(
+        (200..400).contains(&answer.throttle_time_ms),
+        "throttled: {}",
+        answer.throttle_time_ms
+    );
+    server.shutdown().await.expect("shutdown");
+
+    let server = start(dir.path(), &windows).await;
+    let mut client = connect(&server, "PLAINTEXT").await;
+    let described = client
+        .send(
+            &DescribeClientQuotasRequest::default().with_components(vec![
+                ComponentData::default()
+                    .with_entity_type(StrBytes::from_static_str("user"))
+                    .with_match_type(1)
+                    .with_match(None),
+            ]),
+            1,
+        )
+        .await
+        .expect("answered");
+    assert_eq!(described.error_code, 0, "{described:?}");
+    let entries = described.entries.expect("entries");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].values[0].key.as_str(), "producer_byte_rate");
+    assert!((entries[0].values[0].value - 80_000.0).abs() < f64::EPSILON);
+    server.shutdown().await.expect("shutdown");
+}
