@@ -407,10 +407,10 @@ pub(crate) async fn alter_user_scram_credentials(
     let known = broker.security.describe_scram();
     let mut errors: BTreeMap<String, (i16, String)> = BTreeMap::new();
     let mut seen: BTreeSet<(String, i8)> = BTreeSet::new();
-    let mut fail = |errors: &mut BTreeMap<String, (i16, String)>,
-                    user: &str,
-                    code: ResponseError,
-                    text: &str| {
+    let fail = |errors: &mut BTreeMap<String, (i16, String)>,
+                user: &str,
+                code: ResponseError,
+                text: &str| {
         errors.entry(user.to_owned()).or_insert((code.code(), text.to_owned()));
     };
     for (user, mechanism) in request
