@@ -16,7 +16,7 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 
 use crate::Broker;
 use crate::error::Error;
-use crate::handlers::{self, groups};
+use crate::handlers::{self, groups, security};
 use crate::request::{Reply, Request};
 
 /// Who serves an API.
@@ -28,6 +28,8 @@ pub(crate) enum Role {
     Coordinator,
     /// The transaction coordinator (`handlers::txn`, over `crate::txn`).
     Transaction,
+    /// Authentication, ACLs, SCRAM credentials and quotas (`handlers::security`).
+    Security,
 }
 
 /// One row of the table, without its handler (which the table's `route` match holds).
@@ -163,6 +165,41 @@ apis! {
     };
     Broker DescribeLogDirs 1..=4 => |broker, request| {
         handlers::describe_log_dirs(broker, &request.session, request.decode()?, request.version).await
+    };
+    Security SaslHandshake 0..=1 => |_broker, request| security::sasl_handshake(request.version);
+    Security SaslAuthenticate 0..=2 => |_broker, request| security::sasl_authenticate(request.version);
+    Security CreateAcls 1..=3 => |broker, request| {
+        security::create_acls(broker, &request.session, request.decode()?, request.version).await
+    };
+    Security DescribeAcls 1..=3 => |broker, request| {
+        security::describe_acls(broker, &request.session, &request.decode()?, request.version)
+    };
+    Security DeleteAcls 1..=3 => |broker, request| {
+        security::delete_acls(broker, &request.session, request.decode()?, request.version).await
+    };
+    Security DescribeUserScramCredentials 0..=0 => |broker, request| {
+        security::describe_user_scram_credentials(
+            broker,
+            &request.session,
+            &request.decode()?,
+            request.version,
+        )
+    };
+    Security AlterUserScramCredentials 0..=0 => |broker, request| {
+        security::alter_user_scram_credentials(
+            broker,
+            &request.session,
+            request.decode()?,
+            request.version,
+        )
+        .await
+    };
+    Security DescribeClientQuotas 0..=1 => |broker, request| {
+        security::describe_client_quotas(broker, &request.session, &request.decode()?, request.version)
+    };
+    Security AlterClientQuotas 0..=1 => |broker, request| {
+        security::alter_client_quotas(broker, &request.session, request.decode()?, request.version)
+            .await
     };
 }
 

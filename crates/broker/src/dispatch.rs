@@ -15,6 +15,7 @@ use crate::Broker;
 use crate::apis::{api_name, api_version_list, route, supported_versions};
 use crate::error::Error;
 use crate::request::{Reply, Request};
+use crate::security::throttle::{self, Throttle};
 
 /// What the connection does after a request.
 #[derive(Debug)]
@@ -93,6 +94,16 @@ pub(crate) async fn handle(
     frame_bytes: Bytes,
     session: &Arc<crate::security::Session>,
 ) -> Outcome {
+    handle_throttled(broker, frame_bytes, session).await.0
+}
+
+/// [`handle`], with how long the connection stays muted after it (client quotas).
+pub(crate) async fn handle_throttled(
+    broker: &Arc<Broker>,
+    frame_bytes: Bytes,
+    session: &Arc<crate::security::Session>,
+) -> (Outcome, Throttle) {
+    let request_bytes = frame_bytes.len();
     let mut request = match parse_header(&frame_bytes) {
         Ok(request) => request,
         Err(reason) => {
@@ -104,27 +115,26 @@ pub(crate) async fn handle(
                 let served = supported_versions(ApiKey::ApiVersions)
                     .is_some_and(|(min, max)| (min..=max).contains(&version));
                 if key == ApiKey::ApiVersions as i16 && !served {
-                    return unsupported_api_versions(i32::from_be_bytes([c0, c1, c2, c3]));
+                    return (
+                        unsupported_api_versions(i32::from_be_bytes([c0, c1, c2, c3])),
+                        Throttle::default(),
+                    );
                 }
             }
-            return Outcome::Close(reason);
+            return (Outcome::Close(reason), Throttle::default());
         }
     };
     request.session = Arc::clone(session);
     let api_key = request.api_key;
     let Some((min, max)) = supported_versions(api_key) else {
-        return Outcome::Close(Error::NotEnabled(api_key));
+        return (Outcome::Close(Error::NotEnabled(api_key)), Throttle::default());
     };
     if !(min..=max).contains(&request.version) {
         if api_key == ApiKey::ApiVersions {
-            return unsupported_api_versions(request.header.correlation_id);
+            return (unsupported_api_versions(request.header.correlation_id), Throttle::default());
         }
-        return Outcome::Close(Error::UnsupportedVersion {
-            api: api_key,
-            version: request.version,
-            min,
-            max,
-        });
+        let reason = Error::UnsupportedVersion { api: api_key, version: request.version, min, max };
+        return (Outcome::Close(reason), Throttle::default());
     }
     let started = Instant::now();
     let name = api_name(api_key);
@@ -133,16 +143,23 @@ pub(crate) async fn handle(
     ::metrics::histogram!("seglog_request_seconds", "api" => name)
         .record(started.elapsed().as_secs_f64());
     match result {
-        Ok(Reply::Body(body)) => {
+        Ok(Reply::Body(mut body)) => {
+            let throttle =
+                throttle::apply(broker, &request, request_bytes, &mut body, started.elapsed());
             match frame(api_key, request.version, request.header.correlation_id, body) {
-                Ok((prefix, body)) => Outcome::Respond(prefix, body),
-                Err(reason) => Outcome::Close(reason),
+                Ok((prefix, body)) => (Outcome::Respond(prefix, body), throttle),
+                Err(reason) => (Outcome::Close(reason), throttle),
             }
         }
-        Ok(Reply::None) => Outcome::NoResponse,
+        Ok(Reply::None) => {
+            let mut nothing = BytesMut::new();
+            let throttle =
+                throttle::apply(broker, &request, request_bytes, &mut nothing, started.elapsed());
+            (Outcome::NoResponse, throttle)
+        }
         Err(reason) => {
             ::metrics::counter!("seglog_request_errors_total", "api" => name).increment(1);
-            Outcome::Close(reason)
+            (Outcome::Close(reason), Throttle::default())
         }
     }
 }

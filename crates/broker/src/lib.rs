@@ -57,6 +57,8 @@ pub async fn handle_frame_as(
 pub use apis::{GROUP_APIS, SUPPORTED_APIS, TXN_APIS, supported_versions};
 pub use config::BrokerConfig;
 pub use security::SecurityError;
+/// Offline edits of the ACLs and SCRAM users of a stopped broker's directory.
+pub use security::admin as security_admin;
 pub use server::{ServeError, Server};
 
 /// The state every request handler shares (the role of Kafka's `KafkaApis` with its

@@ -26,6 +26,7 @@ use crate::handlers::now_ms;
 use crate::metrics;
 use crate::security::Security;
 use crate::security::sasl::{Authentication, Step};
+use crate::security::throttle::Throttle;
 
 /// Why the broker could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -539,9 +540,11 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             return Ok(());
         };
         ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
-        let outcome = match auth.on_frame(broker, frame).await {
-            Step::Dispatch(frame, session) => dispatch::handle(broker, frame, &session).await,
-            Step::Respond(prefix, body) => Outcome::Respond(prefix, body),
+        let (outcome, throttle) = match auth.on_frame(broker, frame).await {
+            Step::Dispatch(frame, session) => {
+                dispatch::handle_throttled(broker, frame, &session).await
+            }
+            Step::Respond(prefix, body) => (Outcome::Respond(prefix, body), Throttle::default()),
             Step::Fail { prefix, body, reason } => {
                 if let Some((prefix, body)) = prefix.zip(body) {
                     stream.write_all_buf(&mut bytes::Buf::chain(prefix, body)).await?;
@@ -560,6 +563,13 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             }
             Outcome::NoResponse => {}
             Outcome::Close(reason) => return Err(CloseReason::Invalid(reason)),
+        }
+        if throttle.mute_ms > 0 {
+            // KIP-219: the channel reads nothing until the throttle time has passed.
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(throttle.mute_ms)) => {}
+                _ = stopped.changed() => return Ok(()),
+            }
         }
     }
 }

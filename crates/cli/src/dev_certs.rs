@@ -78,8 +78,9 @@ pub(crate) fn generate(dir: &Path) -> Result<DevCerts> {
     write(&certs.client_key, &client_key.serialize_pem(), true)?;
     let properties = format!(
         "# Written by `seglog serve --generate-dev-certs`: TLS on 9093 (client certificates\n\
-         # required), SASL_SSL with SCRAM on 9094, ACLs on, User:admin a super user.\n\
-         listeners=PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094\n\
+         # required; the principal is the certificate's CN), SASL_SSL with SCRAM on 9094, ACLs\n\
+         # on, User:admin a super user. Development only: the keys are not encrypted.\n\
+         listeners=SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094\n\
          ssl.keystore.type=PEM\n\
          ssl.keystore.location={keystore}\n\
          ssl.truststore.type=PEM\n\

@@ -12,6 +12,7 @@ mod dump;
 mod inspect;
 mod produce;
 mod progress;
+mod security;
 mod serve;
 mod topics;
 mod verify;
@@ -80,6 +81,15 @@ enum Command {
     ///
     /// Example: seglog serve --listener 127.0.0.1:9092 --log-dir ./seglog-data
     Serve(serve::ServeArgs),
+    /// Lists, adds and removes the ACLs of a stopped broker's log directory (kafka-acls.sh's
+    /// role; the broker reads them at start and also serves CreateAcls/DeleteAcls).
+    ///
+    /// Example: seglog acls add --principal User:alice --operation Read --topic orders
+    Acls(security::AclsArgs),
+    /// Lists, adds and removes the SCRAM users of a stopped broker's log directory.
+    ///
+    /// Example: seglog users add --user alice --password alice-secret
+    Users(security::UsersArgs),
     /// Walks a log directory, partition directory or `.log` file and validates every batch.
     ///
     /// With no path, inspects `./seglog-data`; if that directory does not exist yet, a sample
@@ -116,6 +126,8 @@ fn main() -> ExitCode {
         Command::Compact(args) => compact::run(&args).map(|()| true),
         Command::Bench(args) => bench::run(&args).map(|()| true),
         Command::Serve(args) => serve::run(&args).map(|()| true),
+        Command::Acls(args) => security::run_acls(&args).map(|()| true),
+        Command::Users(args) => security::run_users(&args).map(|()| true),
         Command::Inspect { path, decompressed_mib_max } => {
             inspect::run(path, decompressed_mib_max.saturating_mul(1024 * 1024))
         }

@@ -1,7 +1,7 @@
 //! The broker's config listing for DescribeConfigs (Kafka's `ConfigHelper.describeConfigs` for
 //! a BROKER resource): every key of Kafka 4.x's `KafkaConfig` that clients and tools read, each
 //! with its value, source, type and synonyms. Keys seglog honours show the value it runs with;
-//! keys it accepts but does not act on (replication, security, quotas, ...) show Kafka's default
+//! keys it accepts but does not act on (replication, KRaft, ...) show Kafka's default
 //! and say so in their documentation. seglog's broker configuration is static (AlterConfigs on a
 //! broker is refused), so every entry is read-only.
 
@@ -52,6 +52,8 @@ const INT_MAX: &str = "2147483647";
 #[rustfmt::skip]
 const KEYS: &[Key] = &[
     ("advertised.listeners", Type::String, None, Use::Live),
+    ("allow.everyone.if.no.acl.found", Type::Boolean, Some("false"), Use::AsGiven),
+    ("authorizer.class.name", Type::String, Some(""), Use::AsGiven),
     ("auto.create.topics.enable", Type::Boolean, Some("true"), Use::Live),
     ("auto.leader.rebalance.enable", Type::Boolean, Some("true"), Use::Ignored),
     ("background.threads", Type::Int, Some("10"), Use::Ignored),
@@ -59,9 +61,9 @@ const KEYS: &[Key] = &[
     ("broker.id", Type::Int, Some("-1"), Use::Live),
     ("broker.rack", Type::String, None, Use::Ignored),
     ("broker.session.timeout.ms", Type::Int, Some("9000"), Use::Ignored),
-    ("connection.failed.authentication.delay.ms", Type::Int, Some("100"), Use::Ignored),
+    ("connection.failed.authentication.delay.ms", Type::Int, Some("100"), Use::AsGiven),
     ("connections.max.idle.ms", Type::Long, Some("600000"), Use::Ignored),
-    ("connections.max.reauth.ms", Type::Long, Some("0"), Use::Ignored),
+    ("connections.max.reauth.ms", Type::Long, Some("0"), Use::AsGiven),
     ("controlled.shutdown.enable", Type::Boolean, Some("true"), Use::Ignored),
     ("controller.listener.names", Type::String, None, Use::Ignored),
     ("controller.quorum.bootstrap.servers", Type::List, Some(""), Use::Ignored),
@@ -92,7 +94,7 @@ const KEYS: &[Key] = &[
     ("inter.broker.listener.name", Type::String, None, Use::Ignored),
     ("leader.imbalance.check.interval.seconds", Type::Long, Some("300"), Use::Ignored),
     ("leader.imbalance.per.broker.percentage", Type::Int, Some("10"), Use::Ignored),
-    ("listener.security.protocol.map", Type::String, Some("SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"), Use::Ignored),
+    ("listener.security.protocol.map", Type::String, Some("SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"), Use::AsGiven),
     ("listeners", Type::String, Some("PLAINTEXT://:9092"), Use::Live),
     ("log.cleaner.backoff.ms", Type::Long, Some("15000"), Use::Live),
     ("log.cleaner.dedupe.buffer.size", Type::Long, Some("134217728"), Use::Live),
@@ -121,8 +123,8 @@ const KEYS: &[Key] = &[
     ("log.roll.ms", Type::Long, None, Use::AsGiven),
     ("max.connection.creation.rate", Type::Int, Some(INT_MAX), Use::Ignored),
     ("max.connections", Type::Int, Some(INT_MAX), Use::Live),
-    ("max.connections.per.ip", Type::Int, Some(INT_MAX), Use::Ignored),
-    ("max.connections.per.ip.overrides", Type::String, Some(""), Use::Ignored),
+    ("max.connections.per.ip", Type::Int, Some(INT_MAX), Use::AsGiven),
+    ("max.connections.per.ip.overrides", Type::String, Some(""), Use::AsGiven),
     ("max.incremental.fetch.session.cache.slots", Type::Int, Some("1000"), Use::Ignored),
     ("metadata.log.dir", Type::String, None, Use::Ignored),
     ("metadata.log.max.record.bytes.between.snapshots", Type::Long, Some("20971520"), Use::Ignored),
@@ -154,8 +156,8 @@ const KEYS: &[Key] = &[
     ("producer.purgatory.purge.interval.requests", Type::Int, Some("1000"), Use::Ignored),
     ("queued.max.request.bytes", Type::Long, Some("-1"), Use::Ignored),
     ("queued.max.requests", Type::Int, Some("500"), Use::Live),
-    ("quota.window.num", Type::Int, Some("11"), Use::Ignored),
-    ("quota.window.size.seconds", Type::Int, Some("1"), Use::Ignored),
+    ("quota.window.num", Type::Int, Some("11"), Use::AsGiven),
+    ("quota.window.size.seconds", Type::Int, Some("1"), Use::AsGiven),
     ("remote.log.storage.system.enable", Type::Boolean, Some("false"), Use::Ignored),
     ("replica.fetch.backoff.ms", Type::Int, Some("1000"), Use::Ignored),
     ("replica.fetch.max.bytes", Type::Int, Some("1048576"), Use::Live),
@@ -169,13 +171,23 @@ const KEYS: &[Key] = &[
     ("replica.socket.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
     ("request.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
     ("reserved.broker.max.id", Type::Int, Some("1000"), Use::Ignored),
-    ("sasl.enabled.mechanisms", Type::List, Some("GSSAPI"), Use::Ignored),
-    ("sasl.jaas.config", Type::Password, None, Use::Ignored),
+    ("sasl.enabled.mechanisms", Type::List, Some("GSSAPI"), Use::Live),
+    ("sasl.jaas.config", Type::Password, None, Use::AsGiven),
     ("sasl.mechanism.controller.protocol", Type::String, Some("GSSAPI"), Use::Ignored),
     ("sasl.mechanism.inter.broker.protocol", Type::String, Some("GSSAPI"), Use::Ignored),
+    ("sasl.oauthbearer.clock.skew.seconds", Type::Int, Some("30"), Use::AsGiven),
+    ("sasl.oauthbearer.expected.audience", Type::List, None, Use::AsGiven),
+    ("sasl.oauthbearer.expected.issuer", Type::String, None, Use::AsGiven),
+    ("sasl.oauthbearer.jwks.endpoint.url", Type::String, None, Use::AsGiven),
+    ("sasl.oauthbearer.scope.claim.name", Type::String, Some("scope"), Use::AsGiven),
+    ("sasl.oauthbearer.sub.claim.name", Type::String, Some("sub"), Use::AsGiven),
+    ("sasl.server.max.receive.size", Type::Int, Some("524288"), Use::AsGiven),
     ("security.inter.broker.protocol", Type::String, Some("PLAINTEXT"), Use::Ignored),
+    ("seglog.authentication.timeout.ms", Type::Long, Some("10000"), Use::AsGiven),
     ("seglog.fetch.max.wait.ms", Type::Long, Some("30000"), Use::Live),
     ("seglog.metrics.listener", Type::String, Some("127.0.0.1:9308"), Use::Live),
+    ("seglog.sasl.plain.credentials.file", Type::String, None, Use::AsGiven),
+    ("seglog.ssl.reload.interval.ms", Type::Long, Some("30000"), Use::AsGiven),
     ("seglog.topic.partitions.max", Type::Int, Some("10000"), Use::Live),
     ("socket.connection.setup.timeout.max.ms", Type::Long, Some("30000"), Use::Ignored),
     ("socket.connection.setup.timeout.ms", Type::Long, Some("10000"), Use::Ignored),
@@ -183,17 +195,22 @@ const KEYS: &[Key] = &[
     ("socket.receive.buffer.bytes", Type::Int, Some("102400"), Use::Ignored),
     ("socket.request.max.bytes", Type::Int, Some("104857600"), Use::Live),
     ("socket.send.buffer.bytes", Type::Int, Some("102400"), Use::Ignored),
-    ("ssl.client.auth", Type::String, Some("none"), Use::Ignored),
-    ("ssl.enabled.protocols", Type::List, Some("TLSv1.2,TLSv1.3"), Use::Ignored),
+    ("ssl.client.auth", Type::String, Some("none"), Use::AsGiven),
+    ("ssl.enabled.protocols", Type::List, Some("TLSv1.2,TLSv1.3"), Use::AsGiven),
     ("ssl.endpoint.identification.algorithm", Type::String, Some("https"), Use::Ignored),
     ("ssl.key.password", Type::Password, None, Use::Ignored),
-    ("ssl.keystore.location", Type::String, None, Use::Ignored),
+    ("ssl.keystore.certificate.chain", Type::Password, None, Use::AsGiven),
+    ("ssl.keystore.key", Type::Password, None, Use::AsGiven),
+    ("ssl.keystore.location", Type::String, None, Use::AsGiven),
     ("ssl.keystore.password", Type::Password, None, Use::Ignored),
     ("ssl.keystore.type", Type::String, Some("JKS"), Use::Ignored),
+    ("ssl.principal.mapping.rules", Type::String, Some("DEFAULT"), Use::AsGiven),
     ("ssl.protocol", Type::String, Some("TLSv1.3"), Use::Ignored),
-    ("ssl.truststore.location", Type::String, None, Use::Ignored),
+    ("ssl.truststore.certificates", Type::Password, None, Use::AsGiven),
+    ("ssl.truststore.location", Type::String, None, Use::AsGiven),
     ("ssl.truststore.password", Type::Password, None, Use::Ignored),
     ("ssl.truststore.type", Type::String, Some("JKS"), Use::Ignored),
+    ("super.users", Type::String, None, Use::AsGiven),
     ("transaction.abort.timed.out.transaction.cleanup.interval.ms", Type::Int, Some("10000"), Use::Ignored),
     ("transaction.max.timeout.ms", Type::Int, Some("900000"), Use::Ignored),
     ("transaction.remove.expired.transaction.cleanup.interval.ms", Type::Int, Some("3600000"), Use::Ignored),
@@ -295,6 +312,11 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
             config.metrics_listener.map(|addr| addr.to_string()).unwrap_or_default()
         }
         "seglog.topic.partitions.max" => config.topic_partitions_max.to_string(),
+        "sasl.enabled.mechanisms" => config
+            .properties
+            .get("sasl.enabled.mechanisms")
+            .cloned()
+            .unwrap_or_else(|| crate::config::security::SASL_ENABLED_MECHANISMS_DEFAULT.to_owned()),
         "socket.request.max.bytes" => config.socket_request_max_bytes.to_string(),
         "group.consumer.heartbeat.interval.ms" => groups.consumer_heartbeat_interval_ms.to_string(),
         "group.consumer.session.timeout.ms" => groups.consumer_session_timeout_ms.to_string(),
@@ -310,8 +332,8 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
     Some(value)
 }
 
-const IGNORED_DOC: &str = "A Kafka broker config that seglog accepts and does not act on (single node, no replication, \
-     security or quotas yet); shown with its value as given, else Kafka's default.";
+const IGNORED_DOC: &str = "A Kafka broker config that seglog accepts and does not act on (single node, no replication); \
+     shown with its value as given, else Kafka's default.";
 
 /// Every listed key in name order: [`KEYS`] and the one-to-one broker synonyms of the topic
 /// keys (Live, with the topic key's type and default).

@@ -7,6 +7,7 @@ mod configs;
 mod data;
 pub(crate) mod groups;
 mod log_dirs;
+pub(crate) mod security;
 mod txn;
 
 use std::collections::BTreeMap;

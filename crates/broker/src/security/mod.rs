@@ -5,6 +5,7 @@
 //! quotas (`store`). docs/security.md says what is supported and how it differs from Kafka.
 
 pub(crate) mod acl;
+pub mod admin;
 pub(crate) mod oauth;
 pub(crate) mod plain;
 pub(crate) mod principal;
@@ -13,6 +14,7 @@ mod runtime;
 pub(crate) mod sasl;
 pub(crate) mod scram;
 pub(crate) mod store;
+pub(crate) mod throttle;
 pub(crate) mod tls;
 
 use std::net::{IpAddr, SocketAddr};
@@ -57,3 +59,7 @@ impl Session {
         self.peer.map(|peer| peer.ip())
     }
 }
+
+#[cfg(test)]
+#[path = "sasl_tests.rs"]
+mod sasl_tests;

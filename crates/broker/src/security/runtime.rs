@@ -62,6 +62,8 @@ pub(crate) struct Security {
     pub(crate) fetch_quota: ClientQuotaManager,
     pub(crate) request_quota: ClientQuotaManager,
     connections: Arc<ConnectionQuotas>,
+    /// Whether any client quota is configured (the fast path skips the quota managers).
+    quotas_configured: std::sync::atomic::AtomicBool,
     /// The durable state, locked while a change is written (changes are serialized).
     state: Mutex<SecurityState>,
     manager: Arc<LogManager>,
@@ -249,6 +251,7 @@ impl Security {
             produce_quota: manager_of(QuotaType::Produce),
             fetch_quota: manager_of(QuotaType::Fetch),
             request_quota: manager_of(QuotaType::Request),
+            quotas_configured: std::sync::atomic::AtomicBool::new(!quotas.is_empty()),
             quotas: RwLock::new(quotas),
             connections: Arc::new(ConnectionQuotas::new(
                 security.max_connections_per_ip,
@@ -580,8 +583,14 @@ impl Security {
         self.produce_quota.set_quotas(&next);
         self.fetch_quota.set_quotas(&next);
         self.request_quota.set_quotas(&next);
+        self.quotas_configured.store(!next.is_empty(), std::sync::atomic::Ordering::SeqCst);
         *self.quotas.write().unwrap_or_else(PoisonError::into_inner) = next;
         Ok(())
+    }
+
+    /// Whether any client quota is configured.
+    pub(crate) fn quotas_configured(&self) -> bool {
+        self.quotas_configured.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

@@ -738,7 +738,9 @@ impl ScramServer {
             return Err(ScramError::UnexpectedMessage { state: state.name() });
         };
         let last = parse_client_final(message)?;
-        if last.nonce != pending.nonce {
+        // Kafka's `ScramSaslServer` checks that the nonce ends with the combined one, not that
+        // it equals it: librdkafka before 1.9 sends the client nonce again in front of it.
+        if !last.nonce.ends_with(pending.nonce.as_str()) {
             return Err(ScramError::InvalidNonce);
         }
         if last.channel_binding != pending.gs2_header.as_bytes() {
@@ -1344,7 +1346,9 @@ mod tests {
     #[test]
     fn validate_failed_nonce_exchange() {
         let mechanism = ScramMechanism::Sha256;
-        for wrong_nonce in ["someothernonce", "prefixka2pqmkfg6xu3o3x1eb6i1ciwtsrv", NONCE] {
+        // A nonce that only ends with the combined one passes, as in Kafka (librdkafka before
+        // 1.9 repeats its own nonce in front of it); one that does not end with it fails.
+        for wrong_nonce in ["someothernonce", "srvprefix", NONCE] {
             let mut server = ScramServer::with_nonce(mechanism, "srv");
             server
                 .client_first(&client_first_message(USER_A, None), store(mechanism))
