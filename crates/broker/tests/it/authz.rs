@@ -12,12 +12,18 @@ use std::path::{Path, PathBuf};
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::alter_client_quotas_request::{
+    EntityData as QuotaEntity, EntryData as QuotaEntry, OpData,
+};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::alter_replica_log_dirs_request::{
     AlterReplicaLogDir, AlterReplicaLogDirTopic,
 };
+use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
@@ -48,18 +54,19 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterConfigsRequest,
-    AlterReplicaLogDirsRequest, ApiKey, BrokerId, ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest, CreatePartitionsRequest, CreateTopicsRequest,
-    DeleteGroupsRequest, DeleteRecordsRequest, DeleteTopicsRequest, DescribeClusterRequest,
-    DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
-    DescribeProducersRequest, DescribeTransactionsRequest, EndTxnRequest, FetchRequest,
-    FindCoordinatorRequest, GroupId, HeartbeatRequest, IncrementalAlterConfigsRequest,
-    InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest,
-    ListOffsetsRequest, ListTransactionsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, ProduceRequest,
-    ProducerId, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName, TransactionalId,
-    TxnOffsetCommitRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest,
+    AlterConfigsRequest, AlterReplicaLogDirsRequest, AlterUserScramCredentialsRequest, ApiKey,
+    BrokerId, ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateAclsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteGroupsRequest,
+    DeleteRecordsRequest, DeleteTopicsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest, DescribeLogDirsRequest,
+    DescribeProducersRequest, DescribeTransactionsRequest, DescribeUserScramCredentialsRequest,
+    EndTxnRequest, FetchRequest, FindCoordinatorRequest, GroupId, HeartbeatRequest,
+    IncrementalAlterConfigsRequest, InitProducerIdRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest, ProducerId, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
+    TransactionalId, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use seglog_broker::{SUPPORTED_APIS, Server};
@@ -287,8 +294,75 @@ impl Harness {
                 }
             }
         }
+        let acls = self.call(ADMIN, &every_acl(), 3).await;
+        snapshot.security.push(format!("{:?}", acls.resources));
+        let users = DescribeUserScramCredentialsRequest::default().with_users(None);
+        snapshot.security.push(format!("{:?}", self.call(ADMIN, &users, 0).await.results));
+        let quotas = self.call(ADMIN, &DescribeClientQuotasRequest::default(), 1).await;
+        snapshot.security.push(format!("{:?}", quotas.entries));
         snapshot
     }
+}
+
+/// A filter of every ACL.
+fn every_acl() -> DescribeAclsRequest {
+    DescribeAclsRequest::default()
+        .with_resource_type_filter(1)
+        .with_resource_name_filter(None)
+        .with_pattern_type_filter(1)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1)
+}
+
+/// An ACL for bob: READ on the topic `name`.
+fn create_acl(name: &str) -> CreateAclsRequest {
+    CreateAclsRequest::default().with_creations(vec![
+        AclCreation::default()
+            .with_resource_type(2)
+            .with_resource_name(s(name))
+            .with_resource_pattern_type(3)
+            .with_principal(s("User:bob"))
+            .with_host(s("*"))
+            .with_operation(3)
+            .with_permission_type(3),
+    ])
+}
+
+/// The filter of bob's ACLs on the topic `name`.
+fn delete_acl(name: &str) -> DeleteAclsRequest {
+    DeleteAclsRequest::default().with_filters(vec![
+        DeleteAclsFilter::default()
+            .with_resource_type_filter(2)
+            .with_resource_name_filter(Some(s(name)))
+            .with_pattern_type_filter(3)
+            .with_principal_filter(Some(s("User:bob")))
+            .with_host_filter(None)
+            .with_operation(1)
+            .with_permission_type(1),
+    ])
+}
+
+fn upsert_scram(user: &str) -> AlterUserScramCredentialsRequest {
+    AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+        ScramCredentialUpsertion::default()
+            .with_name(s(user))
+            .with_mechanism(1)
+            .with_iterations(4096)
+            .with_salt(Bytes::from_static(b"salt-salt-salt"))
+            .with_salted_password(Bytes::from(vec![7; 32])),
+    ])
+}
+
+fn alter_quota(user: &str) -> AlterClientQuotasRequest {
+    AlterClientQuotasRequest::default().with_entries(vec![
+        QuotaEntry::default()
+            .with_entity(vec![
+                QuotaEntity::default().with_entity_type(s("user")).with_entity_name(Some(s(user))),
+            ])
+            .with_ops(vec![OpData::default().with_key(s("producer_byte_rate")).with_value(1024.0)]),
+    ])
 }
 
 /// The broker state a denied request must not change.
@@ -301,6 +375,8 @@ struct Snapshot {
     offsets: Vec<(String, String, i32, i64)>,
     transactions: Vec<(String, String)>,
     replicas: Vec<(String, String, i32, bool)>,
+    /// The ACLs, SCRAM credentials and client quotas, as the admin describes them.
+    security: Vec<String>,
 }
 
 fn produce_request(name: &str, values: &[&str]) -> ProduceRequest {
@@ -557,6 +633,14 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         ApiKey::ConsumerGroupDescribe => vec![("Group", "cg-describe", "Describe")],
         ApiKey::AlterReplicaLogDirs => vec![("Cluster", "kafka-cluster", "Alter")],
         ApiKey::DescribeLogDirs => vec![("Cluster", "kafka-cluster", "Describe")],
+        ApiKey::CreateAcls | ApiKey::DeleteAcls | ApiKey::AlterUserScramCredentials => {
+            vec![("Cluster", "kafka-cluster", "Alter")]
+        }
+        ApiKey::DescribeAcls | ApiKey::DescribeUserScramCredentials => {
+            vec![("Cluster", "kafka-cluster", "Describe")]
+        }
+        ApiKey::DescribeClientQuotas => vec![("Cluster", "kafka-cluster", "DescribeConfigs")],
+        ApiKey::AlterClientQuotas => vec![("Cluster", "kafka-cluster", "AlterConfigs")],
         other => panic!("no authorization case for {other:?}: add one to tests/it/authz.rs"),
     }
 }
@@ -571,6 +655,10 @@ async fn prepare(h: &Harness, api: ApiKey) {
         ApiKey::ListGroups => h.commit("listed", "commit").await,
         ApiKey::DeleteGroups => h.commit("delete-groups", "commit").await,
         ApiKey::OffsetDelete => h.commit("offset-delete", "offset-delete").await,
+        ApiKey::DeleteAcls => {
+            let created = h.call(ADMIN, &create_acl("acl-deleted"), 3).await;
+            assert_eq!(created.results[0].error_code, NONE);
+        }
         _ => {}
     }
 }
@@ -782,6 +870,36 @@ async fn deny(h: &Harness, api: ApiKey) {
             let response = h.call(ALICE, &DescribeLogDirsRequest::default(), 4).await;
             assert_eq!(response.error_code, CLUSTER_DENIED);
             assert!(response.results.is_empty());
+        }
+        ApiKey::CreateAcls => {
+            let response = h.call(ALICE, &create_acl("acl-created"), 3).await;
+            assert_eq!(response.results[0].error_code, CLUSTER_DENIED);
+        }
+        ApiKey::DescribeAcls => {
+            let response = h.call(ALICE, &every_acl(), 3).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+            assert!(response.resources.is_empty());
+        }
+        ApiKey::DeleteAcls => {
+            let response = h.call(ALICE, &delete_acl("acl-deleted"), 3).await;
+            assert_eq!(response.filter_results[0].error_code, CLUSTER_DENIED);
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            let request = DescribeUserScramCredentialsRequest::default().with_users(None);
+            let response = h.call(ALICE, &request, 0).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+        }
+        ApiKey::AlterUserScramCredentials => {
+            let response = h.call(ALICE, &upsert_scram("carol"), 0).await;
+            assert_eq!(response.results[0].error_code, CLUSTER_DENIED);
+        }
+        ApiKey::DescribeClientQuotas => {
+            let response = h.call(ALICE, &DescribeClientQuotasRequest::default(), 1).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+        }
+        ApiKey::AlterClientQuotas => {
+            let response = h.call(ALICE, &alter_quota("dave"), 1).await;
+            assert_eq!(response.entries[0].error_code, CLUSTER_DENIED);
         }
         other => panic!("no denial case for {other:?}"),
     }
@@ -1022,6 +1140,41 @@ async fn allow(h: &Harness, api: ApiKey) {
             let response = h.call(ALICE, &DescribeLogDirsRequest::default(), 4).await;
             assert_eq!(response.error_code, NONE);
             assert_eq!(response.results.len(), 2);
+        }
+        ApiKey::CreateAcls => {
+            let response = h.call(ALICE, &create_acl("acl-created"), 3).await;
+            assert_eq!(response.results[0].error_code, NONE);
+            let acls = h.call(ADMIN, &every_acl(), 3).await;
+            assert!(acls.resources.iter().any(|r| r.resource_name.as_str() == "acl-created"));
+        }
+        ApiKey::DescribeAcls => {
+            let response = h.call(ALICE, &every_acl(), 3).await;
+            assert_eq!(response.error_code, NONE);
+            // Alice's own grant, at least.
+            assert!(response.resources.iter().any(|r| r.resource_name.as_str() == "kafka-cluster"));
+        }
+        ApiKey::DeleteAcls => {
+            let created = h.call(ADMIN, &create_acl("acl-deleted"), 3).await;
+            assert_eq!(created.results[0].error_code, NONE);
+            let response = h.call(ALICE, &delete_acl("acl-deleted"), 3).await;
+            let result = &response.filter_results[0];
+            assert_eq!((result.error_code, result.matching_acls.len()), (NONE, 1));
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            let request = DescribeUserScramCredentialsRequest::default().with_users(None);
+            assert_eq!(h.call(ALICE, &request, 0).await.error_code, NONE);
+        }
+        ApiKey::AlterUserScramCredentials => {
+            let response = h.call(ALICE, &upsert_scram("carol"), 0).await;
+            assert_eq!(response.results[0].error_code, NONE);
+        }
+        ApiKey::DescribeClientQuotas => {
+            let response = h.call(ALICE, &DescribeClientQuotasRequest::default(), 1).await;
+            assert_eq!(response.error_code, NONE);
+        }
+        ApiKey::AlterClientQuotas => {
+            let response = h.call(ALICE, &alter_quota("dave"), 1).await;
+            assert_eq!(response.entries[0].error_code, NONE);
         }
         other => panic!("no success case for {other:?}"),
     }
