@@ -583,3 +583,31 @@ async fn try_tls_connect(server: &Server, ca: &std::path::Path) -> bool {
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
     connector.connect(name, tcp).await.is_ok()
 }
+
+/// `max.connections.per.ip`: a client address past its limit is closed at once, the others
+/// are served; `max.connections.per.ip.overrides` raises it for one address.
+#[tokio::test]
+async fn connections_per_ip_are_limited_with_overrides() {
+    use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+    for (overrides, allowed) in [("", 2), ("127.0.0.1:3", 3)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = start(
+            dir.path(),
+            &[("max.connections.per.ip", "2"), ("max.connections.per.ip.overrides", overrides)],
+        )
+        .await;
+        let mut open = Vec::new();
+        for _ in 0..allowed {
+            let mut client = connect(&server, "PLAINTEXT").await;
+            let versions: Option<ApiVersionsResponse> =
+                client.send(&ApiVersionsRequest::default(), 2).await;
+            assert!(versions.is_some(), "within the limit");
+            open.push(client);
+        }
+        let mut over = connect(&server, "PLAINTEXT").await;
+        assert!(over.is_closed().await, "{overrides:?}: connection {} is refused", allowed + 1);
+        let mut first = open.remove(0);
+        assert!(first.metadata().await.is_some(), "the others are still served");
+        server.shutdown().await.expect("shutdown");
+    }
+}
