@@ -134,17 +134,7 @@ impl Server {
             "log directories open"
         );
         let background = manager.start_background(BACKGROUND_PERIOD)?;
-        let mut listeners = Vec::with_capacity(config.listeners.len());
-        let mut local_addrs = Vec::with_capacity(config.listeners.len());
-        for listener in &config.listeners {
-            let addr = listener.bind;
-            let bound = TcpListener::bind(addr)
-                .await
-                .map_err(|source| ServeError::Bind { addr, source })?;
-            local_addrs
-                .push(bound.local_addr().map_err(|source| ServeError::Bind { addr, source })?);
-            listeners.push(bound);
-        }
+        let (listeners, local_addrs) = bind_listeners(&config).await?;
         let metrics_listener = match config.metrics_listener {
             Some(addr) => Some(
                 TcpListener::bind(addr)
@@ -273,6 +263,22 @@ impl Server {
         tracing::info!("seglog broker stopped cleanly");
         Ok(())
     }
+}
+
+/// Binds every listener, in `listeners` order: the sockets and their bound addresses.
+async fn bind_listeners(
+    config: &BrokerConfig,
+) -> Result<(Vec<TcpListener>, Vec<SocketAddr>), ServeError> {
+    let mut listeners = Vec::with_capacity(config.listeners.len());
+    let mut local_addrs = Vec::with_capacity(config.listeners.len());
+    for listener in &config.listeners {
+        let addr = listener.bind;
+        let bound =
+            TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+        local_addrs.push(bound.local_addr().map_err(|source| ServeError::Bind { addr, source })?);
+        listeners.push(bound);
+    }
+    Ok((listeners, local_addrs))
 }
 
 /// How often the group coordinator's timers run (sessions, rebalance delays and timeouts).
@@ -433,7 +439,7 @@ async fn accept_connection(
                 Ok(principal) => Some(principal),
                 Err(error) => {
                     crate::security::record_tls_failure(broker, listener_index);
-                    return Err(CloseReason::Tls(error.to_string()));
+                    return Err(CloseReason::Tls(error));
                 }
             }
         }
@@ -454,7 +460,7 @@ async fn security_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>)
         }
         let broker = Arc::clone(&broker);
         let _ = tokio::task::spawn_blocking(move || {
-            broker.security.reload_certificates(&broker.config)
+            broker.security.reload_certificates(&broker.config);
         })
         .await;
     }

@@ -473,13 +473,13 @@ fn sasl_config(keys: &ListenerKeys<'_>, listener: &str) -> Result<SaslConfig, Co
 fn number<T>(
     properties: &BTreeMap<String, String>,
     key: &str,
-    default: T,
+    default: &T,
     at_least: i64,
 ) -> Result<T, ConfigError>
 where
     T: seglog_storage::config::ConfigValue + Clone,
 {
-    Reader::new(properties).value(key, &default, Validator::AtLeast(at_least))
+    Reader::new(properties).value(key, default, Validator::AtLeast(at_least))
 }
 
 /// Reads the security settings of `listeners`.
@@ -530,44 +530,44 @@ pub fn security_config(
         connections_max_reauth_ms: number(
             properties,
             CONNECTIONS_MAX_REAUTH_MS,
-            defaults.connections_max_reauth_ms,
+            &defaults.connections_max_reauth_ms,
             0,
         )?,
         failed_authentication_delay_ms: number(
             properties,
             CONNECTION_FAILED_AUTHENTICATION_DELAY_MS,
-            defaults.failed_authentication_delay_ms,
+            &defaults.failed_authentication_delay_ms,
             0,
         )?,
         sasl_server_max_receive_size: number(
             properties,
             SASL_SERVER_MAX_RECEIVE_SIZE,
-            defaults.sasl_server_max_receive_size,
+            &defaults.sasl_server_max_receive_size,
             1,
         )?,
         authentication_timeout_ms: number(
             properties,
             AUTHENTICATION_TIMEOUT_MS,
-            defaults.authentication_timeout_ms,
+            &defaults.authentication_timeout_ms,
             1,
         )?,
         ssl_reload_interval_ms: number(
             properties,
             SSL_RELOAD_INTERVAL_MS,
-            defaults.ssl_reload_interval_ms,
+            &defaults.ssl_reload_interval_ms,
             1,
         )?,
-        quota_window_num: number(properties, QUOTA_WINDOW_NUM, defaults.quota_window_num, 1)?,
+        quota_window_num: number(properties, QUOTA_WINDOW_NUM, &defaults.quota_window_num, 1)?,
         quota_window_size_seconds: number(
             properties,
             QUOTA_WINDOW_SIZE_SECONDS,
-            defaults.quota_window_size_seconds,
+            &defaults.quota_window_size_seconds,
             1,
         )?,
         max_connections_per_ip: number(
             properties,
             MAX_CONNECTIONS_PER_IP,
-            defaults.max_connections_per_ip,
+            &defaults.max_connections_per_ip,
             0,
         )?,
         max_connections_per_ip_overrides: properties
@@ -610,15 +610,15 @@ mod tests {
         ])
         .expect("parses");
         let [ssl, sasl_ssl] = config.listeners.as_slice() else { panic!("two listeners") };
-        let ssl_tls = ssl.tls.as_ref().expect("tls");
-        assert_eq!(ssl_tls.keystore, PemSource::File("/etc/seglog/server.pem".into()));
-        assert_eq!(ssl_tls.client_auth, ClientAuth::Required);
+        let plain_tls = ssl.tls.as_ref().expect("tls");
+        assert_eq!(plain_tls.keystore, PemSource::File("/etc/seglog/server.pem".into()));
+        assert_eq!(plain_tls.client_auth, ClientAuth::Required);
         let tls = sasl_ssl.tls.as_ref().expect("tls");
         assert_eq!(tls.keystore, PemSource::File("/etc/seglog/sasl.pem".into()));
         assert_eq!(tls.client_auth, ClientAuth::None);
-        let sasl = sasl_ssl.sasl.as_ref().expect("sasl");
-        assert_eq!(sasl.enabled_mechanisms, ["SCRAM-SHA-512", "PLAIN"]);
-        assert_eq!(format!("{:?}", sasl.plain_jaas_config), "Some([hidden])");
+        let mechanisms = sasl_ssl.sasl.as_ref().expect("sasl");
+        assert_eq!(mechanisms.enabled_mechanisms, ["SCRAM-SHA-512", "PLAIN"]);
+        assert_eq!(format!("{:?}", mechanisms.plain_jaas_config), "Some([hidden])");
         assert!(!format!("{config:?}").contains("alice-secret"));
         assert_eq!(config.authorizer.expect("on").super_users, "User:admin");
     }

@@ -312,11 +312,11 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
             config.metrics_listener.map(|addr| addr.to_string()).unwrap_or_default()
         }
         "seglog.topic.partitions.max" => config.topic_partitions_max.to_string(),
-        "sasl.enabled.mechanisms" => config
-            .properties
-            .get("sasl.enabled.mechanisms")
-            .cloned()
-            .unwrap_or_else(|| crate::config::security::SASL_ENABLED_MECHANISMS_DEFAULT.to_owned()),
+        "sasl.enabled.mechanisms" => {
+            config.properties.get("sasl.enabled.mechanisms").cloned().unwrap_or_else(|| {
+                crate::config::security::SASL_ENABLED_MECHANISMS_DEFAULT.to_owned()
+            })
+        }
         "socket.request.max.bytes" => config.socket_request_max_bytes.to_string(),
         "group.consumer.heartbeat.interval.ms" => groups.consumer_heartbeat_interval_ms.to_string(),
         "group.consumer.session.timeout.ms" => groups.consumer_session_timeout_ms.to_string(),

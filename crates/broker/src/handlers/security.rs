@@ -404,107 +404,7 @@ pub(crate) async fn alter_user_scram_credentials(
         }
         return encode(&response, version);
     }
-    let known = broker.security.describe_scram();
-    let mut errors: BTreeMap<String, (i16, String)> = BTreeMap::new();
-    let mut seen: BTreeSet<(String, i8)> = BTreeSet::new();
-    let fail = |errors: &mut BTreeMap<String, (i16, String)>,
-                user: &str,
-                code: ResponseError,
-                text: &str| {
-        errors.entry(user.to_owned()).or_insert((code.code(), text.to_owned()));
-    };
-    for (user, mechanism) in request
-        .deletions
-        .iter()
-        .map(|d| (d.name.as_str(), d.mechanism))
-        .chain(request.upsertions.iter().map(|u| (u.name.as_str(), u.mechanism)))
-    {
-        if !seen.insert((user.to_owned(), mechanism)) {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::DuplicateResource,
-                "A user credential cannot be altered twice in the same request",
-            );
-        }
-    }
-    let mut deletions = Vec::new();
-    for deletion in &request.deletions {
-        let user = deletion.name.as_str();
-        let Some(mechanism) = ScramMechanism::from_kafka_type(deletion.mechanism) else {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::UnsupportedSaslMechanism,
-                "Unknown SCRAM mechanism",
-            );
-            continue;
-        };
-        if user.is_empty() {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::UnacceptableCredential,
-                "Username must not be empty",
-            );
-            continue;
-        }
-        if !known.get(user).is_some_and(|c| c.iter().any(|(m, _)| *m == mechanism)) {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::ResourceNotFound,
-                "Attempt to delete a user credential that does not exist",
-            );
-            continue;
-        }
-        deletions.push((user.to_owned(), mechanism));
-    }
-    let mut upsertions = Vec::new();
-    for upsertion in &request.upsertions {
-        let user = upsertion.name.as_str();
-        let Some(mechanism) = ScramMechanism::from_kafka_type(upsertion.mechanism) else {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::UnsupportedSaslMechanism,
-                "Unknown SCRAM mechanism",
-            );
-            continue;
-        };
-        if user.is_empty() {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::UnacceptableCredential,
-                "Username must not be empty",
-            );
-            continue;
-        }
-        let iterations = match mechanism.check_iterations(upsertion.iterations) {
-            Ok(iterations) => iterations,
-            Err(error) => {
-                fail(&mut errors, user, ResponseError::UnacceptableCredential, &error.to_string());
-                continue;
-            }
-        };
-        if upsertion.salt.is_empty() || upsertion.salted_password.is_empty() {
-            fail(
-                &mut errors,
-                user,
-                ResponseError::UnacceptableCredential,
-                "Salt and salted password must not be empty",
-            );
-            continue;
-        }
-        let credential = ScramCredential::from_salted_password(
-            mechanism,
-            &upsertion.salted_password,
-            &upsertion.salt,
-            iterations,
-        );
-        upsertions.push((user.to_owned(), mechanism, credential));
-    }
+    let (errors, mut deletions, mut upsertions) = check_scram_alterations(broker, &request);
     deletions.retain(|(user, _)| !errors.contains_key(user));
     upsertions.retain(|(user, _, _)| !errors.contains_key(user));
     let store = Arc::clone(broker);
@@ -660,4 +560,103 @@ pub(crate) async fn alter_client_quotas(
         );
     }
     encode(&response, version)
+}
+
+/// A user's error in an AlterUserScramCredentials request: code and message.
+type UserErrors = BTreeMap<String, (i16, String)>;
+/// The deletions to make.
+type ScramDeletions = Vec<(String, ScramMechanism)>;
+/// The upsertions to make.
+type ScramUpsertions = Vec<(String, ScramMechanism, ScramCredential)>;
+
+/// Kafka's `ScramControlManager` checks: a duplicate (user, mechanism), an unknown mechanism,
+/// an empty name, iterations out of range, a deletion of nothing. The first error of a user
+/// fails all of that user's changes.
+fn fail(errors: &mut UserErrors, user: &str, code: ResponseError, text: &str) {
+    errors.entry(user.to_owned()).or_insert((code.code(), text.to_owned()));
+}
+
+/// The mechanism of a change, after the checks every change has (a known mechanism, a name).
+fn checked_mechanism(errors: &mut UserErrors, user: &str, code: i8) -> Option<ScramMechanism> {
+    let Some(mechanism) = ScramMechanism::from_kafka_type(code) else {
+        fail(errors, user, ResponseError::UnsupportedSaslMechanism, "Unknown SCRAM mechanism");
+        return None;
+    };
+    if user.is_empty() {
+        fail(errors, user, ResponseError::UnacceptableCredential, "Username must not be empty");
+        return None;
+    }
+    Some(mechanism)
+}
+
+fn check_scram_alterations(
+    broker: &Broker,
+    request: &AlterUserScramCredentialsRequest,
+) -> (UserErrors, ScramDeletions, ScramUpsertions) {
+    let known = broker.security.describe_scram();
+    let mut errors: UserErrors = BTreeMap::new();
+    let mut seen: BTreeSet<(String, i8)> = BTreeSet::new();
+    for (user, mechanism) in request
+        .deletions
+        .iter()
+        .map(|d| (d.name.as_str(), d.mechanism))
+        .chain(request.upsertions.iter().map(|u| (u.name.as_str(), u.mechanism)))
+    {
+        if !seen.insert((user.to_owned(), mechanism)) {
+            fail(
+                &mut errors,
+                user,
+                ResponseError::DuplicateResource,
+                "A user credential cannot be altered twice in the same request",
+            );
+        }
+    }
+    let mut deletions = Vec::new();
+    for deletion in &request.deletions {
+        let user = deletion.name.as_str();
+        let Some(mechanism) = checked_mechanism(&mut errors, user, deletion.mechanism) else {
+            continue;
+        };
+        if !known.get(user).is_some_and(|c| c.iter().any(|(m, _)| *m == mechanism)) {
+            fail(
+                &mut errors,
+                user,
+                ResponseError::ResourceNotFound,
+                "Attempt to delete a user credential that does not exist",
+            );
+            continue;
+        }
+        deletions.push((user.to_owned(), mechanism));
+    }
+    let mut upsertions = Vec::new();
+    for upsertion in &request.upsertions {
+        let user = upsertion.name.as_str();
+        let Some(mechanism) = checked_mechanism(&mut errors, user, upsertion.mechanism) else {
+            continue;
+        };
+        let iterations = match mechanism.check_iterations(upsertion.iterations) {
+            Ok(iterations) => iterations,
+            Err(error) => {
+                fail(&mut errors, user, ResponseError::UnacceptableCredential, &error.to_string());
+                continue;
+            }
+        };
+        if upsertion.salt.is_empty() || upsertion.salted_password.is_empty() {
+            fail(
+                &mut errors,
+                user,
+                ResponseError::UnacceptableCredential,
+                "Salt and salted password must not be empty",
+            );
+            continue;
+        }
+        let credential = ScramCredential::from_salted_password(
+            mechanism,
+            &upsertion.salted_password,
+            &upsertion.salt,
+            iterations,
+        );
+        upsertions.push((user.to_owned(), mechanism, credential));
+    }
+    (errors, deletions, upsertions)
 }

@@ -740,9 +740,6 @@ fn validate_scope(
 
 mod jwks;
 
-#[cfg(test)]
-#[allow(clippy::wildcard_imports, reason = "the validator's helpers, for the tests")]
-use jwks::*;
 pub(crate) use jwks::{JwksValidator, parse_file_url};
 
 // ---------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ pub enum SecurityError {
     Store(String),
 }
 
-fn config_error(what: impl Into<String>, reason: impl ToString) -> SecurityError {
+fn config_error(what: impl Into<String>, reason: impl std::fmt::Display) -> SecurityError {
     SecurityError::Config { what: what.into(), reason: reason.to_string() }
 }
 
@@ -290,7 +290,7 @@ impl Security {
             let Some(tls) = &runtime.tls else { continue };
             match tls.reload_if_changed() {
                 Ok(true) => {
-                    tracing::info!(listener = %listener.name, "reloaded the TLS key and certificates")
+                    tracing::info!(listener = %listener.name, "reloaded the TLS key and certificates");
                 }
                 Ok(false) => {}
                 Err(error) => tracing::warn!(

@@ -167,10 +167,9 @@ impl Authentication {
         if let State::Authenticate { raw: true, .. } = self.state {
             return self.raw_token(broker, &frame).await;
         }
-        let request = match parse_header(&frame) {
-            Ok(request) => request,
-            // An unreadable header is dispatch's to refuse (it answers an unknown ApiVersions).
-            Err(_) => return Step::Dispatch(frame, self.current_or_anonymous()),
+        // An unreadable header is dispatch's to refuse (it answers an unknown ApiVersions).
+        let Ok(request) = parse_header(&frame) else {
+            return Step::Dispatch(frame, self.current_or_anonymous());
         };
         let authenticating = !matches!(self.state, State::Complete);
         match request.api_key {
@@ -316,27 +315,23 @@ impl Authentication {
                 }
             }
             Exchange::Scram(server, first_done) => {
-                if !*first_done {
-                    let mechanism = server.mechanism();
-                    let first = server
-                        .client_first(token, |user| {
-                            broker.security.scram_credential(user, mechanism)
-                        })
-                        .map_err(|e| e.to_string())?;
-                    *first_done = true;
-                    Ok(Evaluated::Challenge(first))
-                } else {
+                if *first_done {
                     let outcome = server.client_final(token).map_err(|e| e.to_string())?;
-                    Ok(Evaluated::Complete(Authenticated {
+                    return Ok(Evaluated::Complete(Authenticated {
                         response: outcome.server_final,
                         user: outcome.username,
                         credential_expiry_ms: None,
-                    }))
+                    }));
                 }
+                let mechanism = server.mechanism();
+                let first = server
+                    .client_first(token, |user| broker.security.scram_credential(user, mechanism))
+                    .map_err(|e| e.to_string())?;
+                *first_done = true;
+                Ok(Evaluated::Challenge(first))
             }
             Exchange::OAuthBearer(server) => {
-                let validator =
-                    broker.security.oauth_validator(listener).map_err(|e| e.to_string())?;
+                let validator = broker.security.oauth_validator(listener)?;
                 match server.evaluate(token, &validator, now_ms().max(0).cast_unsigned()) {
                     Ok(OAuthStep::Challenge(challenge)) => Ok(Evaluated::Challenge(challenge)),
                     Ok(OAuthStep::Complete { principal_name, lifetime_ms }) => {

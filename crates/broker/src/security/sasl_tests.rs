@@ -486,3 +486,128 @@ async fn a_producer_byte_rate_quota_throttles_and_is_durable() {
     assert!((entries[0].values[0].value - 80_000.0).abs() < f64::EPSILON);
     server.shutdown().await.expect("shutdown");
 }
+
+/// Authentication outcomes are counted per listener, mechanism and result in `/metrics`, and
+/// no password appears there.
+#[tokio::test]
+async fn authentications_are_counted_and_metrics_hold_no_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="bob-secret";"#;
+    let server = start(
+        dir.path(),
+        &[
+            ("seglog.metrics.listener", "127.0.0.1:0"),
+            ("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN"),
+            ("listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas),
+        ],
+    )
+    .await;
+    for password in ["bob-secret", "not-bobs-password"] {
+        let mut client = connect(&server, "SASL_PLAINTEXT").await;
+        assert_eq!(client.handshake("PLAIN").await.error_code, 0);
+        let token = format!("\0bob\0{password}").into_bytes();
+        let _ = client.authenticate(token).await;
+    }
+    let addr = server.metrics_addr().expect("metrics served");
+    let mut http = TcpStream::connect(addr).await.expect("connect");
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.expect("write");
+    let mut text = String::new();
+    http.read_to_string(&mut text).await.expect("read");
+    for result in ["success", "failure"] {
+        let needle = format!(
+            "seglog_authentications_total{{listener=\"SASL_PLAINTEXT\",mechanism=\"PLAIN\",result=\"{result}\"}}"
+        );
+        assert!(text.contains(&needle), "missing {needle} in:\n{text}");
+    }
+    assert!(!text.contains("bob-secret") && !text.contains("not-bobs-password"));
+    server.shutdown().await.expect("shutdown");
+}
+
+/// A keystore replaced on disk is served to new connections without a restart
+/// (`seglog.ssl.reload.interval.ms`); a connection opened before keeps working.
+#[tokio::test]
+async fn a_replaced_keystore_is_used_without_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let old = tempfile::tempdir().expect("tempdir");
+    let new = tempfile::tempdir().expect("tempdir");
+    let (old_keystore, old_ca) = dev_certs(old.path());
+    let (new_keystore, new_ca) = dev_certs(new.path());
+    let keystore = dir.path().join("server.pem");
+    std::fs::copy(&old_keystore, &keystore).expect("copy");
+    let location = keystore.display().to_string();
+    let logs = tempfile::tempdir().expect("tempdir");
+    let server = start(
+        logs.path(),
+        &[
+            ("listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"),
+            ("ssl.keystore.location", &location),
+        ],
+    )
+    .await;
+    add_scram_user(&server, ScramMechanism::Sha256, "heidi", "heidi-secret").await;
+    let mut before = tls_connect(&server, &old_ca).await;
+    assert_eq!(before.scram(ScramMechanism::Sha256, "heidi", "heidi-secret").await, (0, None));
+    // Replace the file (a rename, as a certificate manager does).
+    let staged = dir.path().join("server.pem.new");
+    std::fs::copy(&new_keystore, &staged).expect("copy");
+    std::fs::rename(&staged, &keystore).expect("rename");
+    assert!(!try_tls_connect(&server, &new_ca).await, "not before the reload");
+    // What the broker's reload tick (`seglog.ssl.reload.interval.ms`) runs, run now.
+    let broker = Arc::clone(server.broker());
+    broker.security.reload_certificates(broker.config());
+    assert!(try_tls_connect(&server, &new_ca).await, "the new keystore is served");
+    assert!(!try_tls_connect(&server, &old_ca).await, "new connections no longer get the old key");
+    // A file that does not load keeps the current key (a half-written file must not stop TLS).
+    std::fs::write(&keystore, "not pem").expect("write");
+    broker.security.reload_certificates(broker.config());
+    assert!(try_tls_connect(&server, &new_ca).await, "the last good keystore stays in use");
+    assert!(before.metadata().await.is_some(), "the connection opened before keeps working");
+    server.shutdown().await.expect("shutdown");
+}
+
+async fn try_tls_connect(server: &Server, ca: &std::path::Path) -> bool {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).expect("ca") {
+        roots.add(cert.expect("cert")).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp =
+        TcpStream::connect(server.listener_addr("SASL_SSL").expect("listener")).await.expect("tcp");
+    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+    connector.connect(name, tcp).await.is_ok()
+}
+
+/// `max.connections.per.ip`: a client address past its limit is closed at once, the others
+/// are served; `max.connections.per.ip.overrides` raises it for one address.
+#[tokio::test]
+async fn connections_per_ip_are_limited_with_overrides() {
+    use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+    for (overrides, allowed) in [("", 2), ("127.0.0.1:3", 3)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = start(
+            dir.path(),
+            &[("max.connections.per.ip", "2"), ("max.connections.per.ip.overrides", overrides)],
+        )
+        .await;
+        let mut open = Vec::new();
+        for _ in 0..allowed {
+            let mut client = connect(&server, "PLAINTEXT").await;
+            let versions: Option<ApiVersionsResponse> =
+                client.send(&ApiVersionsRequest::default(), 2).await;
+            assert!(versions.is_some(), "within the limit");
+            open.push(client);
+        }
+        let mut over = connect(&server, "PLAINTEXT").await;
+        assert!(over.is_closed().await, "{overrides:?}: connection {} is refused", allowed + 1);
+        let mut first = open.remove(0);
+        assert!(first.metadata().await.is_some(), "the others are still served");
+        server.shutdown().await.expect("shutdown");
+    }
+}

@@ -12,34 +12,37 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 
 /// The file's name in the first log directory.
-pub const SECURITY_FILE: &str = "seglog-security";
+pub(crate) const SECURITY_FILE: &str = "seglog-security";
 /// The largest file read (a million ACLs fit).
-pub const SECURITY_FILE_BYTES_MAX: u64 = 512 << 20;
+pub(crate) const SECURITY_FILE_BYTES_MAX: u64 = 512 << 20;
 /// The format version written.
 const VERSION: u32 = 1;
 
 /// One ACL as stored: Kafka's names for the enums (`Topic`, `Literal`, `Read`, `Allow`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct StoredAcl {
-    pub resource_type: String,
-    pub resource_name: String,
-    pub pattern_type: String,
-    pub principal: String,
-    pub host: String,
-    pub operation: String,
-    pub permission: String,
+pub(crate) struct StoredAcl {
+    pub(crate) resource_type: String,
+    pub(crate) resource_name: String,
+    pub(crate) pattern_type: String,
+    pub(crate) principal: String,
+    pub(crate) host: String,
+    pub(crate) operation: String,
+    pub(crate) permission: String,
 }
+
+/// A credential's salt, stored key and server key.
+pub(crate) type ScramKeys = (Vec<u8>, Vec<u8>, Vec<u8>);
 
 /// One SCRAM credential as stored (Kafka's `UserScramCredentialRecord`), binary fields in
 /// base64.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredScram {
-    pub user: String,
-    pub mechanism: String,
-    pub salt: String,
-    pub stored_key: String,
-    pub server_key: String,
-    pub iterations: u32,
+pub(crate) struct StoredScram {
+    pub(crate) user: String,
+    pub(crate) mechanism: String,
+    pub(crate) salt: String,
+    pub(crate) stored_key: String,
+    pub(crate) server_key: String,
+    pub(crate) iterations: u32,
 }
 
 impl std::fmt::Debug for StoredScram {
@@ -54,7 +57,7 @@ impl std::fmt::Debug for StoredScram {
 
 impl StoredScram {
     /// The binary salt, stored key and server key.
-    pub fn decode(&self) -> Result<(Vec<u8>, Vec<u8>, Vec<u8>), StoreError> {
+    pub(crate) fn decode(&self) -> Result<ScramKeys, StoreError> {
         let field = |name: &'static str, text: &str| {
             STANDARD.decode(text).map_err(|error| StoreError::Field {
                 what: format!("the SCRAM credential of {} ({})", self.user, self.mechanism),
@@ -70,7 +73,7 @@ impl StoredScram {
     }
 
     /// A stored credential from its parts.
-    pub fn encode(
+    pub(crate) fn encode(
         user: &str,
         mechanism: &str,
         salt: &[u8],
@@ -92,35 +95,35 @@ impl StoredScram {
 /// One quota entity component as on the wire: `user` or `client-id`, and a name (`None` is the
 /// default entity).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct StoredEntity {
-    pub entity_type: String,
-    pub name: Option<String>,
+pub(crate) struct StoredEntity {
+    pub(crate) entity_type: String,
+    pub(crate) name: Option<String>,
 }
 
 /// One client quota value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoredQuota {
-    pub entity: Vec<StoredEntity>,
-    pub key: String,
-    pub value: f64,
+pub(crate) struct StoredQuota {
+    pub(crate) entity: Vec<StoredEntity>,
+    pub(crate) key: String,
+    pub(crate) value: f64,
 }
 
 /// Everything in the file.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct SecurityState {
+pub(crate) struct SecurityState {
     #[serde(default)]
-    pub version: u32,
+    pub(crate) version: u32,
     #[serde(default)]
-    pub acls: Vec<StoredAcl>,
+    pub(crate) acls: Vec<StoredAcl>,
     #[serde(default)]
-    pub scram: Vec<StoredScram>,
+    pub(crate) scram: Vec<StoredScram>,
     #[serde(default)]
-    pub quotas: Vec<StoredQuota>,
+    pub(crate) quotas: Vec<StoredQuota>,
 }
 
 /// Why the security file could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// Not JSON of the expected shape.
     #[error("{SECURITY_FILE} is malformed at line {line}, column {column}: {reason}")]
     Malformed { line: usize, column: usize, reason: String },
@@ -134,7 +137,7 @@ pub enum StoreError {
 
 impl SecurityState {
     /// Reads the file's text.
-    pub fn parse(text: &str) -> Result<Self, StoreError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, StoreError> {
         let state: Self = serde_json::from_str(text).map_err(|error| StoreError::Malformed {
             line: error.line(),
             column: error.column(),
@@ -147,7 +150,7 @@ impl SecurityState {
     }
 
     /// The file's text (sorted, so that the same state is the same bytes).
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut sorted = self.clone();
         sorted.version = VERSION;
         sorted.acls.sort();

@@ -16,7 +16,7 @@ use crate::config::security::{ClientAuth, PemSource, TlsConfig};
 
 /// Why a listener's TLS settings could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum TlsError {
+pub(crate) enum TlsError {
     /// A key or trust file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -43,7 +43,10 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     std::fs::read(path).map_err(|source| TlsError::Read { path: path.to_owned(), source })
 }
 
-fn source_text(source: &PemSource) -> Result<(String, Vec<u8>, Option<Vec<u8>>), TlsError> {
+/// Where PEM text came from (for errors), the certificates' PEM and the key's PEM.
+type PemText = (String, Vec<u8>, Option<Vec<u8>>);
+
+fn source_text(source: &PemSource) -> Result<PemText, TlsError> {
     match source {
         PemSource::File(path) => {
             let bytes = read(path)?;

@@ -96,7 +96,7 @@ impl Drop for Broker {
 
 /// A client program: found, or `None` after saying loudly why the test skips (a failure
 /// under CI).
-fn client(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
+pub(crate) fn client(name: &str, path: Option<PathBuf>) -> Option<PathBuf> {
     if let Some(path) = path.filter(|p| p.exists()) {
         return Some(path);
     }
@@ -110,7 +110,7 @@ pub(crate) fn python() -> Option<PathBuf> {
     client("the Python venv (SEGLOG_PYTHON)", std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from))
 }
 
-fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths).map(|dir| dir.join(program)).find(|p| p.exists())
     })
