@@ -6,6 +6,7 @@ mod compact;
 mod dump;
 mod inspect;
 mod kill;
+mod security;
 mod serve;
 mod txn;
 mod txn_tools;
