@@ -168,7 +168,7 @@ def kafka_python(bootstrap, topic, group, config):
 
     def make():
         try:
-            made.append(KafkaProducer(**common))
+            made.append(KafkaProducer(max_block_ms=10_000, **common))
         except Exception as exc:  # noqa: BLE001 (reported below)
             made.append(exc)
         done.set()
