@@ -11,6 +11,7 @@
 //! `seglog serve` prints). Within a case the clients run at once.
 
 #![allow(clippy::print_stderr, reason = "each case's timings go to stderr")]
+#![allow(clippy::format_collect, reason = "test data built line by line")]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -323,7 +324,9 @@ fn kcat_refused(kcat: &Path, addr: &str, config: &[(&str, String)], wanted: &str
     let output = child.wait_with_output().expect("kcat exits");
     let listing = String::from_utf8_lossy(&output.stdout);
     assert!(!listing.contains("brokers:"), "kcat got metadata: {listing}");
-    found.unwrap_or_else(|| panic!("kcat never said {wanted:?}: {seen:#?}"))
+    let line = found.unwrap_or_else(|| panic!("kcat never said {wanted:?}: {seen:#?}"));
+    eprintln!("security: kcat was refused: {line}");
+    line
 }
 
 /// `security.py <library> <addr> <topic> <group> <config>`: its stdout.
@@ -354,7 +357,10 @@ fn assert_round_trip(case: &str, stdout: &str) {
 fn refusal<'a>(case: &str, stdout: &'a str) -> &'a str {
     let lines: Vec<&str> = stdout.lines().collect();
     match lines.as_slice() {
-        [line] if line.starts_with("REFUSED ") => line,
+        [line] if line.starts_with("REFUSED ") => {
+            eprintln!("security: {case}: the client saw: {line}");
+            line
+        }
         _ => panic!("{case}: expected a refusal and nothing else: {stdout}"),
     }
 }
@@ -739,6 +745,26 @@ fn confluent_kafka_with_an_unsecured_oauthbearer_token() {
     assert!(stderr.contains("failed authentication with SASL mechanism OAUTHBEARER"), "{stderr}");
 }
 
+/// SCRAM-SHA-512 over SASL_PLAINTEXT as `user` (password `<user>-secret`), in `library`'s words.
+fn scram_config(library: &str, user: &str) -> Value {
+    let password = format!("{user}-secret");
+    if library == "confluent" {
+        json!({
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": user,
+            "sasl.password": password,
+        })
+    } else {
+        json!({
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": user,
+            "sasl_plain_password": password,
+        })
+    }
+}
+
 /// Authorization with the ACLs of `seglog acls add` (the ACL checks in the handlers come with
 /// the `authz` branch; on main every request is allowed, so this test waits for it: run it
 /// with `--ignored` on a merge of authz). alice, with her topic's and group's ACLs, produces,
@@ -772,24 +798,6 @@ fn principals_without_acls_are_refused_by_confluent_kafka_and_kafka_python() {
     let listeners = "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0";
     let broker = SecureBroker::start(&data, listeners, &settings, "info");
     let (sasl, tls) = (broker.addr("SASL_PLAINTEXT"), broker.addr("SSL"));
-    let scram = |library: &str, user: &str| {
-        let password = format!("{user}-secret");
-        if library == "confluent" {
-            json!({
-                "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanisms": "SCRAM-SHA-512",
-                "sasl.username": user,
-                "sasl.password": password,
-            })
-        } else {
-            json!({
-                "security_protocol": "SASL_PLAINTEXT",
-                "sasl_mechanism": "SCRAM-SHA-512",
-                "sasl_plain_username": user,
-                "sasl_plain_password": password,
-            })
-        }
-    };
     let python = python.as_path();
     let mut cases = Vec::new();
     for (library, topic_denied, group_denied) in [
@@ -800,21 +808,26 @@ fn principals_without_acls_are_refused_by_confluent_kafka_and_kafka_python() {
             "GroupAuthorizationFailedError ",
         ),
     ] {
-        let scram = &scram;
         cases.push(case(format!("{library} alice"), move || {
             let stdout = py(
                 python,
                 library,
                 sasl,
                 &format!("authz-alice-{library}"),
-                &scram(library, "alice"),
+                &scram_config(library, "alice"),
             );
             assert_round_trip(&format!("{library} alice"), &stdout);
         }));
         cases.push(case(format!("{library} eve"), move || {
-            let stdout =
-                py(python, library, sasl, &format!("authz-eve-{library}"), &scram(library, "eve"));
+            let stdout = py(
+                python,
+                library,
+                sasl,
+                &format!("authz-eve-{library}"),
+                &scram_config(library, "eve"),
+            );
             assert!(stdout.starts_with(topic_denied), "{library} eve: {stdout}");
+            eprintln!("security: {library} eve saw: {}", stdout.trim_end());
         }));
         cases.push(case(format!("{library} mallory"), move || {
             let stdout = py(
@@ -822,7 +835,7 @@ fn principals_without_acls_are_refused_by_confluent_kafka_and_kafka_python() {
                 library,
                 sasl,
                 &format!("authz-mallory-{library}"),
-                &scram(library, "mallory"),
+                &scram_config(library, "mallory"),
             );
             assert!(
                 stdout.starts_with(&format!("PRODUCED {RECORDS}\n")),
@@ -834,6 +847,7 @@ fn principals_without_acls_are_refused_by_confluent_kafka_and_kafka_python() {
                 matches!(denied.as_slice(), [line] if line.contains(group_denied)),
                 "{library} mallory: {stdout}"
             );
+            eprintln!("security: {library} mallory saw: {}", denied[0]);
         }));
     }
     cases.push(case("confluent mTLS User:seglog-client without ACLs", || {
@@ -845,6 +859,7 @@ fn principals_without_acls_are_refused_by_confluent_kafka_and_kafka_python() {
         });
         let stdout = py(python, "confluent", tls, "authz-mtls", &config);
         assert!(stdout.starts_with("ERROR produce TOPIC_AUTHORIZATION_FAILED "), "mTLS: {stdout}");
+        eprintln!("security: mTLS without ACLs saw: {}", stdout.trim_end());
     }));
     concurrently("principals_without_acls_are_refused", cases);
     let stderr = broker.stop();
