@@ -7,7 +7,9 @@ The first form produces RECORDS records to TOPIC partition 0 with the client set
 CONFIG_JSON (librdkafka names for confluent-kafka, keyword arguments for kafka-python), reads
 them back from the start and commits the offset for GROUP. A CONFIG_JSON key "oauth_token"
 (confluent-kafka) is a dict of JWT claims: the client then authenticates with an unsecured JWS
-(`alg: none`) of those claims, `exp` and `iat` given as seconds from now.
+(`alg: none`) of those claims, `exp` and `iat` given as seconds from now. With "subscribe":
+true (confluent-kafka), the consumer joins GROUP rather than assigning the partition itself:
+then nothing is read before the group's coordinator has answered.
 
 It prints what happened, one fact a line, for the Rust test to judge:
 
@@ -69,6 +71,7 @@ def confluent(bootstrap, topic, group, config):
             refused.append(error)
 
     base = {"bootstrap.servers": bootstrap, "error_cb": error_cb, "broker.address.family": "v4"}
+    subscribe = config.pop("subscribe", False)
     token_claims = config.pop("oauth_token", None)
     if token_claims is not None:
         sub = token_claims.get("sub", "")
@@ -113,7 +116,10 @@ def confluent(bootstrap, topic, group, config):
     consumer = Consumer(
         dict(base, **{"group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     )
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    if subscribe:
+        consumer.subscribe([topic])
+    else:
+        consumer.assign([TopicPartition(topic, 0, 0)])
     values = []
     deadline = time.monotonic() + DEADLINE_S
     while len(values) < RECORDS and time.monotonic() < deadline and not refused:
