@@ -7,6 +7,7 @@ mod dump;
 mod inspect;
 mod kill;
 mod readme_secure;
+mod security;
 mod serve;
 mod txn;
 mod txn_tools;
