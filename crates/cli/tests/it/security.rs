@@ -768,15 +768,13 @@ fn scram_config(library: &str, user: &str) -> Value {
     }
 }
 
-/// Authorization with the ACLs of `seglog acls add` (the ACL checks in the handlers come with
-/// the `authz` branch; on main every request is allowed, so this test waits for it: run it
-/// with `--ignored` on a merge of authz). alice, with her topic's and group's ACLs, produces,
-/// consumes and commits; eve, without ACLs, is refused with TOPIC_AUTHORIZATION_FAILED;
-/// mallory, with her topic's ACLs but none for her group, produces and is refused with
-/// GROUP_AUTHORIZATION_FAILED; the mTLS principal `User:seglog-client` without ACLs gets
-/// TOPIC_AUTHORIZATION_FAILED (with them, `confluent_kafka_over_mtls_...` works).
+/// Authorization with the ACLs of `seglog acls add`, as the handlers check them: alice, with
+/// her topic's and group's ACLs, produces, consumes and commits; eve, without ACLs, is refused
+/// with TOPIC_AUTHORIZATION_FAILED; mallory, with her topic's ACLs but none for her group,
+/// produces and is refused with GROUP_AUTHORIZATION_FAILED; the mTLS principal
+/// `User:seglog-client` without ACLs gets TOPIC_AUTHORIZATION_FAILED (with them,
+/// `confluent_kafka_over_mtls_...` works).
 #[test]
-#[ignore = "the handlers check ACLs once the authz branch lands: run with --ignored on it"]
 fn principals_without_acls_are_refused_by_confluent_kafka_and_kafka_python() {
     let Some(python) = python() else { return };
     let temp = tempfile::tempdir().expect("tempdir");
