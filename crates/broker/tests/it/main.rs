@@ -14,5 +14,6 @@ mod metrics;
 mod protocol;
 mod rdkafka;
 mod rdkafka_groups;
+mod rdkafka_security;
 mod rdkafka_txn;
 mod txn;
