@@ -48,13 +48,13 @@ impl SecurityProtocol {
     }
 
     /// Whether connections are TLS.
-    pub const fn is_tls(self) -> bool {
-        matches!(self, Self::Ssl | Self::SaslSsl)
+    pub fn is_tls(self) -> bool {
+        self == Self::Ssl || self == Self::SaslSsl
     }
 
     /// Whether clients authenticate with SASL.
-    pub const fn is_sasl(self) -> bool {
-        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    pub fn is_sasl(self) -> bool {
+        self == Self::SaslPlaintext || self == Self::SaslSsl
     }
 }
 

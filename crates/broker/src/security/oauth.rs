@@ -855,7 +855,7 @@ impl OAuthBearerServer {
 
     /// Whether the exchange completed successfully (Kafka's `isComplete()`).
     pub(crate) fn is_complete(&self) -> bool {
-        matches!(self.state, ServerState::Complete { .. })
+        std::matches!(self.state, ServerState::Complete { .. })
     }
 
     /// The validated token, once complete (Kafka's `OAUTHBEARER.token` negotiated property).
@@ -1507,10 +1507,10 @@ mod tests {
             TokenValidator::Unsecured(options(&[(REQUIRED_SCOPE_OPTION, "scope1 scope2")]));
         let error =
             validator.validate(&unsecured_token(&claims), NOW_MS).expect_err("missing scope2");
-        assert!(
-            matches!(&error, OAuthError::InsufficientScope { required_scope, .. } if required_scope == "[scope1, scope2]"),
-            "{error:?}"
-        );
+        let OAuthError::InsufficientScope { required_scope, .. } = &error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(required_scope, "[scope1, scope2]");
         assert_eq!(
             error.challenge_status(),
             Some(("insufficient_scope", Some("[scope1, scope2]")))
@@ -1714,9 +1714,8 @@ mod tests {
             .expect("challenge");
         let error =
             server.evaluate(b"\x01", &unsecured(), NOW_MS).expect_err("ack fails the exchange");
-        assert!(
-            matches!(&error, OAuthError::FailedAfterChallenge { challenge } if challenge == r#"{"status":"invalid_token"}"#)
-        );
+        let OAuthError::FailedAfterChallenge { challenge } = &error else { panic!("{error:?}") };
+        assert_eq!(challenge, r#"{"status":"invalid_token"}"#);
         assert_eq!(error.client_message().as_deref(), Some(r#"{"status":"invalid_token"}"#));
         assert!(matches!(
             server.evaluate(b"\x01", &unsecured(), NOW_MS),
@@ -2350,10 +2349,10 @@ y6vSiZs7+/38Jj+jzgAy1KUsL9mLtPjXP4yD+iEa+WoCvNu5ILEaad8u
             ("file:///", "the file: url names a directory, not a file"),
         ] {
             let error = parse_file_url(url).expect_err("refused");
-            assert!(
-                matches!(&error, OAuthError::InvalidJwksUrl { reason: r, .. } if r == reason),
-                "{url}: {error}"
-            );
+            let OAuthError::InvalidJwksUrl { reason: found, .. } = &error else {
+                panic!("{url}: {error}")
+            };
+            assert_eq!(found, reason, "{url}");
         }
         assert_eq!(
             parse_file_url("https://idp/jwks").expect_err("http").to_string(),

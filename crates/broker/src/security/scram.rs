@@ -678,7 +678,7 @@ impl ScramServer {
 
     /// Kafka's `isComplete`.
     pub(crate) fn is_complete(&self) -> bool {
-        matches!(self.state, ServerState::Complete)
+        std::matches!(self.state, ServerState::Complete)
     }
 
     /// Handles the client-first message and returns the server-first message. `lookup` gets the
@@ -918,7 +918,7 @@ impl ScramClient {
 
     /// True once the server-final signature has been verified.
     pub(crate) fn is_complete(&self) -> bool {
-        matches!(self.state, ClientState::Complete)
+        std::matches!(self.state, ClientState::Complete)
     }
 }
 
@@ -1526,10 +1526,8 @@ mod tests {
         for message in [&b""[..], b"n,,", b"garbage", b"\xff\xfe", b"n,,n=userA", b"n,,n=a=b,r=x"] {
             let mut server = ScramServer::new(mechanism).expect("server");
             let error = server.client_first(message, store(mechanism)).expect_err("malformed");
-            assert!(
-                matches!(error, ScramError::Malformed { message: CLIENT_FIRST_NAME, .. }),
-                "{error}"
-            );
+            let ScramError::Malformed { message, .. } = &error else { panic!("{error}") };
+            assert_eq!(*message, CLIENT_FIRST_NAME);
         }
         for message in [&b""[..], b"c=biws", b"c=biws,r=x,p=", b"\xff", b"c=biws,r=x,p=a"] {
             let mut server = ScramServer::with_nonce(mechanism, "srv");
@@ -1537,14 +1535,11 @@ mod tests {
                 .client_first(&client_first_message(USER_A, None), store(mechanism))
                 .expect("first");
             let error = server.client_final(message).expect_err("malformed");
-            assert!(
-                matches!(
-                    error,
-                    ScramError::Malformed { message: CLIENT_FINAL_NAME, .. }
-                        | ScramError::InvalidNonce
-                ),
-                "{error}"
-            );
+            match &error {
+                ScramError::Malformed { message, .. } => assert_eq!(*message, CLIENT_FINAL_NAME),
+                ScramError::InvalidNonce => {}
+                other => panic!("{other}"),
+            }
         }
         // A well-formed proof of the wrong length is a credential failure, not a panic.
         let mut server = ScramServer::with_nonce(mechanism, "srv");

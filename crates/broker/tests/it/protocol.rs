@@ -138,6 +138,104 @@ pub(crate) async fn fetch_all(client: &mut Client, topic: &str, offset: i64) -> 
     records(partition.records.as_deref().unwrap_or_default())
 }
 
+/// The security APIs on a PLAINTEXT listener without an authorizer, as Kafka answers them:
+/// the SASL APIs outside an exchange get ILLEGAL_SASL_STATE, the ACL APIs SECURITY_DISABLED,
+/// and SCRAM credentials and client quotas are served. tests/it/authz.rs and the broker's
+/// security tests cover them with an authorizer and over SASL.
+async fn security_api_answers(client: &mut Client, key: ApiKey, version: i16) {
+    use kafka_protocol::ResponseError;
+    use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    use kafka_protocol::messages::create_acls_request::AclCreation;
+    use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+    use kafka_protocol::messages::{
+        AlterClientQuotasRequest, AlterUserScramCredentialsRequest, CreateAclsRequest,
+        DeleteAclsRequest, DescribeAclsRequest, DescribeClientQuotasRequest,
+        DescribeUserScramCredentialsRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    };
+    let illegal = ResponseError::IllegalSaslState.code();
+    let disabled = ResponseError::SecurityDisabled.code();
+    match key {
+        ApiKey::SaslHandshake => {
+            let request = SaslHandshakeRequest::default().with_mechanism(s("PLAIN"));
+            assert_eq!(client.send(&request, version).await.error_code, illegal, "v{version}");
+        }
+        ApiKey::SaslAuthenticate => {
+            let request = SaslAuthenticateRequest::default();
+            assert_eq!(client.send(&request, version).await.error_code, illegal, "v{version}");
+        }
+        ApiKey::CreateAcls => {
+            let request = CreateAclsRequest::default().with_creations(vec![
+                AclCreation::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("all"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(s("User:alice"))
+                    .with_host(s("*"))
+                    .with_operation(3)
+                    .with_permission_type(3),
+            ]);
+            let response = client.send(&request, version).await;
+            assert_eq!(response.results[0].error_code, disabled, "v{version}");
+        }
+        ApiKey::DescribeAcls => {
+            let request = DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1);
+            assert_eq!(client.send(&request, version).await.error_code, disabled, "v{version}");
+        }
+        ApiKey::DeleteAcls => {
+            let request = DeleteAclsRequest::default().with_filters(vec![
+                DeleteAclsFilter::default()
+                    .with_resource_type_filter(1)
+                    .with_pattern_type_filter(1)
+                    .with_operation(1)
+                    .with_permission_type(1),
+            ]);
+            let response = client.send(&request, version).await;
+            assert_eq!(response.filter_results[0].error_code, disabled, "v{version}");
+        }
+        ApiKey::DescribeUserScramCredentials => {
+            let request = DescribeUserScramCredentialsRequest::default().with_users(None);
+            assert_eq!(client.send(&request, version).await.error_code, 0, "v{version}");
+        }
+        ApiKey::AlterUserScramCredentials => {
+            let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![
+                ScramCredentialUpsertion::default()
+                    .with_name(s("alice"))
+                    .with_mechanism(1)
+                    .with_iterations(4096)
+                    .with_salt(Bytes::from_static(b"salt"))
+                    .with_salted_password(Bytes::from_static(&[7; 32])),
+            ]);
+            let response = client.send(&request, version).await;
+            assert_eq!(response.results[0].error_code, 0, "v{version}: {response:?}");
+        }
+        ApiKey::DescribeClientQuotas => {
+            let request = DescribeClientQuotasRequest::default();
+            assert_eq!(client.send(&request, version).await.error_code, 0, "v{version}");
+        }
+        ApiKey::AlterClientQuotas => {
+            let request = AlterClientQuotasRequest::default().with_entries(vec![
+                EntryData::default()
+                    .with_entity(vec![
+                        EntityData::default()
+                            .with_entity_type(s("client-id"))
+                            .with_entity_name(Some(s("protocol-test"))),
+                    ])
+                    .with_ops(vec![
+                        OpData::default().with_key(s("consumer_byte_rate")).with_value(1e9),
+                    ]),
+            ]);
+            let response = client.send(&request, version).await;
+            assert_eq!(response.entries[0].error_code, 0, "v{version}: {response:?}");
+        }
+        other => panic!("no case for {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn every_api_answers_at_every_advertised_version() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -382,7 +480,7 @@ async fn every_api_answers_at_every_advertised_version() {
                 key if TXN_APIS.contains(&key) => {}
                 // Every version of both is sent, with two log directories, by tests/it/log_dirs.rs.
                 ApiKey::DescribeLogDirs | ApiKey::AlterReplicaLogDirs => {}
-                other => panic!("no case for {other:?}"),
+                key => security_api_answers(&mut client, key, version).await,
             }
         }
     }
