@@ -207,16 +207,15 @@ pub(crate) fn run_users(args: &UsersArgs) -> Result<()> {
             }
         }
         UsersAction::Add { user, password, mechanisms, iterations } => {
-            let password = match password {
-                Some(password) => password.clone(),
-                None => {
-                    let mut line = String::new();
-                    std::io::stdin()
-                        .lock()
-                        .read_line(&mut line)
-                        .context("cannot read the password from stdin")?;
-                    line.trim_end_matches(['\r', '\n']).to_owned()
-                }
+            let password = if let Some(password) = password {
+                password.clone()
+            } else {
+                let mut line = String::new();
+                std::io::stdin()
+                    .lock()
+                    .read_line(&mut line)
+                    .context("cannot read the password from stdin")?;
+                line.trim_end_matches(['\r', '\n']).to_owned()
             };
             anyhow::ensure!(!password.is_empty(), "the password must not be empty");
             let mechanisms = if mechanisms.is_empty() {

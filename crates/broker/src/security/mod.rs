@@ -17,7 +17,7 @@ pub(crate) mod store;
 pub(crate) mod throttle;
 pub(crate) mod tls;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 pub use runtime::SecurityError;
 pub(crate) use runtime::{Security, record_authentication, record_tls_failure};
@@ -52,11 +52,6 @@ impl Session {
     /// `InetAddress.getHostAddress`).
     pub(crate) fn host(&self) -> String {
         self.peer.map_or_else(|| "127.0.0.1".to_owned(), |peer| peer.ip().to_string())
-    }
-
-    /// The client's IP address, when known.
-    pub(crate) fn ip(&self) -> Option<IpAddr> {
-        self.peer.map(|peer| peer.ip())
     }
 }
 

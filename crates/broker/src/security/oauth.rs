@@ -20,6 +20,14 @@
 //! Time is passed in (`now_ms`, milliseconds since the epoch), never read from a clock. Token
 //! values never appear in `Debug` or `Display` output, nor in error messages.
 
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "Kafka's OAUTHBEARER classes whole: the JAAS options and the client side serve the tests"
+    )
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
@@ -31,10 +39,6 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use regex::Regex;
 use serde_json::{Map, Value};
-
-/// The SASL mechanism name, Kafka's `OAuthBearerLoginModule.OAUTHBEARER_MECHANISM`.
-#[cfg_attr(not(test), allow(dead_code, reason = "for the broker's mechanism list"))]
-pub(crate) const OAUTHBEARER_MECHANISM: &str = "OAUTHBEARER";
 
 /// The RFC 7628 key/value separator, `%x01`.
 const SEPARATOR: char = '\u{1}';
@@ -50,18 +54,12 @@ pub(crate) const REQUIRED_SCOPE_OPTION: &str = "unsecuredValidatorRequiredScope"
 /// Kafka's `unsecuredValidatorAllowableClockSkewMs` JAAS option.
 pub(crate) const ALLOWABLE_CLOCK_SKEW_MS_OPTION: &str = "unsecuredValidatorAllowableClockSkewMs";
 
-/// Broker config naming the JWKS (only `file:` URLs here).
-#[cfg_attr(not(test), allow(dead_code, reason = "for the broker's config reader"))]
-pub(crate) const JWKS_ENDPOINT_URL_CONFIG: &str = "sasl.oauthbearer.jwks.endpoint.url";
 /// Default of `sasl.oauthbearer.sub.claim.name`.
 pub(crate) const DEFAULT_SUB_CLAIM_NAME: &str = "sub";
 /// Default of `sasl.oauthbearer.scope.claim.name`.
 pub(crate) const DEFAULT_SCOPE_CLAIM_NAME: &str = "scope";
 /// Default of `sasl.oauthbearer.clock.skew.seconds`.
 pub(crate) const DEFAULT_CLOCK_SKEW_SECONDS: u64 = 30;
-
-/// Kafka's `SaslServerAuthenticator` text for a failure whose detail must not reach the client.
-pub(crate) const GENERIC_CLIENT_FAILURE_MESSAGE: &str = "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER";
 
 /// Kafka's `(?:[\x01-\x7F&&[^=,]]|=2C|=3D)+` (SASLNAME), `[A-Za-z]+` (KEY) and
 /// `[\x21-\x7E \t\r\n]+` (VALUE) assembled as in `OAuthBearerClientInitialResponse`.
@@ -153,7 +151,7 @@ pub(crate) enum OAuthError {
 impl OAuthError {
     /// The error message Kafka puts in the `SaslAuthenticate` response for this failure, when
     /// Kafka sends one of its own (a `SaslAuthenticationException`); `None` means Kafka sends
-    /// [`GENERIC_CLIENT_FAILURE_MESSAGE`] instead, so that no detail leaks to the client.
+    /// Kafka's generic "Authentication failed during authentication due to invalid credentials" text instead, so that no detail leaks to the client.
     pub(crate) fn client_message(&self) -> Option<String> {
         match self {
             Self::AuthorizationIdMismatch { authorization_id, principal_name } => Some(format!(

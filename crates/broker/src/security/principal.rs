@@ -10,6 +10,14 @@
 //! `\d` and `\s` are Unicode-aware (Java's are ASCII), and case-insensitive matching `(?i)` is
 //! not available (the crate is built without Unicode case tables).
 
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "Kafka's principal classes whole: the SASL builder and accessors serve the tests"
+    )
+)]
+
 use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;

@@ -12,6 +12,14 @@
 //! on the wire as the `ErrorMessage` of AlterClientQuotas and DescribeClientQuotas responses;
 //! [`QuotaError::error_code`] gives Kafka's error code.
 
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "Kafka's ClientQuotaManager whole: the expiry task, defaults and filter builders serve the tests"
+    )
+)]
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::net::IpAddr;
@@ -909,11 +917,6 @@ impl ClientQuotaManager {
             max_entities_tracked: max_entities_tracked.max(1),
             state: Mutex::new(ManagerState::default()),
         }
-    }
-
-    /// The quota type this manager enforces.
-    pub(crate) fn quota_type(&self) -> QuotaType {
-        self.quota_type
     }
 
     fn lock(&self) -> MutexGuard<'_, ManagerState> {

@@ -20,6 +20,14 @@
 //! - `y,` and `p=` gs2 flags are refused with [`ScramError::ChannelBindingUnsupported`] (Kafka
 //!   refuses them as a format error).
 
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "the client side of SCRAM (ScramClient, the server messages' parsers) serves the tests and the fuzz target's seeds"
+    )
+)]
+
 use std::fmt;
 use std::sync::{LazyLock, OnceLock};
 

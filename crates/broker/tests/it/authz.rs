@@ -587,7 +587,10 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         ApiKey::IncrementalAlterConfigs => {
             vec![("Topic", "incremental-alter-configs", "AlterConfigs")]
         }
-        ApiKey::DescribeCluster => vec![("Cluster", "kafka-cluster", "Describe")],
+        ApiKey::DescribeCluster
+        | ApiKey::DescribeLogDirs
+        | ApiKey::DescribeAcls
+        | ApiKey::DescribeUserScramCredentials => vec![("Cluster", "kafka-cluster", "Describe")],
         ApiKey::InitProducerId => vec![
             ("TransactionalId", "init-pid", "Write"),
             ("Cluster", "kafka-cluster", "IdempotentWrite"),
@@ -632,12 +635,8 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         ApiKey::ConsumerGroupHeartbeat => vec![("Group", "cg-heartbeat", "Read")],
         ApiKey::ConsumerGroupDescribe => vec![("Group", "cg-describe", "Describe")],
         ApiKey::AlterReplicaLogDirs => vec![("Cluster", "kafka-cluster", "Alter")],
-        ApiKey::DescribeLogDirs => vec![("Cluster", "kafka-cluster", "Describe")],
         ApiKey::CreateAcls | ApiKey::DeleteAcls | ApiKey::AlterUserScramCredentials => {
             vec![("Cluster", "kafka-cluster", "Alter")]
-        }
-        ApiKey::DescribeAcls | ApiKey::DescribeUserScramCredentials => {
-            vec![("Cluster", "kafka-cluster", "Describe")]
         }
         ApiKey::DescribeClientQuotas => vec![("Cluster", "kafka-cluster", "DescribeConfigs")],
         ApiKey::AlterClientQuotas => vec![("Cluster", "kafka-cluster", "AlterConfigs")],

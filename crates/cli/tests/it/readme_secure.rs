@@ -118,7 +118,7 @@ fn the_secured_quickstart_works_as_written() {
     };
     assert_eq!(client_lines[1], "seq 1 10 | $K -P -t demo");
     assert_eq!(client_lines[2], "$K -C -t demo -e");
-    let numbers: String = (1..=10).map(|i| format!("{i}\n")).collect();
+    let numbers: String = (1..=10).map(|i| i.to_string() + "\n").collect();
     let produced = run(&["-P", "-t", "demo"], &kcat_args, &numbers);
     assert!(produced.status.success(), "{}", String::from_utf8_lossy(&produced.stderr));
     let consumed = run(&["-C", "-t", "demo", "-e"], &kcat_args, "");

@@ -1,6 +1,14 @@
 //! The per-IP connection limits (the `max.connections.per.ip` part of Kafka's
 //! `ConnectionQuotas` in `SocketServer`): a count per client address, with overrides.
 
+#![cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "Kafka's ConnectionQuotas whole: the dynamic updates serve the tests"
+    )
+)]
+
 #[allow(clippy::wildcard_imports, reason = "the parent module's errors and constants")]
 use super::*;
 
