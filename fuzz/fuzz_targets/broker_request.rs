@@ -34,9 +34,12 @@ fn harness() -> &'static Harness {
             .enable_all()
             .build()
             .expect("runtime");
-        let mut config = BrokerConfig::default();
-        config.listener = "127.0.0.1:0".parse().expect("addr");
-        config.metrics_listener = None;
+        let properties =
+            [("listeners", "PLAINTEXT://127.0.0.1:0"), ("seglog.metrics.listener", "")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        let mut config = BrokerConfig::from_properties(&properties).expect("config");
         config.fetch_wait_max_ms = 0;
         config.topic_partitions_max = 8;
         // Joins complete at once unless another member is awaited.

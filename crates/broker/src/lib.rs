@@ -59,6 +59,7 @@ pub use config::BrokerConfig;
 pub use security::SecurityError;
 /// Offline edits of the ACLs and SCRAM users of a stopped broker's directory.
 pub use security::admin as security_admin;
+pub use security::fuzzing;
 pub use server::{ServeError, Server};
 
 /// The state every request handler shares (the role of Kafka's `KafkaApis` with its

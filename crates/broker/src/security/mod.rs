@@ -6,6 +6,7 @@
 
 pub(crate) mod acl;
 pub mod admin;
+pub mod fuzzing;
 pub(crate) mod oauth;
 pub(crate) mod plain;
 pub(crate) mod principal;

@@ -4,6 +4,7 @@
 mod cli;
 mod compact;
 mod dump;
+mod hostile;
 mod inspect;
 mod kill;
 mod readme_secure;
