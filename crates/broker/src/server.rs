@@ -172,15 +172,7 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());
         let mut tasks = JoinSet::new();
-        for (index, listener) in listeners.into_iter().enumerate() {
-            tasks.spawn(accept_loop(
-                Arc::clone(&broker),
-                index,
-                listener,
-                stopped.clone(),
-                Arc::clone(&connections),
-            ));
-        }
+        spawn_accept_loops(&mut tasks, &broker, listeners, &stopped, &connections);
         tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = metrics_listener {
@@ -262,6 +254,28 @@ impl Server {
         })??;
         tracing::info!("seglog broker stopped cleanly");
         Ok(())
+    }
+}
+
+/// One accept loop per listener; `max.connections` counts every listener's connections
+/// together, as in Kafka.
+fn spawn_accept_loops(
+    tasks: &mut JoinSet<()>,
+    broker: &Arc<Broker>,
+    listeners: Vec<TcpListener>,
+    stopped: &watch::Receiver<bool>,
+    connections: &Arc<JoinSetCounter>,
+) {
+    let slots = Arc::new(Semaphore::new(broker.config.max_connections as usize));
+    for (index, listener) in listeners.into_iter().enumerate() {
+        tasks.spawn(accept_loop(
+            Arc::clone(broker),
+            index,
+            listener,
+            stopped.clone(),
+            Arc::clone(connections),
+            Arc::clone(&slots),
+        ));
     }
 }
 
@@ -357,8 +371,8 @@ async fn accept_loop(
     listener: TcpListener,
     mut stopped: watch::Receiver<bool>,
     connections: Arc<JoinSetCounter>,
+    slots: Arc<Semaphore>,
 ) {
-    let slots = Arc::new(Semaphore::new(broker.config.max_connections as usize));
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,

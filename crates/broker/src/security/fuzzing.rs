@@ -1,10 +1,10 @@
-#![doc(hidden)]
-
 //! Hooks for the fuzz targets in `fuzz/` (not an API): a connection's SASL exchange driven frame
 //! by frame exactly as `serve_connection` drives it (`Authentication::new`, then `on_frame` for
 //! each frame), with the invariants a hostile client must not break checked after every step;
 //! seed exchanges built with the broker's own encoders and SCRAM client; and cheap counts of
 //! what an unauthorized client must not be able to change.
+
+#![doc(hidden)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub const SCRAM_PASSWORD: &str = "fuzz-secret";
 pub const FRAME_SEPARATOR: &[u8] = b"\xf0\x9f\x94\x91";
 
 const PEER: SocketAddr =
-    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 1)), 40000);
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 40000);
 
 /// What the last SCRAM messages were, for the markers.
 #[derive(Default)]
@@ -108,6 +108,10 @@ fn view(auth: &Authentication) -> View {
 /// failed handshake or authentication answers with an error and closes, and never leaves a
 /// session behind; a session comes only from a successful SaslAuthenticate (or v0 token), and a
 /// PLAIN or SCRAM session is one of the users in `known_users`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one frame's checks after another, in the order they run"
+)]
 pub async fn sasl_exchange(
     broker: &Arc<Broker>,
     frames: &[Bytes],
@@ -141,7 +145,7 @@ pub async fn sasl_exchange(
                 let api_key = parse_header(&frame).ok().map(|r| r.api_key);
                 if before.is_none() {
                     assert!(
-                        matches!(api_key, None | Some(ApiKey::ApiVersions)),
+                        api_key.is_none_or(|key| key == ApiKey::ApiVersions),
                         "{api_key:?} let through before authentication"
                     );
                     assert_eq!(session.principal, ANONYMOUS, "a principal before authentication");
@@ -185,15 +189,15 @@ pub async fn sasl_exchange(
                 } else {
                     panic!("a SASL answer to an unreadable frame");
                 }
-                if let Some(principal) = &after.principal {
-                    if before.is_none() {
-                        let mechanism = after.session_mechanism.unwrap_or_default();
-                        if mechanism != "OAUTHBEARER" {
-                            assert!(
-                                known_users.iter().any(|u| principal == &format!("User:{u}")),
-                                "{principal} authenticated with {mechanism}"
-                            );
-                        }
+                if let Some(principal) = &after.principal
+                    && before.is_none()
+                {
+                    let mechanism = after.session_mechanism.unwrap_or_default();
+                    if mechanism != "OAUTHBEARER" {
+                        assert!(
+                            known_users.iter().any(|u| principal == &format!("User:{u}")),
+                            "{principal} authenticated with {mechanism}"
+                        );
                     }
                 }
             }

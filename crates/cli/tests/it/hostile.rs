@@ -29,7 +29,7 @@ const SCRAM_CONNECTIONS: usize = 1_000;
 /// The slow loris: TLS connections that never send a ClientHello.
 const LORIS_CONNECTIONS: usize = 200;
 /// `seglog.authentication.timeout.ms` for the test.
-const AUTH_TIMEOUT: Duration = Duration::from_millis(1_000);
+const AUTH_TIMEOUT: Duration = Duration::from_secs(1);
 /// SASL_AUTHENTICATION_FAILED.
 const SASL_AUTHENTICATION_FAILED: i16 = 58;
 /// The good client's worst request latency allowed (produce acknowledged, record consumed)
@@ -186,7 +186,10 @@ fn authenticate_answer(frame: &[u8]) -> (i32, i16, Vec<u8>) {
 /// Whether the broker closed the connection: EOF or a reset, without any more bytes.
 async fn closed(stream: &mut TcpStream) -> bool {
     let mut byte = [0u8; 1];
-    matches!(stream.read(&mut byte).await, Ok(0) | Err(_))
+    match stream.read(&mut byte).await {
+        Ok(0) | Err(_) => true,
+        Ok(_) => false,
+    }
 }
 
 /// One SCRAM-SHA-256 exchange that fails: a client-first for a user that does not exist (the
@@ -219,7 +222,7 @@ async fn failing_scram(addr: &str, i: usize) -> (i16, bool) {
 struct Good {
     produced: AtomicU64,
     consumed: AtomicU64,
-    /// The worst time from send to acknowledgement, in µs.
+    /// The worst time from send to acknowledgement, in microseconds.
     worst_ack_us: AtomicU64,
     /// The worst time from the record's timestamp to its consumption, in ms.
     worst_end_to_end_ms: AtomicU64,
@@ -297,6 +300,7 @@ fn consume(addr: &str, good: &Good, stop: &AtomicBool) {
 }
 
 #[test]
+#[expect(clippy::too_many_lines, reason = "three attacks and their figures, in the order they run")]
 fn hostile_clients_are_cut_off_and_the_broker_keeps_serving_in_bounded_memory() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
