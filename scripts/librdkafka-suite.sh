@@ -330,7 +330,13 @@ CNF
 ssl_port=""
 requested_port=""
 certs="$work_dir/certs"
-broker_args=(--listener "127.0.0.1:$port" --override num.partitions=4)
+# The authorizer is on in every mode, as in trivup's clusters, so that 0081's ACL Admin API
+# cases (CreateAcls, DescribeAcls, DeleteAcls) get answers rather than SECURITY_DISABLED, as
+# from Kafka without authorizer.class.name. Over PLAINTEXT every client is User:ANONYMOUS,
+# allowed where no ACL names the resource (allow.everyone.if.no.acl.found=true).
+broker_args=(--listener "127.0.0.1:$port" --override num.partitions=4
+    --override authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+    --override allow.everyone.if.no.acl.found=true)
 if [ "$security" = sasl_ssl ]; then
     command -v openssl >/dev/null || die "--security sasl_ssl needs the openssl command"
     grep -q '^#define WITH_SSL 1' "$build_dir/config.h" 2>/dev/null ||
