@@ -11,6 +11,7 @@ usage() {
     cat <<'EOF'
 Usage: scripts/broker-bench.sh [-h]
        BENCH_MODE=transactional scripts/broker-bench.sh [-h]
+       scripts/broker-bench.sh --security sasl_ssl [-h]
 
 Measures `seglog serve` and Tansu (in-memory storage) with librdkafka's
 rdkafka_performance: for record sizes 1024 B and 100 B, produce with acks=-1,
@@ -86,21 +87,51 @@ Transactional mode's own environment:
   BENCH_TXN_SKIP_100B=1 1024 B records only
   BENCH_BYTES           defaults to 536870912 (512 MiB) in this mode, as it runs
                         3 x BENCH_TXN_REPEATS of them
+
+Security mode (--security sasl_ssl, or BENCH_MODE=sasl_ssl) measures what TLS and
+SASL cost in `seglog serve`: one broker with a PLAINTEXT and a SASL_SSL listener
+(the certificates from `seglog serve --generate-dev-certs`, a SCRAM user added
+with `seglog users add` before the start; no authorizer, so both listeners do
+the same work apart from TLS and SASL), and rdkafka_performance producing 1024 B
+records (BENCH_BYTES per run, acks=-1, the same linger.ms and batch.size) to
+partition 0 of a fresh topic and consuming them back from offset 0, once over
+PLAINTEXT and once over SASL_SSL with SCRAM-SHA-512, in BENCH_SECURITY_ROUNDS
+interleaved pairs (the order alternates between rounds). Tansu, dd and the
+100 B and latency runs are not run. It prints every run (MB/s, broker and client
+CPU seconds), each pair's TLS/plaintext ratio, their mean and median, and a
+last machine-readable line of the mean ratios:
+
+  ratio_tls_vs_plaintext_produce_1k=X ratio_tls_vs_plaintext_consume_1k=Y
+
+The target is 0.7 for both. It exits 1 if a run failed.
+Security mode's own environment:
+  BENCH_SECURITY_ROUNDS  pairs of runs (default 3)
+  BENCH_BYTES            defaults to 1073741824 (1 GiB) in this mode
 EOF
 }
 
-if [[ $# -gt 0 ]]; then
+while [[ $# -gt 0 ]]; do
     case "$1" in
         -h | --help)
             usage
             exit 0
             ;;
+        --security)
+            [[ $# -ge 2 && $2 == sasl_ssl ]] || {
+                usage >&2
+                exit 2
+            }
+            BENCH_MODE=sasl_ssl
+            shift
+            ;;
+        --security=sasl_ssl) BENCH_MODE=sasl_ssl ;;
         *)
             usage >&2
             exit 2
             ;;
     esac
-fi
+    shift
+done
 
 log() { printf '== %s\n' "$*" >&2; }
 die() {
@@ -116,9 +147,11 @@ BENCH_MODE=${BENCH_MODE:-default}
 case $BENCH_MODE in
     default) BENCH_BYTES=${BENCH_BYTES:-4294967296} ;;
     transactional) BENCH_BYTES=${BENCH_BYTES:-536870912} ;;
-    *) die "BENCH_MODE must be 'default' or 'transactional', got '$BENCH_MODE'" ;;
+    sasl_ssl) BENCH_BYTES=${BENCH_BYTES:-1073741824} ;;
+    *) die "BENCH_MODE must be 'default', 'transactional' or 'sasl_ssl', got '$BENCH_MODE'" ;;
 esac
 BENCH_TXN_REPEATS=${BENCH_TXN_REPEATS:-3}
+BENCH_SECURITY_ROUNDS=${BENCH_SECURITY_ROUNDS:-3}
 BENCH_BYTES_100B=${BENCH_BYTES_100B:-$((BENCH_BYTES / 4))}
 BENCH_RAW_BYTES=${BENCH_RAW_BYTES:-$BENCH_BYTES}
 BENCH_DATA_DIR=${BENCH_DATA_DIR:-$tmp_root}
@@ -130,7 +163,7 @@ BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-600}
 BENCH_LAT_WINDOW_KB=${BENCH_LAT_WINDOW_KB:-1024}
 
 for v in BENCH_BYTES BENCH_BYTES_100B BENCH_RAW_BYTES BENCH_LINGER_MS BENCH_BATCH_SIZE \
-    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB BENCH_TXN_REPEATS; do
+    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB BENCH_TXN_REPEATS BENCH_SECURITY_ROUNDS; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
 done
 
@@ -622,6 +655,174 @@ run_transactional_mode() {
     ((txn_failed_runs == 0))
 }
 
+# ---------------------------------------------------------------- security mode
+
+declare -A S # results: S[variant,round,key]
+sec_variants=(plaintext sasl_ssl)
+sec_failed_runs=0
+sec_user=bench
+sec_password=bench-secret
+
+# sec_client_args VARIANT -> the rdkafka_performance -X arguments of that listener, one a line
+sec_client_args() {
+    if [[ $1 == sasl_ssl ]]; then
+        printf '%s\n' -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 \
+            -X "sasl.username=$sec_user" -X "sasl.password=$sec_password" \
+            -X "ssl.ca.location=$sec_certs/ca.pem"
+    fi
+}
+
+# sec_cpu T0 T1 -> CPU seconds between two cpu_ticks readings
+sec_cpu() { awk -v a="$1" -v b="$2" -v h="$clk_tck" 'BEGIN { printf "%.1f\n", (b - a) / h }'; }
+
+# sec_run VARIANT ROUND PORT PID: produce 1 KiB records to a fresh topic, consume them back
+sec_run() {
+    local variant=$1 round=$2 port=$3 pid=$4 count=$count_1k
+    local topic="bench-$variant-r$round-$RANDOM"
+    local plog=$work_dir/$variant-r$round-produce.log clog=$work_dir/$variant-r$round-consume.log
+    local args=() t0 t1 rc=0 line n TIMEFORMAT='client-cpu %U %S'
+    mapfile -t args < <(sec_client_args "$variant")
+    log "seglog: round $round, $variant: produce $count x 1024 B to $topic (acks=-1)"
+    t0=$(cpu_ticks "$pid")
+    { time produce "$variant" "$port" "$topic" 1024 "$count" "$plog" "${args[@]}" >"$plog.line"; } \
+        2>"$plog.time"
+    t1=$(cpu_ticks "$pid")
+    line=$(cat "$plog.line")
+    grep -v '^client-cpu ' "$plog.time" >&2 || true
+    S[$variant,$round,p_bcpu]=$(sec_cpu "$t0" "$t1")
+    S[$variant,$round,p_ccpu]=$(awk '$1 == "client-cpu" { printf "%.1f\n", $2 + $3 }' "$plog.time" 2>/dev/null || true)
+    S[$variant,$round,p_mbs]=$(sed -nE 's/.* msgs\/s and ([0-9.]+) MB\/s.*/\1/p' <<<"$line")
+    n=$(sed -nE 's/.*bytes\), ([0-9]+) delivered.*/\1/p' <<<"$line")
+    if [[ -z ${S[$variant,$round,p_mbs]} || $n != "$count" ]]; then
+        log "$variant round $round: the produce run failed or lost records (${n:-0} of $count acknowledged)"
+        S[$variant,$round,p_mbs]=FAILED
+        sec_failed_runs=$((sec_failed_runs + 1))
+    fi
+    log "seglog: round $round, $variant: consume $count x 1024 B from offset 0"
+    t0=$(cpu_ticks "$pid")
+    { time timeout "$BENCH_RUN_TIMEOUT" "$perf" -C -t "$topic" -p 0 -b "127.0.0.1:$port" \
+        -o beginning -c "$count" "${args[@]}" >"$clog" 2>&1; } 2>"$clog.time" || rc=$?
+    t1=$(cpu_ticks "$pid")
+    S[$variant,$round,c_bcpu]=$(sec_cpu "$t0" "$t1")
+    S[$variant,$round,c_ccpu]=$(awk '$1 == "client-cpu" { printf "%.1f\n", $2 + $3 }' "$clog.time" 2>/dev/null || true)
+    line=$(grep 'consumed in' "$clog" | tail -n 1 || true)
+    errors_of "$clog"
+    S[$variant,$round,c_mbs]=$(sed -nE 's/.*msgs\/s \(([0-9.]+) MB\/s\).*/\1/p' <<<"$line")
+    n=$(sed -nE 's/^% ([0-9]+) messages \(.*/\1/p' <<<"$line")
+    if [[ $rc -ne 0 || -z ${S[$variant,$round,c_mbs]} || $n != "$count" ]]; then
+        log "$variant round $round: consumer exit code $rc (124 = timed out), ${n:-0} of $count records; last lines of $clog:"
+        tail -n 5 "$clog" >&2 || true
+        S[$variant,$round,c_mbs]=FAILED
+        sec_failed_runs=$((sec_failed_runs + 1))
+    fi
+    kill -0 "$pid" 2>/dev/null || die "seglog exited during the run; last lines of $seglog_log: $(tail -n 5 "$seglog_log")"
+}
+
+# sec_stats KIND -> "ratio-per-round... mean median ratio-of-means" of sasl_ssl/plaintext
+sec_stats() {
+    local kind=$1 round
+    for round in $(seq 1 "$BENCH_SECURITY_ROUNDS"); do
+        printf '%s %s\n' "${S[sasl_ssl,$round,$kind]:-n/a}" "${S[plaintext,$round,$kind]:-n/a}"
+    done | awk '
+        $1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 + 0 > 0 {
+            r[++n] = $1 / $2; st += $1; sp += $2; rs = rs sprintf("%.2f ", $1 / $2); next }
+        { rs = rs "n/a " }
+        END {
+            if (!n) { print rs "n/a n/a n/a"; exit }
+            for (i = 1; i <= n; i++) s += r[i]
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+            med = (n % 2) ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+            printf "%s%.2f %.2f %.2f\n", rs, s / n, med, st / sp }'
+}
+
+run_security_mode() {
+    grep -q '^#define WITH_SSL 1' "$BENCH_LIBRDKAFKA_DIR/config.h" 2>/dev/null ||
+        die "rdkafka_performance in $BENCH_LIBRDKAFKA_DIR was built without SSL (install libssl-dev, remove the directory, rerun)"
+    ((BENCH_SECURITY_ROUNDS >= 1)) || die "BENCH_SECURITY_ROUNDS must be at least 1"
+    fs_type=$(stat -f -c %T "$data_parent" 2>/dev/null || echo unknown)
+    local need_kb=$((2 * BENCH_SECURITY_ROUNDS * (BENCH_BYTES / 1024) * 12 / 10)) avail_kb
+    avail_kb=$(df -Pk "$data_parent" | awk 'NR == 2 { print $4 }')
+    if [[ $avail_kb =~ ^[0-9]+$ ]] && ((avail_kb < need_kb)); then
+        die "$data_parent has $((avail_kb / 1024)) MiB free, $((2 * BENCH_SECURITY_ROUNDS)) runs need about $((need_kb / 1024)) MiB; lower BENCH_BYTES"
+    fi
+    sec_certs=$work_dir/certs
+    "$SEGLOG_BIN" serve --generate-dev-certs "$sec_certs" >"$work_dir/dev-certs.log" 2>&1 ||
+        die "seglog serve --generate-dev-certs failed: $(tail -n 3 "$work_dir/dev-certs.log")"
+    seglog_dir=$data_parent/seglog-data
+    mkdir -p "$seglog_dir"
+    "$SEGLOG_BIN" users add --log-dir "$seglog_dir" --user "$sec_user" --password "$sec_password" \
+        --mechanism SCRAM-SHA-512 >"$work_dir/users.log" 2>&1 ||
+        die "seglog users add failed: $(tail -n 3 "$work_dir/users.log")"
+    local plain_port tls_port round variant order=()
+    plain_port=$(free_port)
+    tls_port=$(free_port)
+    while [[ $tls_port == "$plain_port" ]]; do tls_port=$(free_port); done
+    seglog_log=$work_dir/seglog.stderr
+    log "seglog: $SEGLOG_BIN serve, PLAINTEXT on 127.0.0.1:$plain_port, SASL_SSL on 127.0.0.1:$tls_port, log dir $seglog_dir ($fs_type)"
+    "$SEGLOG_BIN" serve --log-dir "$seglog_dir" --metrics-listener '' \
+        --listener "PLAINTEXT://127.0.0.1:$plain_port,SASL_SSL://127.0.0.1:$tls_port" \
+        --override ssl.keystore.type=PEM --override "ssl.keystore.location=$sec_certs/server.pem" \
+        --override sasl.enabled.mechanisms=SCRAM-SHA-512 >"$seglog_log" 2>&1 &
+    seglog_pid=$!
+    pids+=("$seglog_pid")
+    wait_port "$plain_port" "$seglog_pid" seglog "$seglog_log" || die "seglog did not start"
+    wait_port "$tls_port" "$seglog_pid" seglog "$seglog_log" || die "seglog did not start its SASL_SSL listener"
+    for round in $(seq 1 "$BENCH_SECURITY_ROUNDS"); do
+        order=("${sec_variants[@]}")
+        ((round % 2 == 1)) || order=(sasl_ssl plaintext)
+        for variant in "${order[@]}"; do
+            if [[ $variant == sasl_ssl ]]; then
+                sec_run "$variant" "$round" "$tls_port" "$seglog_pid"
+            else
+                sec_run "$variant" "$round" "$plain_port" "$seglog_pid"
+            fi
+        done
+    done
+    seglog_rss_kb=$(awk '/^VmHWM/ { print $2 }' "/proc/$seglog_pid/status" 2>/dev/null || echo "?")
+    stop_pid "$seglog_pid"
+    seglog_warn=$(grep -ciE 'warn|error|panic' "$seglog_log" || true)
+    if [[ $seglog_warn -gt 0 ]]; then
+        log "seglog: $seglog_warn WARN/ERROR/panic lines in its stderr; first ones:"
+        grep -iE 'warn|error|panic' "$seglog_log" | head -n 5 >&2 || true
+    fi
+    rm -rf "$seglog_dir"
+
+    local elapsed=$((SECONDS - start_s)) fmt kind what n st=()
+    sv() { local x=${S[$1]:-}; printf '%s' "${x:-n/a}"; }
+    echo
+    echo "seglog: $SEGLOG_BIN"
+    echo "mode: sasl_ssl (seglog only; one broker with a PLAINTEXT and a SASL_SSL listener; no authorizer)"
+    echo "records per run: 1024 B x $count_1k; producer acks=-1 linger.ms=$BENCH_LINGER_MS batch.size=$BENCH_BATCH_SIZE, partition 0 of a fresh topic per run, consumed back from offset 0"
+    echo "sasl_ssl: TLS (rustls; the dev certificates) and SASL SCRAM-SHA-512; $BENCH_SECURITY_ROUNDS interleaved rounds (the order alternates)"
+    echo "MB/s = 10^6 payload bytes/s; cpu_s = CPU seconds of the broker (b) and of rdkafka_performance (c) during the run"
+    echo
+    fmt='%5s %-9s %10s %12s %12s %10s %12s %12s\n'
+    # shellcheck disable=SC2059
+    printf "$fmt" round listener prod_MB/s prod_b_cpu_s prod_c_cpu_s cons_MB/s cons_b_cpu_s cons_c_cpu_s
+    for round in $(seq 1 "$BENCH_SECURITY_ROUNDS"); do
+        for variant in "${sec_variants[@]}"; do
+            # shellcheck disable=SC2059
+            printf "$fmt" "$round" "$variant" "$(sv "$variant,$round,p_mbs")" "$(sv "$variant,$round,p_bcpu")" \
+                "$(sv "$variant,$round,p_ccpu")" "$(sv "$variant,$round,c_mbs")" \
+                "$(sv "$variant,$round,c_bcpu")" "$(sv "$variant,$round,c_ccpu")"
+        done
+    done
+    echo
+    declare -gA SR=()
+    for kind in p_mbs c_mbs; do
+        read -r -a st <<<"$(sec_stats "$kind")"
+        n=${#st[@]}
+        SR[$kind]=${st[n - 3]}
+        what=produce
+        [[ $kind == c_mbs ]] && what=consume
+        echo "sasl_ssl/plaintext $what MB/s, 1 KiB: per round ${st[*]:0:n-3}; mean ${st[n - 3]}, median ${st[n - 2]}, ratio of the mean MB/s ${st[n - 1]} (target >= 0.7)"
+    done
+    ((sec_failed_runs == 0)) || echo "FAILED runs: $sec_failed_runs (see the messages above)"
+    echo "elapsed: ${elapsed} s; load average at start: $load_start, at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') ($(nproc 2>/dev/null || echo '?') CPUs); seglog peak RSS ${seglog_rss_kb} kB"
+    echo "ratio_tls_vs_plaintext_produce_1k=${SR[p_mbs]} ratio_tls_vs_plaintext_consume_1k=${SR[c_mbs]}"
+    ((sec_failed_runs == 0))
+}
+
 # ---------------------------------------------------------------- main
 
 start_s=$SECONDS
@@ -640,6 +841,11 @@ fi
 if [[ $BENCH_MODE == transactional ]]; then
     rc=0
     run_transactional_mode || rc=$?
+    exit "$rc"
+fi
+if [[ $BENCH_MODE == sasl_ssl ]]; then
+    rc=0
+    run_security_mode || rc=$?
     exit "$rc"
 fi
 
