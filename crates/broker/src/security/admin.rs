@@ -5,9 +5,9 @@
 use seglog_storage::manager::LogManager;
 
 use super::acl::{AclBinding, AclBindingFilter, validate_new_acl};
-use super::runtime::{binding_of, credential_of};
+use super::runtime::{binding_of, credential_of, stored_acl};
 use super::scram::{ScramCredential, ScramMechanism, random_salt};
-use super::store::{SECURITY_FILE, SECURITY_FILE_BYTES_MAX, SecurityState, StoredAcl, StoredScram};
+use super::store::{SECURITY_FILE, SECURITY_FILE_BYTES_MAX, SecurityState, StoredScram};
 
 /// Why an offline change could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -80,15 +80,7 @@ pub fn add_acls(manager: &LogManager, specs: &[AclSpec]) -> Result<usize, AdminE
     for spec in specs {
         let binding = spec.binding()?;
         validate_new_acl(&binding).map_err(|e| AdminError::Invalid(format!("{binding}: {e}")))?;
-        let stored = StoredAcl {
-            resource_type: binding.resource_type.name().to_owned(),
-            resource_name: binding.resource_name.clone(),
-            pattern_type: binding.pattern_type.name().to_owned(),
-            principal: binding.principal.clone(),
-            host: binding.host.clone(),
-            operation: binding.operation.name().to_owned(),
-            permission: binding.permission.name().to_owned(),
-        };
+        let stored = stored_acl(&binding);
         if !state.acls.contains(&stored) {
             state.acls.push(stored);
             added += 1;

@@ -138,7 +138,7 @@ fn listener_runtime(config: &BrokerConfig, index: usize) -> Result<ListenerRunti
 }
 
 /// An ACL as stored, from a binding.
-fn stored_acl(binding: &AclBinding) -> StoredAcl {
+pub(crate) fn stored_acl(binding: &AclBinding) -> StoredAcl {
     StoredAcl {
         resource_type: binding.resource_type.name().to_owned(),
         resource_name: binding.resource_name.clone(),

@@ -343,10 +343,8 @@ fn dev_certs(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) 
     (keystore, ca_path)
 }
 
-async fn tls_connect(
-    server: &Server,
-    ca: &std::path::Path,
-) -> Client<tokio_rustls::client::TlsStream<TcpStream>> {
+/// A TLS connector that trusts only the CA in `ca` (PEM).
+fn connector(ca: &std::path::Path) -> tokio_rustls::TlsConnector {
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).expect("ca") {
@@ -358,11 +356,23 @@ async fn tls_connect(
         .expect("versions")
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp =
-        TcpStream::connect(server.listener_addr("SASL_SSL").expect("listener")).await.expect("tcp");
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+async fn tls_handshake(
+    server: &Server,
+    ca: &std::path::Path,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let tcp = TcpStream::connect(server.listener_addr("SASL_SSL").expect("listener")).await?;
     let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    Client::new(connector.connect(name, tcp).await.expect("tls handshake"))
+    connector(ca).connect(name, tcp).await
+}
+
+async fn tls_connect(
+    server: &Server,
+    ca: &std::path::Path,
+) -> Client<tokio_rustls::client::TlsStream<TcpStream>> {
+    Client::new(tls_handshake(server, ca).await.expect("tls handshake"))
 }
 
 #[tokio::test]
@@ -569,22 +579,7 @@ async fn a_replaced_keystore_is_used_without_a_restart() {
 }
 
 async fn try_tls_connect(server: &Server, ca: &std::path::Path) -> bool {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).expect("ca") {
-        roots.add(cert.expect("cert")).expect("root");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-    let tcp =
-        TcpStream::connect(server.listener_addr("SASL_SSL").expect("listener")).await.expect("tcp");
-    let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-    connector.connect(name, tcp).await.is_ok()
+    tls_handshake(server, ca).await.is_ok()
 }
 
 /// `max.connections.per.ip`: a client address past its limit is closed at once, the others
