@@ -430,11 +430,13 @@ async fn accept_connection(
         return serve_connection(broker, stream, auth, stopped).await;
     };
     let timeout = Duration::from_millis(broker.config.security.authentication_timeout_ms);
-    let handshake = tokio::time::timeout(timeout, tls.acceptor().accept(stream)).await;
+    let handshake =
+        tokio::time::timeout(timeout, tls.acceptor().accept(stream).into_fallible()).await;
     let stream = match handshake {
         Ok(Ok(stream)) => stream,
-        Ok(Err(error)) => {
+        Ok(Err((error, tcp))) => {
             crate::security::record_tls_failure(broker, listener_index);
+            close_after_alert(tcp).await;
             return Err(CloseReason::Tls(error.to_string()));
         }
         Err(_) => {
@@ -460,6 +462,27 @@ async fn accept_connection(
     };
     let auth = Authentication::new(broker, listener_index, peer, principal);
     serve_connection(broker, stream, auth, stopped).await
+}
+
+/// How long a refused TLS client is given to read the alert before its socket is dropped.
+const TLS_ALERT_LINGER: Duration = Duration::from_millis(500);
+
+/// Closes a connection whose TLS handshake failed so that the client reads the alert rustls
+/// wrote (Kafka's clients report it as an SSL error): our side is shut down (FIN after the
+/// alert), and what the client still sends is read and dropped until it closes or
+/// `TLS_ALERT_LINGER` passes. Dropping the socket with unread bytes would send a reset, which
+/// can discard the alert before the client reads it.
+async fn close_after_alert(mut tcp: TcpStream) {
+    let _ = tcp.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let drain = async {
+        while let Ok(read) = tcp.read(&mut sink).await {
+            if read == 0 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(TLS_ALERT_LINGER, drain).await;
 }
 
 /// Reloads listeners' certificates when their files change (`seglog.ssl.reload.interval.ms`).
