@@ -38,6 +38,16 @@ fn readme_secured_blocks() -> (Vec<String>, Vec<String>) {
     (blocks[0].clone(), blocks[1].clone())
 }
 
+/// Kills the broker when the test ends, also when an assertion fails.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn seglog_args(line: &str) -> Vec<String> {
     let rest = line.strip_prefix("cargo run --release -- ").expect("a seglog command");
     rest.split_whitespace().map(str::to_owned).collect()
@@ -78,6 +88,7 @@ fn the_secured_quickstart_works_as_written() {
         .spawn()
         .expect("serve starts");
     let stderr = child.stderr.take().expect("stderr");
+    let _broker = KillOnDrop(child);
     let (sender, receiver) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -136,6 +147,4 @@ fn the_secured_quickstart_works_as_written() {
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
