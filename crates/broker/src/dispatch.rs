@@ -31,7 +31,10 @@ pub(crate) enum Outcome {
 
 /// Parses the header: the API key and version come first, and the header version follows
 /// from them (not from the message version alone).
-pub(crate) fn parse_header(frame: &Bytes) -> Result<Request, Error> {
+pub(crate) fn parse_header(
+    frame: &Bytes,
+    session: Arc<crate::security::Session>,
+) -> Result<Request, Error> {
     let Some(&[k0, k1, v0, v1]) = frame.get(0..4) else {
         return Err(Error::NoHeader { len: frame.len() });
     };
@@ -42,8 +45,13 @@ pub(crate) fn parse_header(frame: &Bytes) -> Result<Request, Error> {
     let mut buf = frame.clone();
     let header = RequestHeader::decode(&mut buf, header_version)
         .map_err(|error| Error::HeaderDecode(error.into()))?;
-    let session = Arc::new(crate::security::Session::local(crate::security::ANONYMOUS));
     Ok(Request { header, api_key, version, body: buf, session })
+}
+
+/// The API key of a request frame, read from its first two bytes without parsing the header.
+pub(crate) fn peek_api_key(frame: &Bytes) -> Option<ApiKey> {
+    let &[k0, k1] = frame.get(0..2)? else { return None };
+    ApiKey::try_from(i16::from_be_bytes([k0, k1])).ok()
 }
 
 pub(crate) fn frame(
@@ -104,7 +112,7 @@ pub(crate) async fn handle_throttled(
     session: &Arc<crate::security::Session>,
 ) -> (Outcome, Throttle) {
     let request_bytes = frame_bytes.len();
-    let mut request = match parse_header(&frame_bytes) {
+    let request = match parse_header(&frame_bytes, Arc::clone(session)) {
         Ok(request) => request,
         Err(reason) => {
             // An ApiVersions request of a version we do not know may have a header we cannot
@@ -124,7 +132,6 @@ pub(crate) async fn handle_throttled(
             return (Outcome::Close(reason), Throttle::default());
         }
     };
-    request.session = Arc::clone(session);
     let api_key = request.api_key;
     let Some((min, max)) = supported_versions(api_key) else {
         return (Outcome::Close(Error::NotEnabled(api_key)), Throttle::default());
@@ -171,12 +178,19 @@ mod tests {
 
     use super::*;
 
+    fn anonymous() -> Arc<crate::security::Session> {
+        Arc::new(crate::security::Session::local(crate::security::ANONYMOUS))
+    }
+
     #[test]
     fn header_of_fewer_than_four_bytes_is_refused() {
-        let error = parse_header(&Bytes::from_static(&[0, 18, 0])).err().map(|e| e.to_string());
+        let error = parse_header(&Bytes::from_static(&[0, 18, 0]), anonymous())
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(error.as_deref(), Some("a 3-byte request has no header"));
-        let error =
-            parse_header(&Bytes::from_static(&[0x7f, 0x7f, 0, 0])).err().map(|e| e.to_string());
+        let error = parse_header(&Bytes::from_static(&[0x7f, 0x7f, 0, 0]), anonymous())
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(error.as_deref(), Some("unknown api key 32639"));
     }
 

@@ -131,7 +131,8 @@ pub async fn sasl_exchange(
         let raw = now.raw;
         let frame = substitute(frame, raw, &seen);
         let before = now.principal;
-        let parsed = if raw { None } else { parse_header(&frame).ok() };
+        let parsed =
+            if raw { None } else { parse_header(&frame, Arc::new(Session::local(ANONYMOUS))).ok() };
         let sent_token = if raw {
             Some(frame.to_vec())
         } else {
@@ -142,7 +143,9 @@ pub async fn sasl_exchange(
         let scram = now.scram;
         match auth.on_frame(broker, frame.clone()).await {
             Step::Dispatch(frame, session) => {
-                let api_key = parse_header(&frame).ok().map(|r| r.api_key);
+                let api_key = parse_header(&frame, Arc::new(Session::local(ANONYMOUS)))
+                    .ok()
+                    .map(|r| r.api_key);
                 if before.is_none() {
                     assert!(
                         api_key.is_none_or(|key| key == ApiKey::ApiVersions),
@@ -237,7 +240,9 @@ fn substitute(frame: &Bytes, raw: bool, seen: &ScramSeen) -> Bytes {
     if raw {
         return Bytes::from(replace_markers(frame, seen));
     }
-    let Ok(request) = parse_header(frame) else { return frame.clone() };
+    let Ok(request) = parse_header(frame, Arc::new(Session::local(ANONYMOUS))) else {
+        return frame.clone();
+    };
     if request.api_key != ApiKey::SaslAuthenticate {
         return frame.clone();
     }

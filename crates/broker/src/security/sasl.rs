@@ -25,7 +25,7 @@ use super::oauth::{OAuthBearerServer, OAuthStep};
 use super::scram::{ScramMechanism, ScramServer};
 use super::{ANONYMOUS, Session, plain};
 use crate::Broker;
-use crate::dispatch::{self, parse_header};
+use crate::dispatch::{self, parse_header, peek_api_key};
 use crate::handlers::now_ms;
 use crate::request::Request;
 use crate::server::CloseReason;
@@ -167,19 +167,27 @@ impl Authentication {
         if let State::Authenticate { raw: true, .. } = self.state {
             return self.raw_token(broker, &frame).await;
         }
-        // An unreadable header is dispatch's to refuse (it answers an unknown ApiVersions).
-        let Ok(request) = parse_header(&frame) else {
+        let authenticating = !matches!(self.state, State::Complete);
+        // The hot path: an authenticated connection's request (the whole of a PLAINTEXT or SSL
+        // listener's traffic) needs only its API key here; dispatch parses the header once.
+        // An unreadable key is dispatch's to refuse (it answers an unknown ApiVersions).
+        let Some(api_key) = peek_api_key(&frame) else {
             return Step::Dispatch(frame, self.current_or_anonymous());
         };
-        let authenticating = !matches!(self.state, State::Complete);
-        match request.api_key {
-            ApiKey::ApiVersions => Step::Dispatch(frame, self.current_or_anonymous()),
-            ApiKey::SaslHandshake if self.is_sasl(broker) => self.handshake(broker, &request).await,
-            ApiKey::SaslAuthenticate
-                if matches!(self.state, State::Authenticate { raw: false, .. }) =>
-            {
-                self.authenticate(broker, &request).await
+        let sasl_api = matches!(api_key, ApiKey::SaslHandshake | ApiKey::SaslAuthenticate);
+        if sasl_api && self.is_sasl(broker) {
+            let Ok(request) = parse_header(&frame, self.current_or_anonymous()) else {
+                return Step::Dispatch(frame, self.current_or_anonymous());
+            };
+            if api_key == ApiKey::SaslHandshake {
+                return self.handshake(broker, &request).await;
             }
+            if matches!(self.state, State::Authenticate { raw: false, .. }) {
+                return self.authenticate(broker, &request).await;
+            }
+        }
+        match api_key {
+            ApiKey::ApiVersions => Step::Dispatch(frame, self.current_or_anonymous()),
             _ if authenticating => {
                 let stage = if matches!(self.state, State::Handshake) {
                     "handshake"
@@ -190,8 +198,7 @@ impl Authentication {
                     prefix: None,
                     body: None,
                     reason: CloseReason::Authentication(format!(
-                        "Unexpected Kafka request of type {:?} during SASL {stage}",
-                        request.api_key
+                        "Unexpected Kafka request of type {api_key:?} during SASL {stage}"
                     )),
                 }
             }
