@@ -151,6 +151,13 @@ def commit(bootstrap, prefix):
                 consumer = Consumer({"bootstrap.servers": bootstrap,
                                      "group.id": f"{prefix}-group-{g}",
                                      "enable.auto.commit": False, "broker.address.family": "v4"})
+                # The coordinator first. librdkafka defers a commit made before it knows the
+                # group's coordinator, and once it does it puts the deferred commits *behind*
+                # the newer ones still queued (rdkafka_cgrp.c: rd_kafka_q_concat of
+                # rkcg_wait_coord_q onto rkcg_ops), so the broker would be sent commit 49
+                # after commit 100 + g and rightly keep 49 (seen under load: the log held
+                # the group's commits in that order).
+                consumer.committed([TopicPartition(topic, 0)], timeout=30)
                 for offset in range(1, 100):
                     consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=True)
                     n += 1
