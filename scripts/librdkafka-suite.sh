@@ -385,6 +385,7 @@ ssl.keystore.location=$certs/server.pem
 listener.name.ssl.ssl.truststore.type=PEM
 listener.name.ssl.ssl.truststore.location=$certs/client/truststore.pem
 listener.name.ssl.ssl.client.auth=required
+listener.name.ssl.ssl.enabled.protocols=TLSv1.2
 listener.name.requested.ssl.truststore.type=PEM
 listener.name.requested.ssl.truststore.location=$certs/client/truststore.pem
 listener.name.requested.ssl.client.auth=requested

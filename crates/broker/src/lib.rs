@@ -78,6 +78,9 @@ pub struct Broker {
     txns: txn::TransactionCoordinator,
     /// TLS, SASL, ACLs and quotas.
     security: security::Security,
+    /// The dynamic broker configs (`config/dynamic.rs`), over `config`'s static ones; held
+    /// across a change's check, write and apply, so that changes never interleave.
+    dynamic_configs: std::sync::Mutex<config::dynamic::DynamicConfigs>,
     cluster_id: String,
     /// What each listener tells clients to connect to (host, port), in `listeners` order.
     advertised: Vec<(String, i32)>,
@@ -89,6 +92,7 @@ impl Broker {
         manager: Arc<LogManager>,
         bound: &[SocketAddr],
         security: security::Security,
+        dynamic_configs: config::dynamic::DynamicConfigs,
     ) -> Self {
         let cluster_id = manager.cluster_id().unwrap_or_else(|| "seglog".to_owned());
         let advertised = config
@@ -118,7 +122,18 @@ impl Broker {
             config.txns.clone(),
             Arc::clone(&appended),
         );
-        Self { config, manager, appended, replicas, groups, txns, security, cluster_id, advertised }
+        Self {
+            config,
+            manager,
+            appended,
+            replicas,
+            groups,
+            txns,
+            security,
+            dynamic_configs: std::sync::Mutex::new(dynamic_configs),
+            cluster_id,
+            advertised,
+        }
     }
 
     /// The host and port that the listener of `session` advertises (Kafka answers Metadata
@@ -128,6 +143,11 @@ impl Broker {
             .get(session.listener)
             .or_else(|| self.advertised.first())
             .map_or(("localhost", 9092), |(host, port)| (host.as_str(), *port))
+    }
+
+    /// The dynamic broker configs now.
+    fn dynamic_configs(&self) -> config::dynamic::DynamicConfigs {
+        self.dynamic_configs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The log manager, for tests and tools in the same process.

@@ -25,6 +25,7 @@ use crate::error::Error;
 use crate::handlers::now_ms;
 use crate::metrics;
 use crate::security::Security;
+use crate::security::handshake_stream::HandshakeStream;
 use crate::security::sasl::{Authentication, Step};
 use crate::security::throttle::Throttle;
 
@@ -43,6 +44,9 @@ pub enum ServeError {
     /// A listener's TLS or SASL settings, or the security store, could not be loaded.
     #[error("cannot set up security")]
     Security(#[source] crate::security::SecurityError),
+    /// The dynamic broker configs (`seglog-dynamic-configs`) could not be read or applied.
+    #[error("cannot load the dynamic broker configs: {0}")]
+    DynamicConfigs(String),
     /// A listener could not bind.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -152,7 +156,9 @@ impl Server {
             None => None,
         };
         let security = Security::new(&config, &manager).map_err(ServeError::Security)?;
-        let broker = Arc::new(Broker::new(config, manager, &local_addrs, security));
+        let dynamic = crate::handlers::load_dynamic_configs(&config, &manager)
+            .map_err(ServeError::DynamicConfigs)?;
+        let broker = Arc::new(Broker::new(config, manager, &local_addrs, security, dynamic));
         let loading = Arc::clone(&broker);
         let started = Instant::now();
         let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))
@@ -430,13 +436,14 @@ async fn accept_connection(
         return serve_connection(broker, stream, auth, stopped).await;
     };
     let timeout = Duration::from_millis(broker.config.security.authentication_timeout_ms);
+    let stream = HandshakeStream::new(stream);
     let handshake =
         tokio::time::timeout(timeout, tls.acceptor().accept(stream).into_fallible()).await;
-    let stream = match handshake {
+    let mut stream = match handshake {
         Ok(Ok(stream)) => stream,
         Ok(Err((error, tcp))) => {
             crate::security::record_tls_failure(broker, listener_index);
-            close_after_alert(tcp).await;
+            close_after_alert(tcp.into_inner()).await;
             return Err(CloseReason::Tls(error.to_string()));
         }
         Err(_) => {
@@ -446,6 +453,7 @@ async fn accept_connection(
             });
         }
     };
+    stream.get_mut().0.handshake_done();
     let certificate =
         stream.get_ref().1.peer_certificates().and_then(|chain| chain.first().cloned());
     let principal = match certificate {

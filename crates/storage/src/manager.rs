@@ -150,6 +150,9 @@ pub struct LogManager {
     /// step, to be swapped in by the next one.
     moves: Mutex<BTreeSet<TopicPartition>>,
     topic_overrides: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    /// The topic defaults now: the broker's `default_log_config`, or what a dynamic broker
+    /// config made of it ([`Self::set_default_log_config`]).
+    log_defaults: RwLock<LogConfig>,
     /// Topic ids read from `partition.metadata`, so that a metadata request for every topic
     /// does not read a file per topic.
     topic_ids: RwLock<BTreeMap<String, [u8; 16]>>,
@@ -240,6 +243,7 @@ impl LogManager {
             });
         }
         let cleaner = cleaning::CleanerShared::new(config.cleaner.clone());
+        let log_defaults = RwLock::new(config.default_log_config.clone());
         let manager = Self {
             fs,
             clock,
@@ -249,6 +253,7 @@ impl LogManager {
             futures: RwLock::default(),
             moves: Mutex::default(),
             topic_overrides: RwLock::default(),
+            log_defaults,
             topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
             timers: Mutex::default(),
@@ -408,12 +413,47 @@ impl LogManager {
         let overrides = self.topic_overrides.read().unwrap_or_else(PoisonError::into_inner);
         match overrides.get(topic) {
             Some(keys) => self
-                .config
-                .default_log_config
+                .default_log_config()
                 .with_overrides(keys)
                 .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}"))),
-            None => Ok(self.config.default_log_config.clone()),
+            None => Ok(self.default_log_config()),
         }
+    }
+
+    /// The topic defaults now (the broker's `log.*` keys, with any dynamic update).
+    pub fn default_log_config(&self) -> LogConfig {
+        self.log_defaults.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the topic defaults, live (Kafka's `LogManager.reconfigureDefaultLogConfig`, for a
+    /// dynamic broker config): every log takes the new defaults under its topic's overrides. A
+    /// topic whose overrides do not fit the new defaults (a `segment.bytes` below a new
+    /// `log.roll` rule, say) is an error and nothing changes.
+    pub fn set_default_log_config(&self, defaults: LogConfig) -> Result<()> {
+        let overrides = self.topic_overrides.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let mut configs = BTreeMap::new();
+        for (topic, keys) in &overrides {
+            let config = defaults
+                .with_overrides(keys)
+                .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}")))?;
+            configs.insert(topic.clone(), config);
+        }
+        *self.log_defaults.write().unwrap_or_else(PoisonError::into_inner) = defaults.clone();
+        let config_of =
+            |topic: &str| configs.get(topic).cloned().unwrap_or_else(|| defaults.clone());
+        let logs: Vec<_> = self
+            .logs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .chain(self.futures.read().unwrap_or_else(PoisonError::into_inner).iter())
+            .map(|(tp, (_, log))| (tp.topic.clone(), Arc::clone(log)))
+            .collect();
+        for (topic, log) in logs {
+            log.set_config(config_of(&topic))?;
+        }
+        *self.log_defaults.write().unwrap_or_else(PoisonError::into_inner) = defaults;
+        Ok(())
     }
 
     /// The topic's configuration overrides (what DescribeConfigs shows as topic-level).
@@ -433,8 +473,7 @@ impl LogManager {
         overrides: BTreeMap<String, String>,
     ) -> Result<()> {
         let config = self
-            .config
-            .default_log_config
+            .default_log_config()
             .with_overrides(&overrides)
             .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}")))?;
         self.topic_overrides
@@ -597,8 +636,7 @@ impl LogManager {
             return Err(Error::TopicAlreadyExists { topic: topic.to_owned() });
         }
         let config = self
-            .config
-            .default_log_config
+            .default_log_config()
             .with_overrides(&overrides)
             .map_err(|error| Error::InvalidArgument(format!("topic {topic}: {error}")))?;
         if !overrides.is_empty() {

@@ -2,6 +2,7 @@
 //! key names from `server.properties`, with Kafka's defaults where Kafka has them and seglog's
 //! embedded defaults (`127.0.0.1:9092`, `./seglog-data`, `node.id=1`) where Kafka has none.
 
+pub(crate) mod dynamic;
 pub mod listeners;
 pub mod security;
 

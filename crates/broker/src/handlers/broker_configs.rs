@@ -2,8 +2,8 @@
 //! a BROKER resource): every key of Kafka 4.x's `KafkaConfig` that clients and tools read, each
 //! with its value, source, type and synonyms. Keys seglog honours show the value it runs with;
 //! keys it accepts but does not act on (replication, KRaft, ...) show Kafka's default
-//! and say so in their documentation. seglog's broker configuration is static (AlterConfigs on a
-//! broker is refused), so every entry is read-only.
+//! and say so in their documentation. Dynamic values (`config/dynamic.rs`) come first; a key
+//! is read-only unless a dynamic update of it is taken ([`accepts_dynamic_update`]).
 
 use std::borrow::Cow;
 
@@ -11,9 +11,14 @@ use seglog_storage::config::{ConfigType as Type, TOPIC_CONFIGS, Unit};
 
 use super::configs::{ConfigEntry, SOURCE_DEFAULT_CONFIG};
 use crate::config::BrokerConfig;
+use crate::config::dynamic::{self, DynamicConfigs};
 
 /// Kafka's `ConfigSource` for a key set in `server.properties` (or an override flag).
 const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+/// Kafka's `ConfigSource` for a key set dynamically for this broker.
+const SOURCE_DYNAMIC_BROKER_CONFIG: i8 = 1;
+/// Kafka's `ConfigSource` for a key set dynamically for every broker.
+const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 2;
 
 /// How seglog treats a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,7 +241,7 @@ const SYNONYM_GROUPS: [&[&str]; 6] = [
 
 /// One synonym of a described key: its name, value and source.
 pub(crate) struct Synonym {
-    pub(crate) name: &'static str,
+    pub(crate) name: Cow<'static, str>,
     pub(crate) value: Option<String>,
     pub(crate) source: i8,
 }
@@ -247,6 +252,44 @@ pub(crate) struct BrokerEntry {
     pub(crate) config_type: i8,
     pub(crate) documentation: Option<&'static str>,
     pub(crate) synonyms: Vec<Synonym>,
+    /// Whether AlterConfigs refuses to change it (Kafka: not a dynamic config).
+    pub(crate) read_only: bool,
+}
+
+/// `names`' dynamic values: this broker's, then the default's, each in order of precedence.
+fn dynamic_synonyms(dynamic: &DynamicConfigs, names: &[&'static str]) -> Vec<Synonym> {
+    [(true, SOURCE_DYNAMIC_BROKER_CONFIG), (false, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        .into_iter()
+        .flat_map(|(per_broker, source)| {
+            names.iter().filter_map(move |member| {
+                let value = dynamic.layer(per_broker).get(*member)?;
+                Some(Synonym { name: Cow::Borrowed(*member), value: Some(value.clone()), source })
+            })
+        })
+        .collect()
+}
+
+/// Kafka's type of a broker key (`None`: a key Kafka's broker config does not have).
+pub(crate) fn broker_key_type(name: &str) -> Option<Type> {
+    listed_keys().iter().find(|key| key.name == name).map(|key| key.config_type)
+}
+
+/// Kafka's default of a broker key, as text (APPEND and SUBTRACT start from it).
+pub(crate) fn broker_key_kafka_default(name: &str) -> Option<String> {
+    let key = listed_keys().iter().find(|key| key.name == name)?;
+    key.kafka_default.as_deref().map(str::to_owned)
+}
+
+/// Whether seglog acts on `name` (so that a change while it runs would be a lie, except for
+/// the topic defaults, which apply live).
+pub(crate) fn is_honoured(name: &str) -> bool {
+    listed_keys().iter().any(|key| key.name == name && key.usage != Use::Ignored)
+}
+
+/// Whether a dynamic update of `name` is taken: a dynamic key in Kafka, and seglog either
+/// applies it live or does not act on it at all.
+pub(crate) fn accepts_dynamic_update(name: &str) -> bool {
+    dynamic::is_dynamic(name) && (dynamic::is_topic_default(name) || !is_honoured(name))
 }
 
 /// The value seglog runs with for a [`Use::Live`] key.
@@ -377,7 +420,10 @@ fn build_listing() -> Vec<ListedKey> {
 /// Every broker key with its value, source and synonyms. The synonyms are the keys read for
 /// the same setting (the key alone for most), set ones first and then defaults, each in order
 /// of precedence, and the entry's source is the first synonym's: Kafka's `ConfigHelper`.
-pub(crate) fn broker_config_entries(config: &BrokerConfig) -> Vec<BrokerEntry> {
+pub(crate) fn broker_config_entries(
+    config: &BrokerConfig,
+    dynamic: &DynamicConfigs,
+) -> Vec<BrokerEntry> {
     let keys = listed_keys();
     let given = |name: &str| config.properties.get(name).cloned();
     // A default synonym carries the default seglog runs with: Kafka's, except where seglog's
@@ -399,46 +445,77 @@ pub(crate) fn broker_config_entries(config: &BrokerConfig) -> Vec<BrokerEntry> {
                 .copied()
                 .find(|group| group.contains(&name))
                 .unwrap_or(std::slice::from_ref(&key.name));
-            let mut synonyms: Vec<Synonym> = names
-                .iter()
-                .filter_map(|member| {
-                    Some(Synonym {
-                        name: member,
-                        value: Some(given(member)?),
-                        source: SOURCE_STATIC_BROKER_CONFIG,
-                    })
-                })
-                .collect();
+            let mut synonyms = dynamic_synonyms(dynamic, names);
             synonyms.extend(names.iter().filter_map(|member| {
                 Some(Synonym {
-                    name: member,
+                    name: Cow::Borrowed(*member),
+                    value: Some(given(member)?),
+                    source: SOURCE_STATIC_BROKER_CONFIG,
+                })
+            }));
+            synonyms.extend(names.iter().filter_map(|member| {
+                Some(Synonym {
+                    name: Cow::Borrowed(*member),
                     value: Some(default_of(member)?),
                     source: SOURCE_DEFAULT_CONFIG,
                 })
             }));
+            let source = synonyms.first().map_or(SOURCE_DEFAULT_CONFIG, |synonym| synonym.source);
             let value = match key.usage {
+                // A dynamic value is the one in force (a topic default's is applied live).
+                _ if source == SOURCE_DYNAMIC_BROKER_CONFIG
+                    || source == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG =>
+                {
+                    synonyms.first().and_then(|synonym| synonym.value.clone())
+                }
                 Use::Live => live_value(config, name),
                 Use::AsGiven | Use::Ignored => {
                     given(name).or_else(|| key.kafka_default.as_deref().map(str::to_owned))
                 }
             };
-            let source = synonyms.first().map_or(SOURCE_DEFAULT_CONFIG, |synonym| synonym.source);
             BrokerEntry {
                 entry: ConfigEntry { name: name.to_owned(), value, source },
                 config_type: key.config_type.id(),
                 documentation: (key.usage == Use::Ignored).then_some(IGNORED_DOC),
                 synonyms,
+                read_only: !accepts_dynamic_update(name),
             }
         })
         .collect()
 }
 
+/// The cluster default's keys alone, as Kafka describes the BROKER resource with the empty
+/// name (`ConfigHelper`: `currentDynamicDefaultConfigs`).
+pub(crate) fn cluster_default_entries(dynamic: &DynamicConfigs) -> Vec<BrokerEntry> {
+    dynamic
+        .cluster_default
+        .iter()
+        .map(|(name, value)| BrokerEntry {
+            entry: ConfigEntry {
+                name: name.clone(),
+                value: Some(value.clone()),
+                source: SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+            },
+            config_type: broker_key_type(name).unwrap_or(Type::String).id(),
+            documentation: None,
+            synonyms: vec![Synonym {
+                name: Cow::Owned(name.clone()),
+                value: Some(value.clone()),
+                source: SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+            }],
+            read_only: false,
+        })
+        .collect()
+}
+
 /// A topic key's synonyms as Kafka lists them (`ConfigHelper` for a TOPIC resource): the
-/// topic's override (TOPIC_CONFIG), then its broker synonyms set in `server.properties`
-/// (STATIC_BROKER_CONFIG), then the first broker synonym that has a default (DEFAULT_CONFIG),
+/// topic's override (TOPIC_CONFIG), then its broker synonyms set dynamically for this broker
+/// (DYNAMIC_BROKER_CONFIG) and for all (DYNAMIC_DEFAULT_BROKER_CONFIG), then those set in
+/// `server.properties` (STATIC_BROKER_CONFIG), then the first broker synonym that has a default (DEFAULT_CONFIG),
 /// e.g. `retention.ms`: `log.retention.hours` 168.
 pub(crate) fn topic_synonyms(
     config: &BrokerConfig,
+    dynamic: &DynamicConfigs,
     name: &str,
     override_value: Option<&str>,
 ) -> Vec<Synonym> {
@@ -447,15 +524,17 @@ pub(crate) fn topic_synonyms(
     let mut synonyms = Vec::new();
     if let Some(value) = override_value {
         synonyms.push(Synonym {
-            name: key.name,
+            name: Cow::Borrowed(key.name),
             value: Some(value.to_owned()),
             source: SOURCE_TOPIC_CONFIG,
         });
     }
+    let names: Vec<&'static str> = key.synonyms.iter().map(|(synonym, _)| *synonym).collect();
+    synonyms.extend(dynamic_synonyms(dynamic, &names));
     for (synonym, _) in key.synonyms {
         if let Some(value) = config.properties.get(*synonym) {
             synonyms.push(Synonym {
-                name: synonym,
+                name: Cow::Borrowed(*synonym),
                 value: Some(value.clone()),
                 source: SOURCE_STATIC_BROKER_CONFIG,
             });
@@ -469,7 +548,11 @@ pub(crate) fn topic_synonyms(
             Use::Live => live_value(&seglog_defaults, synonym),
             Use::AsGiven | Use::Ignored => listed.kafka_default.as_deref().map(str::to_owned),
         }?;
-        Some(Synonym { name: synonym, value: Some(value), source: SOURCE_DEFAULT_CONFIG })
+        Some(Synonym {
+            name: Cow::Borrowed(*synonym),
+            value: Some(value),
+            source: SOURCE_DEFAULT_CONFIG,
+        })
     });
     synonyms.extend(default);
     synonyms
@@ -532,7 +615,7 @@ mod tests {
             ("min.insync.replicas".to_owned(), "2".to_owned()),
         ]);
         let config = BrokerConfig::from_properties(&properties).expect("valid");
-        let entries = broker_config_entries(&config);
+        let entries = broker_config_entries(&config, &DynamicConfigs::default());
         let find = |name: &str| {
             entries.iter().find(|e| e.entry.name == name).unwrap_or_else(|| panic!("{name}"))
         };
@@ -540,7 +623,7 @@ mod tests {
         assert_eq!(retention.entry.value, None, "Kafka's log.retention.ms has no default");
         assert_eq!(retention.entry.source, SOURCE_STATIC_BROKER_CONFIG);
         let synonyms: Vec<(&str, Option<&str>, i8)> =
-            retention.synonyms.iter().map(|s| (s.name, s.value.as_deref(), s.source)).collect();
+            retention.synonyms.iter().map(|s| (&*s.name, s.value.as_deref(), s.source)).collect();
         assert_eq!(
             synonyms,
             vec![
@@ -561,6 +644,62 @@ mod tests {
         assert_eq!(find("log.dirs").entry.value.as_deref(), Some("./seglog-data"));
         assert_eq!(find("node.id").entry.value.as_deref(), Some("1"));
     }
+
+    #[test]
+    fn dynamic_updates_are_taken_for_topic_defaults_and_keys_seglog_does_not_act_on() {
+        for name in [
+            "log.retention.ms",
+            "log.cleanup.policy",
+            "message.max.bytes",
+            "background.threads",
+            "num.io.threads",
+        ] {
+            assert!(accepts_dynamic_update(name), "{name}");
+        }
+        // Dynamic in Kafka, honoured by seglog only at start (docs/configuration.md says so).
+        for name in [
+            "max.connections",
+            "max.connections.per.ip",
+            "listeners",
+            "sasl.enabled.mechanisms",
+            "log.cleaner.threads",
+            "num.recovery.threads.per.data.dir",
+        ] {
+            assert!(dynamic::is_dynamic(name), "{name}");
+            assert!(!accepts_dynamic_update(name), "{name}");
+        }
+        assert!(!accepts_dynamic_update("log.dirs"), "not dynamic in Kafka");
+    }
+
+    /// docs/configuration.md's words on setting broker keys, statically and dynamically.
+    const BROKER_KEYS_DOC: &str = "In `server.properties`, `--config`, or `--override key=value`.
+
+Some keys also change while the broker runs, as Kafka's dynamic broker configs
+(`kafka-configs --bootstrap-server … --alter --entity-type brokers --entity-name 1
+--add-config log.retention.ms=3600000`, or `--entity-default` for every broker): AlterConfigs
+and IncrementalAlterConfigs on a BROKER resource, named by this broker's id or by the empty
+name (the cluster default). A key's value is this broker's dynamic one, else the cluster
+default's, else `server.properties`'s; DescribeConfigs shows each with Kafka's source
+(`DYNAMIC_BROKER_CONFIG`, `DYNAMIC_DEFAULT_BROKER_CONFIG`, `STATIC_BROKER_CONFIG`,
+`DEFAULT_CONFIG`) and synonyms, and describing the empty name lists the cluster default's keys
+alone. The changes are kept in `seglog-dynamic-configs` (JSON) in the first log directory,
+written durably before the answer, and read at start.
+
+- The topic defaults (`log.retention.ms`, `log.segment.bytes`, `log.cleanup.policy`,
+  `compression.type`, `message.max.bytes`, every `log.*` synonym of a topic key below) apply at
+  once to every partition whose topic does not override them.
+- Keys seglog does not act on (`background.threads`, `num.io.threads`, the Kerberos and
+  replication keys, ...) are kept and shown, as when set statically; so are keys Kafka does not
+  know (Kafka allows custom keys).
+- Kafka's refusals are kept, with its messages (INVALID_REQUEST): a key Kafka does not let
+  change (`broker.id`, `log.dirs`, ...: \"Cannot update these configs dynamically\"); an SSL
+  keystore or truststore key without its `listener.name.<listener>.` prefix; a per-broker key
+  (listeners, SSL, SASL) at the cluster default; a value not of its key's type; another
+  broker's id.
+- seglog refuses, saying so, a dynamic key it acts on only at start (`max.connections`,
+  `max.connections.per.ip`, `listeners`, `sasl.enabled.mechanisms`, the `log.cleaner.*`
+  settings, `num.recovery.threads.per.data.dir`, ...): set these in `server.properties` and
+  restart. DescribeConfigs marks them read-only.";
 
     /// docs/configuration.md, from the definition tables.
     fn configuration_doc() -> String {
@@ -611,12 +750,9 @@ mod tests {
                 key.doc.trim(),
             );
         }
-        doc.push_str(
-            "\n## Broker keys seglog honours\n\n\
-             In `server.properties`, `--config`, or `--override key=value`. The broker's\n\
-             configuration is static: restart to change it.\n\n\
-             | key | type | default | Kafka's default |\n|---|---|---|---|\n",
-        );
+        doc.push_str("\n## Broker keys seglog honours\n\n");
+        doc.push_str(BROKER_KEYS_DOC);
+        doc.push_str("\n\n| key | type | default | Kafka's default |\n|---|---|---|---|\n");
         for (name, config_type, seglog, kafka) in honoured_broker_keys() {
             let kafka =
                 if kafka == seglog { "the same".to_owned() } else { show(kafka.as_deref()) };

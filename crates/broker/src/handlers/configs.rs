@@ -1,5 +1,6 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (applied live, and
-//! persisted), and DescribeConfigs for this broker (its static settings).
+//! persisted) and for this broker (its static settings under the dynamic ones of
+//! `dynamic_configs.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +17,8 @@ use kafka_protocol::messages::{
 };
 use seglog_storage::config::{ConfigType, LogConfig};
 
-use super::broker_configs::{broker_config_entries, topic_synonyms};
+use super::broker_configs::{broker_config_entries, cluster_default_entries, topic_synonyms};
+use super::dynamic_configs::{Operation, alter_broker, incremental_alter_broker};
 use super::{blocking, str_bytes};
 use crate::Broker;
 use crate::error::{Error, storage_error};
@@ -75,9 +77,8 @@ pub(crate) fn check_topic_configs(
         ));
     }
     broker
-        .config
-        .log
-        .default_log_config
+        .manager
+        .default_log_config()
         .with_overrides(overrides)
         .map(|_| ())
         .map_err(|error| Error::wire_with(ResponseError::InvalidConfig, error.to_string()))
@@ -89,12 +90,8 @@ pub(crate) fn topic_config_entries(
     _topic: &str,
     overrides: &BTreeMap<String, String>,
 ) -> Vec<ConfigEntry> {
-    let effective = broker
-        .config
-        .log
-        .default_log_config
-        .with_overrides(overrides)
-        .unwrap_or_else(|_| broker.config.log.default_log_config.clone());
+    let defaults = broker.manager.default_log_config();
+    let effective = defaults.with_overrides(overrides).unwrap_or(defaults);
     let mut entries: Vec<ConfigEntry> = effective
         .to_properties()
         .into_iter()
@@ -175,6 +172,7 @@ pub(crate) fn describe_configs(
         let entries = match (refusal, resource.resource_type) {
             (Some(refusal), _) => Err(refusal),
             (None, RESOURCE_TOPIC) => {
+                let dynamic = broker.dynamic_configs();
                 if broker.manager.topic_partition_counts().contains_key(&name) {
                     let overrides = broker.manager.topic_overrides(&name);
                     Ok(topic_config_entries(broker, &name, &overrides)
@@ -182,7 +180,8 @@ pub(crate) fn describe_configs(
                         .map(|mut entry| {
                             let config_type = config_type(&entry.name);
                             let given = overrides.get(&entry.name).map(String::as_str);
-                            let synonyms = topic_synonyms(&broker.config, &entry.name, given);
+                            let synonyms =
+                                topic_synonyms(&broker.config, &dynamic, &entry.name, given);
                             // Kafka's source is the first synonym's: a key the broker sets is
                             // STATIC_BROKER_CONFIG, not DEFAULT_CONFIG.
                             if let Some(first) = synonyms.first() {
@@ -198,22 +197,7 @@ pub(crate) fn describe_configs(
                     ))
                 }
             }
-            (None, RESOURCE_BROKER) => {
-                if name.is_empty() || name == broker.config.node_id.to_string() {
-                    Ok(broker_config_entries(&broker.config)
-                        .into_iter()
-                        .map(|e| (e.entry, e.config_type, true, e.documentation, e.synonyms))
-                        .collect())
-                } else {
-                    Err(Error::wire_with(
-                        ResponseError::InvalidRequest,
-                        format!(
-                            "Unexpected broker id, expected {} but received {name}",
-                            broker.config.node_id
-                        ),
-                    ))
-                }
-            }
+            (None, RESOURCE_BROKER) => broker_entries(broker, &name),
             (None, other) => Err(Error::wire_with(
                 ResponseError::InvalidRequest,
                 format!("Unsupported resource type {other}"),
@@ -243,7 +227,7 @@ pub(crate) fn describe_configs(
                                 .into_iter()
                                 .map(|synonym| {
                                     DescribeConfigsSynonym::default()
-                                        .with_name(str_bytes(synonym.name))
+                                        .with_name(str_bytes(&synonym.name))
                                         .with_value(hide(synonym.value).as_deref().map(str_bytes))
                                         .with_source(synonym.source)
                                 })
@@ -266,6 +250,32 @@ pub(crate) fn describe_configs(
         response.results.push(result);
     }
     encode(&response, version)
+}
+
+/// A described entry: the entry, its type, whether read-only, its documentation, its synonyms.
+type Described = (ConfigEntry, i8, bool, Option<&'static str>, Vec<super::broker_configs::Synonym>);
+
+/// The entries of the BROKER resource `name`: this broker's every key, or the cluster
+/// default's keys (the empty name).
+fn broker_entries(broker: &Broker, name: &str) -> Result<Vec<Described>, Error> {
+    let dynamic = broker.dynamic_configs();
+    if name.is_empty() {
+        // The cluster default (`<default>`): only what is set there, as Kafka.
+        Ok(cluster_default_entries(&dynamic)
+            .into_iter()
+            .map(|e| (e.entry, e.config_type, e.read_only, e.documentation, e.synonyms))
+            .collect())
+    } else if name == broker.config.node_id.to_string() {
+        Ok(broker_config_entries(&broker.config, &dynamic)
+            .into_iter()
+            .map(|e| (e.entry, e.config_type, e.read_only, e.documentation, e.synonyms))
+            .collect())
+    } else {
+        Err(Error::wire_with(
+            ResponseError::InvalidRequest,
+            format!("Unexpected broker id, expected {} but received {name}", broker.config.node_id),
+        ))
+    }
 }
 
 /// Applies new topic overrides after checking them; with `validate_only`, only checks.
@@ -291,31 +301,21 @@ fn apply_topic_overrides(
         .map_err(|error| Error::wire_with(storage_error(&error), error.to_string()))
 }
 
-fn broker_is_static(broker: &Broker) -> Error {
-    Error::wire_with(
-        ResponseError::InvalidRequest,
-        format!(
-            "broker {} configuration is static in seglog: edit server.properties and restart",
-            broker.config.node_id
-        ),
-    )
-}
-
-/// Runs `topic` for a topic resource unless the change is refused (`refusal`, an authorization
-/// error); a broker resource is static here, anything else is not a resource type configs
+/// Runs `topic` for a topic resource and `broker` for a broker resource unless the change is
+/// refused (`refusal`, an authorization error); anything else is not a resource type configs
 /// apply to.
 fn for_resource(
-    broker: &Broker,
     resource_type: i8,
     refusal: Option<Error>,
     topic: impl FnOnce() -> Result<(), Error>,
+    broker: impl FnOnce() -> Result<(), Error>,
 ) -> Result<(), Error> {
     if let Some(refusal) = refusal {
         return Err(refusal);
     }
     match resource_type {
         RESOURCE_TOPIC => topic(),
-        RESOURCE_BROKER => Err(broker_is_static(broker)),
+        RESOURCE_BROKER => broker(),
         other => Err(Error::wire_with(
             ResponseError::InvalidRequest,
             format!("Unsupported resource type {other}"),
@@ -348,8 +348,8 @@ pub(crate) async fn alter_configs(
                     )
                 })
                 .flatten();
-            let outcome = for_resource(&broker, resource.resource_type, refusal, || {
-                let mut overrides = BTreeMap::new();
+            let configs = || -> Result<BTreeMap<String, String>, Error> {
+                let mut configs = BTreeMap::new();
                 for config in &resource.configs {
                     let Some(value) = &config.value else {
                         return Err(Error::wire_with(
@@ -357,10 +357,16 @@ pub(crate) async fn alter_configs(
                             format!("Null value not supported for : {}", config.name.as_str()),
                         ));
                     };
-                    overrides.insert(config.name.to_string(), value.to_string());
+                    configs.insert(config.name.to_string(), value.to_string());
                 }
-                apply_topic_overrides(&broker, &name, overrides, request.validate_only)
-            });
+                Ok(configs)
+            };
+            let outcome = for_resource(
+                resource.resource_type,
+                refusal,
+                || apply_topic_overrides(&broker, &name, configs()?, request.validate_only),
+                || alter_broker(&broker, &name, configs()?, request.validate_only),
+            );
             let mut result = AlterConfigsResourceResponse::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
@@ -396,9 +402,15 @@ pub(crate) async fn incremental_alter_configs(
                 resource.resource_type,
                 &name,
             );
-            let outcome = for_resource(&broker, resource.resource_type, refusal, || {
-                incremental_topic(&broker, &name, resource, request.validate_only)
-            });
+            let outcome = for_resource(
+                resource.resource_type,
+                refusal,
+                || incremental_topic(&broker, &name, resource, request.validate_only),
+                || {
+                    let operations = incremental_operations(resource)?;
+                    incremental_alter_broker(&broker, &name, operations, request.validate_only)
+                },
+            );
             let mut result = IncrementalResult::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
@@ -478,4 +490,43 @@ fn incremental_topic(
         }
     }
     apply_topic_overrides(broker, name, overrides, validate_only)
+}
+
+/// A BROKER resource's operations, after Kafka's checks of the request (no key twice, a value
+/// for every operation but DELETE, known operations).
+fn incremental_operations(
+    resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+) -> Result<Vec<(String, Operation)>, Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut operations = Vec::new();
+    for config in &resource.configs {
+        let key = config.name.to_string();
+        if !seen.insert(key.clone()) {
+            return Err(Error::wire_with(
+                ResponseError::InvalidRequest,
+                "Error due to duplicate config keys".to_owned(),
+            ));
+        }
+        let value = config.value.as_ref().map(ToString::to_string);
+        let operation = match (config.config_operation, value) {
+            (0, Some(value)) => Operation::Set(value),
+            (1, _) => Operation::Delete,
+            (2, Some(value)) => Operation::Append(value),
+            (3, Some(value)) => Operation::Subtract(value),
+            (0 | 2 | 3, None) => {
+                return Err(Error::wire_with(
+                    ResponseError::InvalidRequest,
+                    format!("Null value not supported for : {key}"),
+                ));
+            }
+            (other, _) => {
+                return Err(Error::wire_with(
+                    ResponseError::InvalidRequest,
+                    format!("Unknown operations type {other}"),
+                ));
+            }
+        };
+        operations.push((key, operation));
+    }
+    Ok(operations)
 }

@@ -7,6 +7,7 @@
 pub(crate) mod acl;
 pub mod admin;
 pub mod fuzzing;
+pub(crate) mod handshake_stream;
 pub(crate) mod oauth;
 pub(crate) mod plain;
 pub(crate) mod principal;

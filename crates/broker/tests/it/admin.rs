@@ -431,7 +431,10 @@ async fn broker_configs_list_every_kafka_key_with_sources_and_synonyms() {
         let flush = find("log.flush.interval.messages");
         assert_eq!(flush.value.as_deref(), Some("10"));
         assert_eq!(flush.config_source, 4, "STATIC_BROKER_CONFIG");
-        assert!(flush.read_only, "static in seglog");
+        assert!(!flush.read_only, "a topic default: dynamic, applied live");
+        assert!(find("log.dirs").read_only, "not dynamic in Kafka");
+        assert!(find("max.connections").read_only, "seglog applies it only at start");
+        assert!(!find("background.threads").read_only, "dynamic, kept (not acted on)");
         let replication = find("offsets.topic.replication.factor");
         assert_eq!((replication.value.as_deref(), replication.config_source), (Some("3"), 5));
         let retention = find("log.retention.ms");
@@ -579,5 +582,195 @@ async fn describe_cluster_refuses_controller_and_unknown_endpoint_types() {
             assert_eq!(response.brokers.len(), n_brokers, "v{version} type {endpoint_type}");
         }
     }
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// An IncrementalAlterConfigs of one BROKER resource.
+fn broker_incremental(
+    name: &str,
+    configs: &[(&str, i8, Option<&str>)],
+) -> IncrementalAlterConfigsRequest {
+    IncrementalAlterConfigsRequest::default().with_resources(vec![
+        IncrementalResource::default()
+            .with_resource_type(4)
+            .with_resource_name(s(name))
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(key, op, value)| {
+                        IncrementalConfig::default()
+                            .with_name(s(key))
+                            .with_config_operation(*op)
+                            .with_value(value.map(s))
+                    })
+                    .collect(),
+            ),
+    ])
+}
+
+/// Dynamic broker configs (Kafka's `DynamicBrokerConfig`): a topic default set on the broker
+/// applies to every log at once, under topic overrides, and is described with Kafka's sources;
+/// Kafka's refusals and messages; the cluster default; legacy AlterConfigs replaces the layer;
+/// and everything survives a restart.
+#[tokio::test]
+async fn dynamic_broker_configs_apply_live_persist_and_are_refused_as_in_kafka() {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    client.send(&create_topic_request("plain", 1, &[]), 7).await;
+    client.send(&create_topic_request("kept", 1, &[("retention.ms", "5000")]), 7).await;
+    let config_of = |server: &seglog_broker::Server, topic: &str| {
+        server
+            .broker()
+            .manager()
+            .get_log(&seglog_storage::log::partition_log::TopicPartition {
+                topic: topic.into(),
+                partition: 0,
+            })
+            .expect("log")
+            .config()
+            .expect("config")
+    };
+    let codes = |response: &kafka_protocol::messages::IncrementalAlterConfigsResponse| {
+        response
+            .responses
+            .iter()
+            .map(|r| (r.error_code, r.error_message.as_ref().map(ToString::to_string)))
+            .collect::<Vec<_>>()
+    };
+
+    let set = broker_incremental(
+        "1",
+        &[
+            ("log.retention.ms", 0, Some("1234")),
+            ("background.threads", 0, Some("9")),
+            ("log.cleanup.policy", 2, Some("compact")),
+        ],
+    );
+    assert_eq!(codes(&client.send(&set, 1).await)[0].0, 0);
+    let plain = config_of(&server, "plain");
+    assert_eq!(plain.retention_ms, 1234, "applied live to a topic without overrides");
+    assert!(
+        plain.is_compact() && plain.is_delete(),
+        "APPEND starts from Kafka's default: delete,compact"
+    );
+    assert_eq!(config_of(&server, "kept").retention_ms, 5000, "the topic's override wins");
+
+    // Described as Kafka does: the topic's value with DYNAMIC_BROKER_CONFIG first.
+    let topic = DescribeConfigsRequest::default()
+        .with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("plain"))
+                .with_configuration_keys(Some(vec![s("retention.ms")])),
+        ])
+        .with_include_synonyms(true);
+    let response = client.send(&topic, 4).await;
+    let retention = &response.results[0].configs[0];
+    assert_eq!((retention.value.as_deref(), retention.config_source), (Some("1234"), 1));
+    assert_eq!(
+        (retention.synonyms[0].name.as_str(), retention.synonyms[0].value.as_deref()),
+        ("log.retention.ms", Some("1234"))
+    );
+    let broker_keys = |name: &str, keys: &[&str]| {
+        DescribeConfigsRequest::default().with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(s(name))
+                .with_configuration_keys(Some(keys.iter().map(|k| s(k)).collect())),
+        ])
+    };
+    let response = client.send(&broker_keys("1", &["background.threads"]), 4).await;
+    let threads = &response.results[0].configs[0];
+    assert_eq!(
+        (threads.value.as_deref(), threads.config_source, threads.read_only),
+        (Some("9"), 1, false)
+    );
+
+    // Kafka's refusals, with its messages (INVALID_REQUEST), and nothing changes.
+    let refused = [
+        ("1", "broker.id", "7", "Cannot update these configs dynamically: Set(broker.id)"),
+        ("2", "background.threads", "7", "Unexpected broker id, expected 1, but received 2"),
+        ("x", "background.threads", "7", "Node id must be an integer, but it is: x"),
+        (
+            "1",
+            "ssl.keystore.location",
+            "/k.pem",
+            "These security configs can be dynamically updated only per-listener",
+        ),
+        (
+            "",
+            "sasl.kerberos.min.time.before.relogin",
+            "7",
+            "Cannot update these configs at default cluster level",
+        ),
+        ("1", "max.connections", "7", "seglog applies these configs only at start"),
+        (
+            "1",
+            "log.segment.bytes",
+            "x",
+            "Invalid value x for configuration log.segment.bytes: Not a number of type INT",
+        ),
+        (
+            "1",
+            "log.segment.bytes",
+            "12",
+            "invalid value \"12\" for configuration log.segment.bytes",
+        ),
+    ];
+    for (name, key, value, message) in refused {
+        let response = client.send(&broker_incremental(name, &[(key, 0, Some(value))]), 1).await;
+        let (code, text) = codes(&response).remove(0);
+        assert_eq!(code, 42, "{name}/{key}: INVALID_REQUEST ({text:?})");
+        assert!(text.as_deref().is_some_and(|t| t.starts_with(message)), "{name}/{key}: {text:?}");
+    }
+    let append = broker_incremental("1", &[("background.threads", 2, Some("1"))]);
+    assert_eq!(client.send(&append, 1).await.responses[0].error_code, 40, "INVALID_CONFIG");
+    assert_eq!(config_of(&server, "plain").retention_ms, 1234);
+
+    // The cluster default: set, described alone under the empty name; this broker's wins.
+    let default = broker_incremental(
+        "",
+        &[("log.segment.bytes", 0, Some("2097152")), ("log.retention.ms", 0, Some("99"))],
+    );
+    assert_eq!(codes(&client.send(&default, 1).await)[0].0, 0);
+    let response = client.send(&broker_keys("", &[]), 4).await;
+    let described: Vec<(&str, Option<&str>, i8)> = response.results[0]
+        .configs
+        .iter()
+        .map(|c| (c.name.as_str(), c.value.as_deref(), c.config_source))
+        .collect();
+    assert_eq!(
+        described,
+        vec![("log.retention.ms", Some("99"), 2), ("log.segment.bytes", Some("2097152"), 2)]
+    );
+    let plain = config_of(&server, "plain");
+    assert_eq!((plain.segment_bytes, plain.retention_ms), (2_097_152, 1234));
+
+    // Legacy AlterConfigs replaces this broker's whole layer.
+    let legacy = AlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(s("1"))
+            .with_configs(vec![
+                AlterableConfig::default()
+                    .with_name(s("sasl.kerberos.min.time.before.relogin"))
+                    .with_value(Some(s("58000"))),
+            ]),
+    ]);
+    assert_eq!(client.send(&legacy, 2).await.responses[0].error_code, 0);
+    let plain = config_of(&server, "plain");
+    assert_eq!(plain.retention_ms, 99, "this broker's 1234 is gone: the default's 99 shows");
+    assert!(!plain.is_compact(), "and so is its cleanup.policy");
+    server.shutdown().await.expect("clean shutdown");
+
+    // A restart reads them back and applies them to the logs it loads.
+    let server = start(dir.path(), &[]).await;
+    let plain = config_of(&server, "plain");
+    assert_eq!((plain.segment_bytes, plain.retention_ms), (2_097_152, 99));
+    let mut client = Client::connect(&server).await;
+    let response = client.send(&broker_keys("", &["log.segment.bytes"]), 4).await;
+    assert_eq!(response.results[0].configs[0].value.as_deref(), Some("2097152"));
     server.shutdown().await.expect("clean shutdown");
 }

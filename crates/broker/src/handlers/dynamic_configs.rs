@@ -1,0 +1,186 @@
+//! AlterConfigs and IncrementalAlterConfigs on a BROKER resource (Kafka's `ConfigAdminManager`
+//! for brokers and `DynamicBrokerConfig.updateBrokerConfig`): the change is checked, written
+//! to `seglog-dynamic-configs`, and applied: the topic defaults to every log at once.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+use seglog_storage::config::{BrokerLogConfig, ConfigType, LogConfig};
+use seglog_storage::manager::LogManager;
+
+use super::broker_configs::{broker_key_kafka_default, broker_key_type, is_honoured};
+use crate::Broker;
+use crate::config::BrokerConfig;
+use crate::config::dynamic::{
+    self, DYNAMIC_CONFIG_FILE, DYNAMIC_CONFIG_FILE_BYTES_MAX, DynamicConfigs,
+};
+use crate::error::{Error, storage_error};
+
+/// One IncrementalAlterConfigs operation on a key.
+pub(crate) enum Operation {
+    Set(String),
+    Delete,
+    Append(String),
+    Subtract(String),
+}
+
+fn invalid_request(message: String) -> Error {
+    Error::wire_with(ResponseError::InvalidRequest, message)
+}
+
+/// Whether `name` names this broker's resource (`true`) or the cluster default (`false`, the
+/// empty name); another broker's id is INVALID_REQUEST, as in Kafka.
+fn resource_is_per_broker(broker: &Broker, name: &str) -> Result<bool, Error> {
+    if name.is_empty() {
+        return Ok(false);
+    }
+    let id: i32 = name
+        .parse()
+        .map_err(|_| invalid_request(format!("Node id must be an integer, but it is: {name}")))?;
+    if id != broker.config.node_id {
+        return Err(invalid_request(format!(
+            "Unexpected broker id, expected {}, but received {name}",
+            broker.config.node_id
+        )));
+    }
+    Ok(true)
+}
+
+/// The topic defaults of `server.properties` under `dynamic`'s layers.
+fn log_defaults(config: &BrokerConfig, dynamic: &DynamicConfigs) -> Result<LogConfig, String> {
+    BrokerLogConfig::from_properties(&dynamic.merged(&config.properties))
+        .map(|log| log.default_log_config)
+        .map_err(|error| error.to_string())
+}
+
+/// Reads `seglog-dynamic-configs` at start and applies its topic defaults to the loaded logs.
+pub(crate) fn load_dynamic_configs(
+    config: &BrokerConfig,
+    manager: &LogManager,
+) -> Result<DynamicConfigs, String> {
+    let text = manager
+        .read_metadata_file(DYNAMIC_CONFIG_FILE, DYNAMIC_CONFIG_FILE_BYTES_MAX)
+        .map_err(|error| error.to_string())?;
+    let Some(text) = text else { return Ok(DynamicConfigs::default()) };
+    let dynamic =
+        DynamicConfigs::parse(&text).map_err(|error| format!("{DYNAMIC_CONFIG_FILE}: {error}"))?;
+    if !dynamic.per_broker.is_empty() || !dynamic.cluster_default.is_empty() {
+        let defaults = log_defaults(config, &dynamic)?;
+        manager.set_default_log_config(defaults).map_err(|error| error.to_string())?;
+    }
+    Ok(dynamic)
+}
+
+/// Replaces the layer of the BROKER resource `name` with what `change` makes of it, after
+/// Kafka's checks; with `validate_only`, only checks.
+fn alter(
+    broker: &Broker,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Error>,
+) -> Result<(), Error> {
+    let per_broker = resource_is_per_broker(broker, name)?;
+    let mut current =
+        broker.dynamic_configs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let layer = change(current.layer(per_broker))?;
+    dynamic::validate(&layer, per_broker, broker_key_type, is_honoured).map_err(invalid_request)?;
+    let mut next = current.clone();
+    *next.layer_mut(per_broker) = layer;
+    let defaults = log_defaults(&broker.config, &next).map_err(invalid_request)?;
+    if validate_only {
+        return Ok(());
+    }
+    broker
+        .manager
+        .write_metadata_file(DYNAMIC_CONFIG_FILE, next.to_text().as_bytes())
+        .map_err(|error| Error::wire_with(storage_error(&error), error.to_string()))?;
+    broker
+        .manager
+        .set_default_log_config(defaults)
+        .map_err(|error| Error::wire_with(storage_error(&error), error.to_string()))?;
+    *current = next;
+    Ok(())
+}
+
+/// AlterConfigs on a BROKER resource: `configs` replace its whole layer, as in Kafka.
+pub(crate) fn alter_broker(
+    broker: &Broker,
+    name: &str,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), Error> {
+    alter(broker, name, validate_only, |_| Ok(configs))
+}
+
+/// IncrementalAlterConfigs on a BROKER resource: each operation on the layer as it is (APPEND
+/// and SUBTRACT on a list key start from Kafka's default when the layer does not set it, as
+/// Kafka's `prepareIncrementalConfigs`).
+pub(crate) fn incremental_alter_broker(
+    broker: &Broker,
+    name: &str,
+    operations: Vec<(String, Operation)>,
+    validate_only: bool,
+) -> Result<(), Error> {
+    alter(broker, name, validate_only, |layer| {
+        let mut layer = layer.clone();
+        for (key, operation) in operations {
+            match operation {
+                Operation::Set(value) => {
+                    layer.insert(key, value);
+                }
+                Operation::Delete => {
+                    layer.remove(&key);
+                }
+                Operation::Append(_) | Operation::Subtract(_)
+                    if broker_key_type(&key) != Some(ConfigType::List) =>
+                {
+                    let op = if matches!(operation, Operation::Append(_)) {
+                        "append"
+                    } else {
+                        "subtract"
+                    };
+                    return Err(Error::wire_with(
+                        ResponseError::InvalidConfig,
+                        format!("Config value {op} is not allowed for config key: {key}"),
+                    ));
+                }
+                Operation::Append(value) => {
+                    let mut items = list_items(
+                        layer
+                            .get(&key)
+                            .cloned()
+                            .or_else(|| broker_key_kafka_default(&key))
+                            .as_deref(),
+                    );
+                    for item in split(&value) {
+                        if !items.contains(&item) {
+                            items.push(item);
+                        }
+                    }
+                    layer.insert(key, items.join(","));
+                }
+                Operation::Subtract(value) => {
+                    let mut items = list_items(
+                        layer
+                            .get(&key)
+                            .cloned()
+                            .or_else(|| broker_key_kafka_default(&key))
+                            .as_deref(),
+                    );
+                    let gone = split(&value);
+                    items.retain(|item| !gone.contains(item));
+                    layer.insert(key, items.join(","));
+                }
+            }
+        }
+        Ok(layer)
+    })
+}
+
+fn split(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|item| !item.is_empty()).map(str::to_owned).collect()
+}
+
+fn list_items(value: Option<&str>) -> Vec<String> {
+    value.map(split).unwrap_or_default()
+}
