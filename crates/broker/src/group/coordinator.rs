@@ -143,6 +143,21 @@ impl GroupCoordinator {
         groups
     }
 
+    /// The timers of one group that are due at `now_ms` (what [`Self::tick`] runs for every
+    /// group, every 100 ms). Kafka's fire on the millisecond, so a request that decides on a
+    /// group's members runs them first: a session that ran out is over when the request
+    /// looks, not up to a tick later.
+    fn run_due_timers(&self, inner: &mut Inner, group_id: &str, now_ms: i64) {
+        let Some(group) = inner.groups.get_mut(group_id) else { return };
+        let (became_empty, consumer_changed) = group_timers(group, &self.config, now_ms);
+        if became_empty {
+            let _ = self.store_group(inner, group_id, now_ms);
+        }
+        if consumer_changed {
+            let _ = self.persist_and_wait(inner, group_id, now_ms);
+        }
+    }
+
     /// DeleteGroups for one group: only an empty group can go; its offsets and metadata get
     /// tombstones.
     pub(crate) fn delete_group(&self, group_id: &str, now_ms: i64) -> i16 {
@@ -150,6 +165,7 @@ impl GroupCoordinator {
             return ResponseError::InvalidGroupId.code();
         }
         let mut inner = self.lock();
+        self.run_due_timers(&mut inner, group_id, now_ms);
         let Some(group) = inner.groups.get(group_id) else {
             return ResponseError::GroupIdNotFound.code();
         };
@@ -193,18 +209,10 @@ impl GroupCoordinator {
         }
         let mut consumer_changed = Vec::new();
         for group in inner.groups.values_mut() {
-            if expire_consumer_members(
-                group,
-                i64::from(self.config.consumer_session_timeout_ms),
-                now_ms,
-            ) {
+            let (became_empty, changed) = group_timers(group, &self.config, now_ms);
+            if changed {
                 consumer_changed.push(group.group_id.clone());
             }
-            let before = (group.state, group.generation_id);
-            run_classic_timers(group, &self.config, now_ms);
-            let became_empty = group.is(GroupState::Empty)
-                && group.members.is_empty()
-                && (before.0 != GroupState::Empty || before.1 != group.generation_id);
             if became_empty {
                 to_store.push(group.group_id.clone());
             }
@@ -243,4 +251,18 @@ impl GroupCoordinator {
         // go at once, so a client inventing group ids cannot grow memory for long.
         inner.groups.retain(|_, group| !group.holds_nothing());
     }
+}
+
+/// Runs a group's due timers: KIP-848 sessions, then the classic ones (sessions, pending
+/// members, syncs, joins). Returns whether the classic group became empty (its metadata to be
+/// stored) and whether KIP-848 members left (to be persisted).
+fn group_timers(group: &mut Group, config: &GroupConfig, now_ms: i64) -> (bool, bool) {
+    let consumer_changed =
+        expire_consumer_members(group, i64::from(config.consumer_session_timeout_ms), now_ms);
+    let before = (group.state, group.generation_id);
+    run_classic_timers(group, config, now_ms);
+    let became_empty = group.is(GroupState::Empty)
+        && group.members.is_empty()
+        && (before.0 != GroupState::Empty || before.1 != group.generation_id);
+    (became_empty, consumer_changed)
 }

@@ -260,6 +260,27 @@ fn expired_sessions_and_missing_rejoins_are_removed() {
     );
 }
 
+/// A session ends on its millisecond for a request that looks at the group, not at the next
+/// tick (Kafka's heartbeat purgatory fires on time): DeleteGroups one millisecond after the
+/// last member's session ran out deletes the group with no tick in between (librdkafka's 0081
+/// deletes 6 s after closing static members with 6 s sessions).
+#[test]
+fn delete_groups_sees_a_session_that_ran_out_since_the_last_tick() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
+    let coordinator = coordinator(&manager, config);
+    let (m1, mut join1) = join_new(&coordinator, 0);
+    assert_eq!(ready(&mut join1).unwrap().generation_id, 1);
+    let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "a")], 0);
+    assert!(ready(&mut synced).is_some());
+    assert_eq!(coordinator.heartbeat("g", 1, &m1, None, 5_000), NONE);
+    coordinator.tick(14_999);
+    assert_eq!(coordinator.delete_group("g", 15_000), ResponseError::NonEmptyGroup.code());
+    assert_eq!(coordinator.delete_group("g", 15_001), NONE, "the session (10 s) ran out at 15,000");
+    assert!(coordinator.describe_group("g").is_none_or(|group| group.state == "Dead"));
+}
+
 #[test]
 fn protocol_generation_and_membership_errors() {
     let fs = SimFs::new();
