@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use seglog_storage::config::{ConfigType, LogConfig};
 
 use super::broker_configs::{broker_config_entries, cluster_default_entries, topic_synonyms};
-use super::dynamic_configs::{Operation, alter_broker, incremental_alter_broker};
+use super::dynamic_configs::{Operation, alter_broker, apply_operations, incremental_alter_broker};
 use super::{blocking, str_bytes};
 use crate::Broker;
 use crate::error::{Error, storage_error};
@@ -435,65 +435,17 @@ fn incremental_topic(
     let mut overrides = broker.manager.topic_overrides(name);
     let effective =
         broker.manager.topic_config(name).map(|config| config.to_properties()).unwrap_or_default();
-    for config in &resource.configs {
-        let key = config.name.to_string();
-        let value = config.value.as_ref().map(ToString::to_string);
-        match (config.config_operation, value) {
-            (0, Some(value)) => {
-                overrides.insert(key, value);
-            }
-            (1, _) => {
-                overrides.remove(&key);
-            }
-            (2 | 3, Some(value)) if config_type(&key) == ConfigType::List.id() => {
-                let current = overrides
-                    .get(&key)
-                    .or_else(|| effective.get(&key))
-                    .cloned()
-                    .unwrap_or_default();
-                let mut items: Vec<String> = current
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|item| !item.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-                for item in value.split(',').map(str::trim).filter(|item| !item.is_empty()) {
-                    if config.config_operation == 2 {
-                        if !items.iter().any(|existing| existing == item) {
-                            items.push(item.to_owned());
-                        }
-                    } else {
-                        items.retain(|existing| existing != item);
-                    }
-                }
-                overrides.insert(key, items.join(","));
-            }
-            (2 | 3, Some(_)) => {
-                let op = if config.config_operation == 2 { "append" } else { "subtract" };
-                return Err(Error::wire_with(
-                    ResponseError::InvalidConfig,
-                    format!("Config value {op} is not allowed for config key: {key}"),
-                ));
-            }
-            (0 | 2 | 3, None) => {
-                return Err(Error::wire_with(
-                    ResponseError::InvalidRequest,
-                    format!("Null value not supported for : {key}"),
-                ));
-            }
-            (other, _) => {
-                return Err(Error::wire_with(
-                    ResponseError::InvalidRequest,
-                    format!("Unknown config operation {other}"),
-                ));
-            }
-        }
-    }
+    apply_operations(
+        &mut overrides,
+        incremental_operations(resource)?,
+        |key| config_type(key) == ConfigType::List.id(),
+        |key| effective.get(key).cloned(),
+    )?;
     apply_topic_overrides(broker, name, overrides, validate_only)
 }
 
-/// A BROKER resource's operations, after Kafka's checks of the request (no key twice, a value
-/// for every operation but DELETE, known operations).
+/// A resource's IncrementalAlterConfigs operations, after Kafka's checks of the request (no key
+/// twice, a value for every operation but DELETE, known operations).
 fn incremental_operations(
     resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
 ) -> Result<Vec<(String, Operation)>, Error> {

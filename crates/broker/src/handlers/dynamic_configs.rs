@@ -123,64 +123,68 @@ pub(crate) fn incremental_alter_broker(
 ) -> Result<(), Error> {
     alter(broker, name, validate_only, |layer| {
         let mut layer = layer.clone();
-        for (key, operation) in operations {
-            match operation {
-                Operation::Set(value) => {
-                    layer.insert(key, value);
-                }
-                Operation::Delete => {
-                    layer.remove(&key);
-                }
-                Operation::Append(_) | Operation::Subtract(_)
-                    if broker_key_type(&key) != Some(ConfigType::List) =>
-                {
-                    let op = if matches!(operation, Operation::Append(_)) {
-                        "append"
-                    } else {
-                        "subtract"
-                    };
-                    return Err(Error::wire_with(
-                        ResponseError::InvalidConfig,
-                        format!("Config value {op} is not allowed for config key: {key}"),
-                    ));
-                }
-                Operation::Append(value) => {
-                    let mut items = list_items(
-                        layer
-                            .get(&key)
-                            .cloned()
-                            .or_else(|| broker_key_kafka_default(&key))
-                            .as_deref(),
-                    );
-                    for item in split(&value) {
-                        if !items.contains(&item) {
-                            items.push(item);
-                        }
-                    }
-                    layer.insert(key, items.join(","));
-                }
-                Operation::Subtract(value) => {
-                    let mut items = list_items(
-                        layer
-                            .get(&key)
-                            .cloned()
-                            .or_else(|| broker_key_kafka_default(&key))
-                            .as_deref(),
-                    );
-                    let gone = split(&value);
-                    items.retain(|item| !gone.contains(item));
-                    layer.insert(key, items.join(","));
-                }
-            }
-        }
+        apply_operations(
+            &mut layer,
+            operations,
+            |key| broker_key_type(key) == Some(ConfigType::List),
+            broker_key_kafka_default,
+        )?;
         Ok(layer)
     })
 }
 
-fn split(value: &str) -> Vec<String> {
-    value.split(',').map(str::trim).filter(|item| !item.is_empty()).map(str::to_owned).collect()
+/// IncrementalAlterConfigs' operations on one resource's keys (Kafka's
+/// `prepareIncrementalConfigs`): SET, DELETE, and APPEND / SUBTRACT on a list key (`is_list`),
+/// which start from the key's value in `keys`, else from `base` (the topic's effective value,
+/// Kafka's default for a broker).
+pub(crate) fn apply_operations(
+    keys: &mut BTreeMap<String, String>,
+    operations: Vec<(String, Operation)>,
+    is_list: impl Fn(&str) -> bool,
+    base: impl Fn(&str) -> Option<String>,
+) -> Result<(), Error> {
+    for (key, operation) in operations {
+        let (append, value) = match operation {
+            Operation::Set(value) => {
+                keys.insert(key, value);
+                continue;
+            }
+            Operation::Delete => {
+                keys.remove(&key);
+                continue;
+            }
+            Operation::Append(value) => (true, value),
+            Operation::Subtract(value) => (false, value),
+        };
+        if !is_list(&key) {
+            let op = if append { "append" } else { "subtract" };
+            return Err(Error::wire_with(
+                ResponseError::InvalidConfig,
+                format!("Config value {op} is not allowed for config key: {key}"),
+            ));
+        }
+        let mut items = keys
+            .get(&key)
+            .cloned()
+            .or_else(|| base(&key))
+            .as_deref()
+            .map(split)
+            .unwrap_or_default();
+        let given = split(&value);
+        if append {
+            for item in given {
+                if !items.contains(&item) {
+                    items.push(item);
+                }
+            }
+        } else {
+            items.retain(|item| !given.contains(item));
+        }
+        keys.insert(key, items.join(","));
+    }
+    Ok(())
 }
 
-fn list_items(value: Option<&str>) -> Vec<String> {
-    value.map(split).unwrap_or_default()
+fn split(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|item| !item.is_empty()).map(str::to_owned).collect()
 }
