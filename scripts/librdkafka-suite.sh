@@ -6,8 +6,8 @@
 #   --smoke       run a short subset of fast produce/consume tests (for CI)
 #   --security MODE
 #                 plaintext (default) or sasl_ssl: the broker serves SASL_SSL
-#                 (SCRAM-SHA-256/512, PLAIN, OAUTHBEARER; ACLs on, the test user
-#                 a super user; connections.max.reauth.ms=10000) and SSL with
+#                 (SCRAM-SHA-256/512, PLAIN, OAUTHBEARER; ACLs on, allowed where
+#                 no ACL names the resource, as trivup's; connections.max.reauth.ms=10000) and SSL with
 #                 client certificates required, and the tests connect with
 #                 SASL_SSL and SCRAM-SHA-512. The security tests (0097 0126 0135
 #                 0142) run after the list (with --smoke: 0135); 0097 runs four
@@ -270,8 +270,10 @@ trap 'exit 130' INT TERM
 # --security sasl_ssl: certificates, the SCRAM user, the broker's settings.
 # ---------------------------------------------------------------------------
 
-# The test user: a SCRAM user of the broker and its super user (super.users), as the
-# admin user of trivup's SASL clusters is, so the suite's admin calls are allowed.
+# The test user: a SCRAM user of the broker, and not a super user: as in trivup's SASL
+# clusters (super.users=User:admin, allow.everyone.if.no.acl.found=true), what no ACL names is
+# allowed, and an ACL the tests create narrows what the user may do (0081's authorized
+# operations expect exactly the ACL's).
 sasl_user=seglog-test
 sasl_password=seglog-test-secret
 # The password of the client's encrypted key and PKCS#12 file (trivup's ssl.key.password).
@@ -391,7 +393,8 @@ listener.name.requested.ssl.truststore.location=$certs/client/truststore.pem
 listener.name.requested.ssl.client.auth=requested
 sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
-super.users=User:$sasl_user
+super.users=User:admin
+allow.everyone.if.no.acl.found=true
 connections.max.reauth.ms=10000
 num.partitions=4
 PROPS
