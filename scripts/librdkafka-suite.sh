@@ -9,11 +9,20 @@
 #                 (SCRAM-SHA-256/512, PLAIN, OAUTHBEARER; ACLs on, allowed where
 #                 no ACL names the resource, as trivup's; connections.max.reauth.ms=10000) and SSL with
 #                 client certificates required, and the tests connect with
-#                 SASL_SSL and SCRAM-SHA-512. The security tests (0097 0126 0135
-#                 0142) run after the list (with --smoke: 0135); 0097 runs four
-#                 times: over SSL (client certificates required) with a client
-#                 certificate from a root CA, the same from an intermediate CA,
-#                 over SSL with client certificates requested, and over SASL_SSL
+#                 SASL_SSL and SCRAM-SHA-512. OAUTHBEARER tokens are checked
+#                 against the JWKS of scripts/oidc-token-endpoint.py (an OAuth
+#                 token endpoint on 127.0.0.1, as trivup's OauthbearerOIDCApp;
+#                 its subject an ordinary user), no longer as unsecured JWTs.
+#                 The security tests (0097 0126 0135 0142) run after the list
+#                 (with --smoke: 0135); 0097 runs four times: over SSL (client
+#                 certificates required) with a client certificate from a root
+#                 CA, the same from an intermediate CA, over SSL with client
+#                 certificates requested, and over SASL_SSL; 0126 connects with
+#                 OAUTHBEARER and sasl.oauthbearer.method=OIDC, its token URLs
+#                 (VALID_OIDC_URL, INVALID_OIDC_URL, EXPIRED_TOKEN_OIDC_URL) and
+#                 client keys (OAUTHBEARER_CLIENT_PRIVATE_KEY*) from the endpoint
+#                 (it needs librdkafka built with libcurl: without, it skips;
+#                 a build without is made again once libcurl's headers are there)
 #   --build-only  build librdkafka and its test-runner, then exit
 #   TEST...       run only these 4-digit test numbers (default: the list in
 #                 scripts/librdkafka-suite.list)
@@ -52,10 +61,10 @@ SMOKE_TESTS="0001 0002 0012 0013 0017 0031 0035"
 # credentials (0135), KIP-368 re-authentication (0142). With --smoke: 0135 only.
 SECURITY_TESTS="0097 0126 0135 0142"
 SECURITY_SMOKE_TESTS="0135"
-# Tests run without -Q: every sub-test of 0142 is a SUB_TEST(), which quick mode skips
-# without a word (test_sub_start() returns 0), so under -Q it "passes" in 0.1 s having
-# run nothing.
-NOT_QUICK_TESTS="0142"
+# Tests run without -Q: every sub-test of 0126 and 0142 is a SUB_TEST(), which quick mode
+# skips without a word (test_sub_start() returns 0), so under -Q they "pass" in 0.1 s
+# having run nothing.
+NOT_QUICK_TESTS="0126 0142"
 
 smoke=0
 build_only=0
@@ -72,7 +81,7 @@ while [ $# -gt 0 ]; do
             ;;
         --security=*) security=${1#--security=} ;;
         -h | --help)
-            sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         [0-9][0-9][0-9][0-9]) tests+=("$1") ;;
@@ -152,12 +161,20 @@ patch_tests() {
     return 0
 }
 
+# libcurl's headers (libcurl4-openssl-dev), without which librdkafka has no OIDC.
+have_libcurl_headers() {
+    pkg-config --exists libcurl 2>/dev/null || [ -f /usr/include/curl/curl.h ]
+}
+
 build_librdkafka() {
     # --security sasl_ssl needs librdkafka built with SSL: a build made before
-    # libssl-dev was installed is made again.
+    # libssl-dev was installed is made again. The same for OIDC (0126): a build made
+    # without libcurl is made again once libcurl's headers are installed.
     if [ -x "$build_dir/tests/test-runner" ] && [ -f "$stamp" ] &&
         [ "$(cat "$stamp")" = "$build_id" ] &&
-        { [ "$security" != sasl_ssl ] || grep -q '^#define WITH_SSL 1' "$build_dir/config.h"; }; then
+        { [ "$security" != sasl_ssl ] || grep -q '^#define WITH_SSL 1' "$build_dir/config.h"; } &&
+        { [ "$security" != sasl_ssl ] || ! have_libcurl_headers ||
+            grep -q '^#define WITH_OAUTHBEARER_OIDC 1' "$build_dir/config.h"; }; then
         if [ ! -f "$stamp_0142" ]; then
             log "patching 0142 in $build_dir and rebuilding the test-runner"
             patch_tests
@@ -178,9 +195,9 @@ build_librdkafka() {
     patch_tests
     (
         cd "$build_dir"
-        # zstd, lz4, zlib and ssl are auto-detected ("try"); only the
-        # features that need extra system packages are switched off.
-        ./configure --disable-gssapi --disable-curl
+        # zstd, lz4, zlib, ssl and curl (OIDC, with ssl) are auto-detected
+        # ("try"); GSSAPI, which needs a KDC the suite does not run, is off.
+        ./configure --disable-gssapi
         make -j2 libs
         make -C tests -j2 build
     ) >"$build_dir.build.log" 2>&1 || {
@@ -249,9 +266,14 @@ work_dir=$(mktemp -d "${TMPDIR:-/tmp}/seglog-librdkafka-run.XXXXXX")
 test_conf="$work_dir/test.conf"
 broker_log="$logs/broker.log"
 broker_pid=""
+oidc_pid=""
 
 # shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
+    if [ -n "$oidc_pid" ] && kill -0 "$oidc_pid" 2>/dev/null; then
+        kill -TERM "$oidc_pid" 2>/dev/null || true
+        wait "$oidc_pid" 2>/dev/null || true
+    fi
     if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then
         kill -TERM "$broker_pid" 2>/dev/null || true
         for _ in $(seq 1 50); do
@@ -278,6 +300,36 @@ sasl_user=seglog-test
 sasl_password=seglog-test-secret
 # The password of the client's encrypted key and PKCS#12 file (trivup's ssl.key.password).
 client_key_password=seglog-client-key-pass
+# The OAuth token endpoint's tokens (scripts/oidc-token-endpoint.py): the broker's SASL_SSL
+# listener checks their signature against its JWKS file, their issuer and audience; their
+# subject is the principal, an ordinary user as the SCRAM test user is.
+oidc_issuer=seglog-oidc-issuer
+oidc_audience=seglog
+oidc_subject=seglog-oidc
+oidc_client_key_password=seglog-oidc-client-key-pass
+oidc_url=""
+
+# start_oidc_endpoint DIR: starts scripts/oidc-token-endpoint.py (its key, JWKS and client keys
+# in DIR) and sets oidc_url to its token URL.
+start_oidc_endpoint() {
+    local dir=$1
+    mkdir -p "$dir"
+    python3 "$script_dir/oidc-token-endpoint.py" --port-file "$dir/port" \
+        --jwks-file "$dir/jwks.json" --key-dir "$dir/key" --client-key-dir "$dir/client" \
+        --client-key-password "$oidc_client_key_password" --issuer "$oidc_issuer" \
+        --audience "$oidc_audience" --subject "$oidc_subject" >"$logs/oidc-endpoint.log" 2>&1 &
+    oidc_pid=$!
+    for _ in $(seq 1 100); do
+        [ -s "$dir/port" ] && break
+        kill -0 "$oidc_pid" 2>/dev/null || {
+            tail -n 20 "$logs/oidc-endpoint.log" >&2
+            die "the OAuth token endpoint exited during startup"
+        }
+        sleep 0.1
+    done
+    [ -s "$dir/port" ] || die "the OAuth token endpoint did not start within 10s"
+    oidc_url="http://127.0.0.1:$(cat "$dir/port")/retrieve"
+}
 
 # make_client_pki DIR DEV_CA: the CLIENT's certificates for 0097, in every form trivup's
 # SslApp writes and 0097 reads through its SSL_* variables, made with openssl. A root CA and
@@ -375,6 +427,9 @@ if [ "$security" = sasl_ssl ]; then
     "$seglog_bin" serve --generate-dev-certs "$certs" >"$work_dir/dev-certs.log" 2>&1 ||
         die "seglog serve --generate-dev-certs failed: $(tail -n 3 "$work_dir/dev-certs.log")"
     make_client_pki "$certs/client" "$certs/ca.pem"
+    oidc_dir="$work_dir/oidc"
+    start_oidc_endpoint "$oidc_dir"
+    log "OAuth token endpoint: $oidc_url (log: $logs/oidc-endpoint.log)"
     "$seglog_bin" users add --log-dir "$data_dir" --user "$sasl_user" \
         --password "$sasl_password" >"$work_dir/users.log" 2>&1 ||
         die "seglog users add failed: $(tail -n 3 "$work_dir/users.log")"
@@ -392,6 +447,9 @@ listener.name.requested.ssl.truststore.type=PEM
 listener.name.requested.ssl.truststore.location=$certs/client/truststore.pem
 listener.name.requested.ssl.client.auth=requested
 sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,PLAIN,OAUTHBEARER
+listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file:$oidc_dir/jwks.json
+listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.expected.issuer=$oidc_issuer
+listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.expected.audience=$oidc_audience
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:admin
 allow.everyone.if.no.acl.found=true
@@ -480,6 +538,38 @@ CONF
     return 0
 }
 
+# oidc_variant CONF_FILE -> writes CONF_FILE (0126's client config: the suite's, with
+# OAUTHBEARER and sasl.oauthbearer.method=OIDC instead of SCRAM, as trivup's LibrdkafkaTestApp
+# writes it with an OauthbearerOIDCApp) and sets oidc_env to the variables trivup exports.
+# librdkafka does OIDC only when built with libcurl; without, 0126 gets the suite's config and
+# skips itself ("`sasl.oauthbearer.method=OIDC` is required").
+oidc_env=()
+oidc_variant() {
+    local conf=$1 c="$oidc_dir/client"
+    if ! grep -q '^#define WITH_OAUTHBEARER_OIDC 1' "$build_dir/config.h" 2>/dev/null; then
+        log "librdkafka in $build_dir was built without libcurl, so without OIDC: 0126 will skip itself (install libcurl4-openssl-dev and rerun: the build is made again)"
+        cp "$test_conf" "$conf"
+        return 0
+    fi
+    grep -v '^sasl\.' "$test_conf" >"$conf"
+    cat >>"$conf" <<CONF
+sasl.mechanisms=OAUTHBEARER
+sasl.oauthbearer.method=OIDC
+sasl.oauthbearer.client.id=123
+sasl.oauthbearer.client.secret=abc
+sasl.oauthbearer.scope=test
+sasl.oauthbearer.extensions=ExtensionworkloadIdentity=develC348S,Extensioncluster=lkc123
+sasl.oauthbearer.token.endpoint.url=$oidc_url
+CONF
+    oidc_env=(
+        "VALID_OIDC_URL=$oidc_url" "INVALID_OIDC_URL=$oidc_url/badformat"
+        "EXPIRED_TOKEN_OIDC_URL=$oidc_url/expire"
+        "OAUTHBEARER_CLIENT_PRIVATE_KEY=$c/client.key.pem"
+        "OAUTHBEARER_CLIENT_PRIVATE_KEY_ENCRYPTED=$c/client.key.enc.pem"
+        "OAUTHBEARER_CLIENT_PRIVATE_KEY_PASSWORD=$oidc_client_key_password"
+    )
+}
+
 # The runs: "TEST" or, for 0097 with --security sasl_ssl, "0097/VARIANT".
 runs=()
 for t in "${tests[@]}"; do
@@ -504,9 +594,13 @@ for run in "${runs[@]}"; do
     out="$logs/$t${variant:+-$variant}.log"
     conf="$test_conf"
     ssl_env=()
+    oidc_env=()
     if [ -n "$variant" ]; then
         conf="$work_dir/test-$variant.conf"
         ssl_variant "$variant" "$conf"
+    elif [ "$security" = sasl_ssl ] && [ "$t" = 0126 ]; then
+        conf="$work_dir/test-oidc.conf"
+        oidc_variant "$conf"
     fi
     # 0097's "verify not ok" cases expect librdkafka's _SSL error. When the broker's
     # answer to the ClientHello is already there as SSL_connect() first reads, librdkafka
@@ -529,7 +623,7 @@ for run in "${runs[@]}"; do
     rc=0
     (
         cd "$tests_dir"
-        ${pin[@]+"${pin[@]}"} env ${ssl_env[@]+"${ssl_env[@]}"} \
+        ${pin[@]+"${pin[@]}"} env ${ssl_env[@]+"${ssl_env[@]}"} ${oidc_env[@]+"${oidc_env[@]}"} \
             TESTS=$t TEST_KAFKA_VERSION=3.9.0 RDKAFKA_GITVER=seglog RDKAFKA_TEST_CONF="$conf" \
             timeout -k 10 "$timeout_s" ./run-test.sh ${args[@]+"${args[@]}"}
     ) >"$out" 2>&1 </dev/null || rc=$?
