@@ -141,18 +141,18 @@ build_dir="${LIBRDKAFKA_BUILD_DIR:-${TMPDIR:-/tmp}/seglog-librdkafka}"
 stamp="$build_dir/.seglog-built-from"
 # What the build is made from: the source, and the one change to its tests (below).
 build_id="$src (0103 at replication factor 1)"
-# 0142 came later: a build without it (no stamp_0142) gets it by patching 0142 and
-# rebuilding the test-runner alone, and build_id stays what it was, so that builds and
-# checkouts that do not know of 0142 keep sharing the build directory.
-stamp_0142="$build_dir/.seglog-0142-at-replication-factor-1"
+# 0142 and 0126 came later: a build without them (no stamp_0142) gets them by patching
+# 0142 and 0126 and rebuilding the test-runner alone, and build_id stays what it was, so that
+# builds and checkouts that do not know of them keep sharing the build directory.
+stamp_0142="$build_dir/.seglog-0126-0142-at-replication-factor-1"
 
-# seglog is one broker. 0103 (transactions) and 0142 (re-authentication) create their topics
-# with replication factor 3, which Kafka refuses on one broker too
+# seglog is one broker. 0103 (transactions), 0126 (OIDC) and 0142 (re-authentication) create
+# their topics with replication factor 3, which Kafka refuses on one broker too
 # (INVALID_REPLICATION_FACTOR); the copies of the tests ask for 1 instead. Nothing else in
 # the suite is changed.
 patch_tests() {
     local f
-    for f in 0103-transactions.c 0142-reauthentication.c; do
+    for f in 0103-transactions.c 0126-oauthbearer_oidc.c 0142-reauthentication.c; do
         sed -i 's/test_create_topic_wait_exists(\(.*\), 3, 5000);/test_create_topic_wait_exists(\1, 1, 5000);/' \
             "$build_dir/tests/$f"
         grep -q ', 3, 5000);' "$build_dir/tests/$f" &&
@@ -176,7 +176,7 @@ build_librdkafka() {
         { [ "$security" != sasl_ssl ] || ! have_libcurl_headers ||
             grep -q '^#define WITH_OAUTHBEARER_OIDC 1' "$build_dir/config.h"; }; then
         if [ ! -f "$stamp_0142" ]; then
-            log "patching 0142 in $build_dir and rebuilding the test-runner"
+            log "patching 0126 and 0142 in $build_dir and rebuilding the test-runner"
             patch_tests
             make -C "$build_dir/tests" -j2 build >"$build_dir.build.log" 2>&1 || {
                 tail -n 40 "$build_dir.build.log" >&2
