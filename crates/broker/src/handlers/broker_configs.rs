@@ -675,7 +675,7 @@ mod tests {
     const BROKER_KEYS_DOC: &str = "In `server.properties`, `--config`, or `--override key=value`.
 
 Some keys also change while the broker runs, as Kafka's dynamic broker configs
-(`kafka-configs --bootstrap-server … --alter --entity-type brokers --entity-name 1
+(`kafka-configs --bootstrap-server ... --alter --entity-type brokers --entity-name 1
 --add-config log.retention.ms=3600000`, or `--entity-default` for every broker): AlterConfigs
 and IncrementalAlterConfigs on a BROKER resource, named by this broker's id or by the empty
 name (the cluster default). A key's value is this broker's dynamic one, else the cluster
