@@ -215,16 +215,23 @@ fn the_initial_delay_extends_while_members_keep_coming() {
     assert_eq!(first.members.len() + second.members.len(), 2, "one leader sees both");
 }
 
-#[test]
-fn expired_sessions_and_missing_rejoins_are_removed() {
-    let fs = SimFs::new();
-    let manager = manager(&fs);
+/// A coordinator without the initial rebalance delay, and group "g" Stable at generation 1
+/// with one member (joined and synced at 0 ms), whose id is returned.
+fn one_stable_member(manager: &Arc<LogManager>) -> (GroupCoordinator, String) {
     let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
-    let coordinator = coordinator(&manager, config);
+    let coordinator = coordinator(manager, config);
     let (m1, mut join1) = join_new(&coordinator, 0);
     assert_eq!(ready(&mut join1).unwrap().generation_id, 1);
     let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "a")], 0);
     assert!(ready(&mut synced).is_some());
+    (coordinator, m1)
+}
+
+#[test]
+fn expired_sessions_and_missing_rejoins_are_removed() {
+    let fs = SimFs::new();
+    let manager = manager(&fs);
+    let (coordinator, m1) = one_stable_member(&manager);
     let (m2, mut join2) = join_new(&coordinator, 1_000);
     // m1 heartbeats but never rejoins: after the rebalance timeout (60 s from the rebalance's
     // start) m2 goes on alone.
@@ -268,12 +275,7 @@ fn expired_sessions_and_missing_rejoins_are_removed() {
 fn delete_groups_sees_a_session_that_ran_out_since_the_last_tick() {
     let fs = SimFs::new();
     let manager = manager(&fs);
-    let config = GroupConfig { initial_rebalance_delay_ms: 0, ..small_config() };
-    let coordinator = coordinator(&manager, config);
-    let (m1, mut join1) = join_new(&coordinator, 0);
-    assert_eq!(ready(&mut join1).unwrap().generation_id, 1);
-    let mut synced = sync(&coordinator, &m1, 1, &[(&m1, "a")], 0);
-    assert!(ready(&mut synced).is_some());
+    let (coordinator, m1) = one_stable_member(&manager);
     assert_eq!(coordinator.heartbeat("g", 1, &m1, None, 5_000), NONE);
     coordinator.tick(14_999);
     assert_eq!(coordinator.delete_group("g", 15_000), ResponseError::NonEmptyGroup.code());
