@@ -35,6 +35,18 @@ fn base_authorizer() -> Authorizer {
     Authorizer::new(supers, false)
 }
 
+/// `principal`'s decisions from localhost for each (operation, topic name) of `actions`.
+fn topic_checks(
+    authorizer: &Authorizer,
+    principal: &str,
+    actions: &[(AclOperation, &str)],
+) -> Vec<bool> {
+    actions
+        .iter()
+        .map(|(op, name)| authorizer.authorize(principal, LOCALHOST, *op, Topic, name))
+        .collect()
+}
+
 /// `StandardAuthorizerTest.createAndInitializeStandardAuthorizer`: `super.users=User:superman`.
 fn standard_authorizer(acls: &[AclBinding]) -> Authorizer {
     let mut authorizer = Authorizer::new(vec!["User:superman".to_owned()], false);
@@ -638,12 +650,8 @@ fn test_deny_precedence_with_operation_all() {
         acl(Topic, "foo", Literal, "User:*", "*", All, Deny),
         acl(Topic, "foo", Prefixed, "User:*", "*", Describe, Allow),
     ]);
-    let check = |principal, actions: &[(AclOperation, &str)]| -> Vec<bool> {
-        actions
-            .iter()
-            .map(|(op, name)| authorizer.authorize(principal, LOCALHOST, *op, Topic, name))
-            .collect()
-    };
+    let check =
+        |principal, actions: &[(AclOperation, &str)]| topic_checks(&authorizer, principal, actions);
     assert_eq!(
         check("User:alice", &[(Write, "foo"), (Read, "foo"), (Describe, "foo"), (Read, "foobar")]),
         [false, false, false, true]
@@ -671,12 +679,8 @@ fn test_topic_acl_with_operation_all() {
         acl(Topic, "bar", Prefixed, "User:alice", "*", All, Allow),
         acl(Topic, "baz", Literal, "User:bob", "*", All, Allow),
     ]);
-    let check = |principal, actions: &[(AclOperation, &str)]| -> Vec<bool> {
-        actions
-            .iter()
-            .map(|(op, name)| authorizer.authorize(principal, LOCALHOST, *op, Topic, name))
-            .collect()
-    };
+    let check =
+        |principal, actions: &[(AclOperation, &str)]| topic_checks(&authorizer, principal, actions);
     assert_eq!(
         check("User:alice", &[(Write, "foo"), (DescribeConfigs, "bar"), (Describe, "baz")]),
         [true, true, false]
@@ -749,12 +753,8 @@ fn test_prefix_acls() {
         acl(Topic, "foobar", Literal, "User:bob", "*", All, Allow),
         acl(Topic, "f", Prefixed, "User:bob", "*", All, Allow),
     ]);
-    let check = |principal, actions: &[(AclOperation, &str)]| -> Vec<bool> {
-        actions
-            .iter()
-            .map(|(op, name)| authorizer.authorize(principal, LOCALHOST, *op, Topic, name))
-            .collect()
-    };
+    let check =
+        |principal, actions: &[(AclOperation, &str)]| topic_checks(&authorizer, principal, actions);
     assert_eq!(
         check("User:bob", &[(Write, "foobarr"), (Read, "goobar"), (Read, "fooa")]),
         [true, false, true]
