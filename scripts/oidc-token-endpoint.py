@@ -15,6 +15,8 @@ Paths (the port is --port, or a free one, printed and written to --port-file):
                             signed with --client-key-dir's key): a valid token
   GET  /retrieve?...        Azure IMDS style (`Metadata: true`, api-version, resource and
                             client_id in the query): a valid token; without one of them 400
+  POST /retrieve/long       the same, a token that lasts --long-lifetime seconds (0142: its
+                            sessions then end at connections.max.reauth.ms, not with the token)
   POST /retrieve/badformat  a token with a broken signature (the client takes it, the
                             broker must refuse it)
   POST /retrieve/expire     a token that expired an hour ago (the client refuses it)
@@ -182,11 +184,13 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/retrieve/expire":
             self.token(-3600)
         elif path == "/retrieve":
-            self.retrieve(body)
+            self.retrieve(body, self.args.lifetime)
+        elif path == "/retrieve/long":
+            self.retrieve(body, self.args.long_lifetime)
         else:
             self.error(404, "not_found", "no such path: %s" % path)
 
-    def retrieve(self, body):
+    def retrieve(self, body, lifetime_s):
         if self.headers.get("Accept") != "application/json":
             self.error(400, "invalid_request", "Accept: application/json is required")
             return
@@ -221,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
             self.error(400, "unsupported_grant_type", "grant_type %r" % grant)
             return
         if self.valid_scope(form):
-            self.token(self.args.lifetime)
+            self.token(lifetime_s)
 
 
 def main():
@@ -245,6 +249,8 @@ def main():
     p.add_argument("--lifetime", type=int, default=4,
                    help="seconds a valid token lasts (4, as trivup's: the client refreshes "
                         "and re-authenticates while 0126 runs)")
+    p.add_argument("--long-lifetime", type=int, default=3600,
+                   help="seconds a token from /retrieve/long lasts (3600)")
     args = p.parse_args()
 
     key_dir = args.key_dir or tempfile.mkdtemp(prefix="seglog-oidc-")
