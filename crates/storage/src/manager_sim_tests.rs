@@ -14,7 +14,7 @@ use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
 
 use crate::config::{BrokerLogConfig, DurabilityMode, LogConfig};
 use crate::error::Error;
-use crate::io::{FaultKind, FaultPlan, SimFs};
+use crate::io::{BudgetFs, FaultKind, FaultPlan, Fs, SimFs};
 use crate::log::partition_log::{Isolation, TopicPartition};
 use crate::log::validator::AppendOrigin;
 use crate::manager::{LogManager, ManualClock};
@@ -46,8 +46,15 @@ fn config() -> BrokerLogConfig {
     }
 }
 
-fn open(fs: &SimFs, now_ms: i64) -> LogManager {
-    LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(now_ms)), config()).unwrap().0
+/// Opens the manager on `fs`, through a `BudgetFs` of `open_files_max` descriptors if given
+/// (every other seed: 2 to 9 descriptors for up to 4 topics of 3 partitions, each with several
+/// segments, so that nearly every call reopens a file).
+fn open(fs: &SimFs, now_ms: i64, open_files_max: Option<usize>) -> LogManager {
+    let fs: Arc<dyn Fs> = match open_files_max {
+        Some(max) => Arc::new(BudgetFs::new(Arc::new(fs.clone()), max)),
+        None => Arc::new(fs.clone()),
+    };
+    LogManager::open(fs, Arc::new(ManualClock::new(now_ms)), config()).unwrap().0
 }
 
 /// Checks every partition of the model against the reopened manager.
@@ -106,7 +113,8 @@ fn run(seed: u64, steps: usize) -> usize {
     let mut rng = Rng(seed);
     let fs = SimFs::new();
     let mut now_ms = 1_000;
-    let mut manager = open(&fs, now_ms);
+    let open_files_max = (seed % 2 == 1).then(|| 2 + usize::try_from(seed % 8).unwrap_or(0));
+    let mut manager = open(&fs, now_ms, open_files_max);
     let mut model: BTreeMap<TopicPartition, PartitionModel> = BTreeMap::new();
     let mut n_topics = 0;
     let mut crashes = 0;
@@ -226,14 +234,14 @@ fn run(seed: u64, steps: usize) -> usize {
                 drop(manager);
                 fs.crash(rng.next_u64());
                 crashes += 1;
-                manager = open(&fs, now_ms);
+                manager = open(&fs, now_ms, open_files_max);
                 check(&manager, &mut model, &context);
             }
             85..=89 => {
                 fs.set_fault_plan(FaultPlan::None);
                 let clean = manager.shutdown().is_ok() && manager.offline_dirs().is_empty();
                 drop(manager);
-                manager = open(&fs, now_ms);
+                manager = open(&fs, now_ms, open_files_max);
                 if clean {
                     // A clean shutdown makes everything durable.
                     for partition in model.values_mut() {
@@ -248,7 +256,7 @@ fn run(seed: u64, steps: usize) -> usize {
     fs.set_fault_plan(FaultPlan::None);
     drop(manager);
     fs.crash(rng.next_u64());
-    let manager = open(&fs, now_ms);
+    let manager = open(&fs, now_ms, open_files_max);
     check(
         &manager,
         &mut model,

@@ -7,6 +7,7 @@
 //! Only [`StdFs`] calls the standard file system module; the crate's `clippy.toml` bans it
 //! everywhere else.
 
+mod budget;
 #[cfg(any(test, feature = "sim"))]
 mod sim;
 mod std_fs;
@@ -15,6 +16,7 @@ use std::fmt::Debug;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use budget::{BudgetFs, BudgetStats};
 #[cfg(any(test, feature = "sim"))]
 pub use sim::{FaultKind, FaultPlan, SimFs};
 pub use std_fs::StdFs;

@@ -18,7 +18,7 @@ use super::partition_log::{Isolation, PartitionLog, TopicPartition};
 use super::producer_state::BatchMetadata;
 use super::validator::AppendOrigin;
 use crate::config::{DurabilityMode, LogConfig};
-use crate::io::{Fs, SimFs};
+use crate::io::{BudgetFs, Fs, SimFs};
 use crate::testing::Rng;
 
 fn dir() -> PathBuf {
@@ -71,9 +71,20 @@ impl Model {
     }
 }
 
-fn open(fs: &SimFs, config: &LogConfig, params: LoadParams) -> PartitionLog {
+/// Opens the log on `fs`, through a `BudgetFs` of `open_files_max` descriptors if given (every
+/// other seed: 1 to 4, fewer than the files of two segments).
+fn open(
+    fs: &SimFs,
+    config: &LogConfig,
+    params: LoadParams,
+    open_files_max: Option<usize>,
+) -> PartitionLog {
     let tp = TopicPartition { topic: "p".into(), partition: 0 };
-    PartitionLog::open(Arc::new(fs.clone()), &dir(), tp, config.clone(), params).unwrap().0
+    let fs: Arc<dyn Fs> = match open_files_max {
+        Some(max) => Arc::new(BudgetFs::new(Arc::new(fs.clone()), max)),
+        None => Arc::new(fs.clone()),
+    };
+    PartitionLog::open(fs, &dir(), tp, config.clone(), params).unwrap().0
 }
 
 /// Reads every record from the log start to the log end, as (offset, value).
@@ -146,7 +157,8 @@ fn run(seed: u64, steps: usize) {
         recovery_point_checkpoint: 0,
         now_ms: 0,
     };
-    let mut log = open(&fs, &config, clean);
+    let open_files_max = (seed % 2 == 1).then(|| 1 + usize::try_from(seed % 4).unwrap_or(0));
+    let mut log = open(&fs, &config, clean, open_files_max);
     let mut model = Model::default();
     for step in 0..steps {
         let context = format!(
@@ -299,7 +311,7 @@ fn run(seed: u64, steps: usize) {
                     recovery_point_checkpoint: model.log_end_offset,
                     now_ms: step as i64,
                 };
-                log = open(&fs, &config, params);
+                log = open(&fs, &config, params, open_files_max);
                 log.update_high_watermark(model.high_watermark).unwrap();
                 model.durable_offset = model.log_end_offset;
             }
@@ -314,7 +326,7 @@ fn run(seed: u64, steps: usize) {
                         .min(model.durable_offset),
                     now_ms: step as i64,
                 };
-                log = open(&fs, &config, params);
+                log = open(&fs, &config, params, open_files_max);
                 let end = log.log_end_offset().unwrap();
                 assert!(
                     end >= model.durable_offset,
@@ -342,7 +354,7 @@ fn run(seed: u64, steps: usize) {
                 let before = read_all(&log);
                 drop(log);
                 let params = LoadParams { recovery_point_checkpoint: 0, ..params };
-                log = open(&fs, &config, params);
+                log = open(&fs, &config, params, open_files_max);
                 assert_eq!(read_all(&log), before, "{context}: reopen is idempotent");
                 log.update_high_watermark(model.high_watermark).unwrap();
             }

@@ -1,0 +1,511 @@
+//! `BudgetFs`: an [`Fs`] that keeps at most a budget of files open (`seglog.open.files.max`).
+//!
+//! Kafka keeps every segment's three files open for the life of the log, so a broker with many
+//! partitions needs an RLIMIT_NOFILE in the hundreds of thousands. seglog opens files through
+//! `BudgetFs` instead: every [`File`] it hands out is a *handle* that remembers its path, and the
+//! operating system's file behind it is opened on first use and closed again when the budget
+//! needs the descriptor for another handle. The storage code above sees ordinary files and works
+//! unchanged with any budget down to a few descriptors (only the files in use at one moment need
+//! to be open).
+//!
+//! # Rules
+//!
+//! - **Eviction** is a clock (second-chance) sweep over the open handles: a handle used since the
+//!   last sweep is kept once more. A handle with writes since its last `sync_data` (*dirty*) is
+//!   passed over while a clean one can go; when only dirty ones are left, the victim is synced
+//!   (`sync_data`) before it is closed, and if that sync fails the error is kept and returned by
+//!   the handle's next call, so that the owner (a partition log, which then poisons itself)
+//!   learns of it as if its own `sync_data` had failed. Nothing written is left to the kernel's
+//!   error reporting across a closed descriptor.
+//! - **Renames and removals follow Unix semantics.** A handle follows its file across
+//!   [`Fs::rename`] (its path is updated, for a renamed directory too). Before a file with live
+//!   handles is removed or replaced by a rename, the handles are opened and *pinned*: they keep
+//!   their descriptor (outside the clock) until dropped, so reads of a deleted segment still see
+//!   its bytes.
+//! - **EMFILE/ENFILE** from an open makes the budget close open handles and try once more; a
+//!   handle that is in use by another thread keeps its descriptor until that call returns, so the
+//!   count can pass the budget by the calls in flight.
+//! - Locks ([`Fs::lock_exclusive`]) are not budgeted: a lock lives as long as its descriptor.
+//!
+//! A reopened handle uses [`OpenMode::Read`] if it was opened so, else [`OpenMode::ReadWrite`]
+//! (the file exists by then).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use super::{File, FileLock, Fs, FsSpace, OpenMode};
+
+const EMFILE: i32 = 24;
+const ENFILE: i32 = 23;
+
+/// What a [`BudgetFs`] has done so far (for metrics and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BudgetStats {
+    /// Descriptors open now (handles holding one, pinned ones included).
+    pub open_files: usize,
+    /// The most descriptors open at one time so far.
+    pub open_files_peak: usize,
+    /// Handles alive now (open or not).
+    pub handles: usize,
+    /// Files opened, first opens and reopens together.
+    pub opens: u64,
+    /// Descriptors closed to stay within the budget.
+    pub evictions: u64,
+    /// Evictions of dirty handles, each synced first.
+    pub dirty_evictions: u64,
+    /// Opens that failed with EMFILE or ENFILE and were retried after closing handles.
+    pub emfile_retries: u64,
+}
+
+/// An [`Fs`] over another that keeps at most `open_files_max` of its files open (see the module
+/// documentation).
+#[derive(Debug, Clone)]
+pub struct BudgetFs {
+    pool: Arc<Pool>,
+}
+
+impl BudgetFs {
+    /// `inner` with at most `open_files_max` (at least 1) files open at once.
+    pub fn new(inner: Arc<dyn Fs>, open_files_max: usize) -> Self {
+        Self {
+            pool: Arc::new(Pool {
+                inner,
+                open_files_max: open_files_max.max(1),
+                next_id: AtomicU64::new(0),
+                state: Mutex::new(PoolState::default()),
+            }),
+        }
+    }
+
+    /// The budget.
+    pub fn open_files_max(&self) -> usize {
+        self.pool.open_files_max
+    }
+
+    /// What it has done so far.
+    pub fn stats(&self) -> BudgetStats {
+        let state = self.pool.lock();
+        BudgetStats {
+            open_files: state.open_files,
+            open_files_peak: state.open_files_peak,
+            handles: state.by_path.values().map(Vec::len).sum(),
+            opens: state.opens,
+            evictions: state.evictions,
+            dirty_evictions: state.dirty_evictions,
+            emfile_retries: state.emfile_retries,
+        }
+    }
+}
+
+struct Pool {
+    inner: Arc<dyn Fs>,
+    open_files_max: usize,
+    next_id: AtomicU64,
+    state: Mutex<PoolState>,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("inner", &self.inner)
+            .field("open_files_max", &self.open_files_max)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// The open, unpinned handles in clock order.
+    clock: VecDeque<Weak<Slot>>,
+    /// Every live handle by its current path, with its id.
+    by_path: BTreeMap<PathBuf, Vec<(u64, Weak<Slot>)>>,
+    open_files: usize,
+    open_files_peak: usize,
+    opens: u64,
+    evictions: u64,
+    dirty_evictions: u64,
+    emfile_retries: u64,
+}
+
+/// One handle's state.
+struct Slot {
+    id: u64,
+    pool: Arc<Pool>,
+    reopen_mode: OpenMode,
+    /// Set by every use; cleared by the clock as it passes.
+    referenced: AtomicBool,
+    inner: Mutex<SlotState>,
+}
+
+struct SlotState {
+    path: PathBuf,
+    file: Option<Arc<dyn File>>,
+    /// Written since the last successful `sync_data`.
+    dirty: bool,
+    /// Its file was removed or replaced: keep the descriptor until the handle is dropped.
+    pinned: bool,
+    /// A failed sync of an eviction, returned by the next call.
+    failed: Option<io::Error>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn is_descriptor_exhaustion(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(EMFILE | ENFILE))
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        lock(&self.state)
+    }
+
+    /// Opens `path` in the inner file system for a handle, with a descriptor of the budget
+    /// reserved first (closing others while the count is over it); on EMFILE/ENFILE closes up to
+    /// a quarter of the budget's handles and tries once more. The caller counts the descriptor
+    /// in with [`Pool::admit`].
+    fn open_inner(
+        &self,
+        path: &Path,
+        mode: OpenMode,
+        keep: Option<u64>,
+    ) -> io::Result<Box<dyn File>> {
+        let over = {
+            let mut state = self.lock();
+            state.open_files += 1;
+            state.open_files.saturating_sub(self.open_files_max)
+        };
+        if over > 0 {
+            self.evict(over, keep);
+        }
+        let opened = match self.inner.open(path, mode) {
+            Err(error) if is_descriptor_exhaustion(&error) => {
+                self.lock().emfile_retries += 1;
+                self.evict((self.open_files_max / 4).max(1), keep);
+                self.inner.open(path, mode)
+            }
+            other => other,
+        };
+        let mut state = self.lock();
+        match opened {
+            Ok(file) => {
+                state.opens += 1;
+                state.open_files_peak = state.open_files_peak.max(state.open_files);
+                Ok(file)
+            }
+            Err(error) => {
+                state.open_files = state.open_files.saturating_sub(1);
+                Err(error)
+            }
+        }
+    }
+
+    /// Puts a handle whose descriptor [`Pool::open_inner`] counted into the clock.
+    fn admit(&self, slot: &Arc<Slot>) {
+        self.lock().clock.push_back(Arc::downgrade(slot));
+    }
+
+    /// Closes up to `count` open, unpinned handles other than `keep`, by the clock.
+    fn evict(&self, count: usize, keep: Option<u64>) {
+        let mut closed = 0;
+        let mut allow_dirty = false;
+        // Each pass looks at every handle in the clock at most twice (once to clear its
+        // reference bit, once to take it); a pass without a clean victim allows dirty ones.
+        while closed < count {
+            let mut victims: Vec<(Arc<Slot>, Arc<dyn File>, bool)> = Vec::new();
+            {
+                let mut state = self.lock();
+                let mut budget = state.clock.len().saturating_mul(2);
+                while closed + victims.len() < count && budget > 0 {
+                    budget -= 1;
+                    let Some(weak) = state.clock.pop_front() else { break };
+                    let Some(slot) = weak.upgrade() else { continue };
+                    if Some(slot.id) == keep || slot.referenced.swap(false, Ordering::Relaxed) {
+                        state.clock.push_back(weak);
+                        continue;
+                    }
+                    // Never wait for a handle in use: a busy one stays for the next sweep.
+                    let Ok(mut inner) = slot.inner.try_lock() else {
+                        state.clock.push_back(weak);
+                        continue;
+                    };
+                    if inner.pinned || inner.file.is_none() {
+                        continue;
+                    }
+                    if inner.dirty && !allow_dirty {
+                        state.clock.push_back(weak);
+                        continue;
+                    }
+                    let dirty = inner.dirty;
+                    let Some(file) = inner.file.take() else { continue };
+                    inner.dirty = false;
+                    drop(inner);
+                    state.open_files = state.open_files.saturating_sub(1);
+                    state.evictions += 1;
+                    if dirty {
+                        state.dirty_evictions += 1;
+                    }
+                    victims.push((slot, file, dirty));
+                }
+            }
+            let found = victims.len();
+            // Sync dirty victims outside the pool's lock; a failure waits in the handle.
+            for (slot, file, dirty) in victims {
+                if dirty && let Err(error) = file.sync_data() {
+                    let mut inner = lock(&slot.inner);
+                    inner.dirty = true;
+                    inner.failed.get_or_insert(error);
+                }
+            }
+            closed += found;
+            if found == 0 {
+                if allow_dirty {
+                    break;
+                }
+                allow_dirty = true;
+            }
+        }
+    }
+
+    fn register(&self, slot: &Arc<Slot>, path: PathBuf) {
+        self.lock().by_path.entry(path).or_default().push((slot.id, Arc::downgrade(slot)));
+    }
+
+    /// The live handles at `path` and, when `path` is a directory, under it.
+    fn handles_at_or_under(state: &PoolState, path: &Path) -> Vec<Arc<Slot>> {
+        state
+            .by_path
+            .range(path.to_path_buf()..)
+            .take_while(|(p, _)| p.starts_with(path))
+            .flat_map(|(_, slots)| slots.iter().filter_map(|(_, weak)| weak.upgrade()))
+            .collect()
+    }
+
+    /// Opens and pins the handles of `path` (and under it): their file is about to be removed
+    /// or replaced.
+    fn pin(&self, path: &Path) -> io::Result<()> {
+        let slots = Self::handles_at_or_under(&self.lock(), path);
+        for slot in slots {
+            // An eviction may close it between the open and the pin: open it again then.
+            loop {
+                slot.open_file()?;
+                let mut inner = lock(&slot.inner);
+                if inner.file.is_some() {
+                    inner.pinned = true;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Slot {
+    /// The open file, opening it (within the budget) when it is closed; first the error of a
+    /// failed eviction sync, if one waits.
+    fn file(self: &Arc<Self>) -> io::Result<Arc<dyn File>> {
+        if let Some(error) = lock(&self.inner).failed.take() {
+            return Err(error);
+        }
+        self.open_file()
+    }
+
+    fn open_file(self: &Arc<Self>) -> io::Result<Arc<dyn File>> {
+        self.referenced.store(true, Ordering::Relaxed);
+        let path = {
+            let inner = lock(&self.inner);
+            if let Some(file) = &inner.file {
+                return Ok(Arc::clone(file));
+            }
+            inner.path.clone()
+        };
+        // Opened without the handle's lock held: the pool's lock comes first everywhere (a
+        // rename holds it while it updates the paths of handles).
+        let opened: Arc<dyn File> =
+            Arc::from(self.pool.open_inner(&path, self.reopen_mode, Some(self.id))?);
+        let mut inner = lock(&self.inner);
+        if let Some(file) = &inner.file {
+            // Another call opened it meanwhile; ours closes here.
+            let file = Arc::clone(file);
+            drop(inner);
+            let mut state = self.pool.lock();
+            state.open_files = state.open_files.saturating_sub(1);
+            return Ok(file);
+        }
+        inner.file = Some(Arc::clone(&opened));
+        drop(inner);
+        self.pool.admit(self);
+        Ok(opened)
+    }
+
+    fn mark_dirty(&self) {
+        lock(&self.inner).dirty = true;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let had_file = inner.file.take().is_some();
+        let path = std::mem::take(&mut inner.path);
+        let mut state = self.pool.lock();
+        if had_file {
+            state.open_files = state.open_files.saturating_sub(1);
+        }
+        if let Some(slots) = state.by_path.get_mut(&path) {
+            slots.retain(|(id, _)| *id != self.id);
+            if slots.is_empty() {
+                state.by_path.remove(&path);
+            }
+        }
+    }
+}
+
+/// A file opened through a [`BudgetFs`].
+struct BudgetFile {
+    slot: Arc<Slot>,
+}
+
+impl fmt::Debug for BudgetFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = lock(&self.slot.inner);
+        f.debug_struct("BudgetFile")
+            .field("path", &inner.path)
+            .field("open", &inner.file.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl File for BudgetFile {
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
+        self.slot.file()?.read_exact_at(buf, position)
+    }
+
+    fn write_all_at(&self, bytes: &[u8], position: u64) -> io::Result<()> {
+        let file = self.slot.file()?;
+        self.slot.mark_dirty();
+        file.write_all_at(bytes, position)
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.slot.file()?.len()
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let file = self.slot.file()?;
+        self.slot.mark_dirty();
+        file.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let file = self.slot.file()?;
+        // Clear first: a write racing with this sync marks the handle dirty again.
+        lock(&self.slot.inner).dirty = false;
+        file.sync_data().inspect_err(|_| self.slot.mark_dirty())
+    }
+
+    fn modified_ms(&self) -> io::Result<i64> {
+        self.slot.file()?.modified_ms()
+    }
+
+    fn set_modified_ms(&self, ms: i64) -> io::Result<()> {
+        self.slot.file()?.set_modified_ms(ms)
+    }
+}
+
+impl Fs for BudgetFs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
+        // Opened now, so that NotFound and AlreadyExists come from this call.
+        let file: Arc<dyn File> = Arc::from(self.pool.open_inner(path, mode, None)?);
+        let slot = Arc::new(Slot {
+            id: self.pool.next_id.fetch_add(1, Ordering::Relaxed),
+            pool: Arc::clone(&self.pool),
+            reopen_mode: if mode == OpenMode::Read { OpenMode::Read } else { OpenMode::ReadWrite },
+            referenced: AtomicBool::new(true),
+            inner: Mutex::new(SlotState {
+                path: path.to_path_buf(),
+                file: Some(file),
+                dirty: false,
+                pinned: false,
+                failed: None,
+            }),
+        });
+        self.pool.register(&slot, path.to_path_buf());
+        self.pool.admit(&slot);
+        Ok(Box::new(BudgetFile { slot }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        // What `to` names now is replaced: its handles keep their file.
+        self.pool.pin(to)?;
+        let mut state = self.pool.lock();
+        self.pool.inner.rename(from, to)?;
+        let moved: Vec<PathBuf> = state
+            .by_path
+            .range(from.to_path_buf()..)
+            .take_while(|(p, _)| p.starts_with(from))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for old in moved {
+            let Some(slots) = state.by_path.remove(&old) else { continue };
+            let Ok(rest) = old.strip_prefix(from) else { continue };
+            let new = if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) };
+            for (_, weak) in &slots {
+                if let Some(slot) = weak.upgrade() {
+                    lock(&slot.inner).path.clone_from(&new);
+                }
+            }
+            state.by_path.entry(new).or_default().extend(slots);
+        }
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.pool.pin(path)?;
+        self.pool.inner.remove(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.pool.inner.list(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.pool.inner.create_dir_all(dir)
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.pool.inner.remove_dir(dir)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.pool.inner.exists(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        match self.pool.inner.sync_dir(dir) {
+            Err(error) if is_descriptor_exhaustion(&error) => {
+                self.pool.lock().emfile_retries += 1;
+                self.pool.evict((self.pool.open_files_max / 4).max(1), None);
+                self.pool.inner.sync_dir(dir)
+            }
+            other => other,
+        }
+    }
+
+    fn lock_exclusive(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.pool.inner.lock_exclusive(path)
+    }
+
+    fn space(&self, path: &Path) -> io::Result<FsSpace> {
+        self.pool.inner.space(path)
+    }
+}
+
+#[cfg(test)]
+#[path = "budget_tests.rs"]
+mod tests;
