@@ -84,6 +84,8 @@ pub struct Broker {
     cluster_id: String,
     /// What each listener tells clients to connect to (host, port), in `listeners` order.
     advertised: Vec<(String, i32)>,
+    /// The logs' file system, within `seglog.open.files.max` descriptors.
+    log_files: Arc<seglog_storage::io::BudgetFs>,
 }
 
 impl Broker {
@@ -93,6 +95,7 @@ impl Broker {
         bound: &[SocketAddr],
         security: security::Security,
         dynamic_configs: config::dynamic::DynamicConfigs,
+        log_files: Arc<seglog_storage::io::BudgetFs>,
     ) -> Self {
         let cluster_id = manager.cluster_id().unwrap_or_else(|| "seglog".to_owned());
         let advertised = config
@@ -133,7 +136,13 @@ impl Broker {
             dynamic_configs: std::sync::Mutex::new(dynamic_configs),
             cluster_id,
             advertised,
+            log_files,
         }
+    }
+
+    /// The logs' file system and its descriptor budget (`seglog.open.files.max`).
+    pub fn log_files(&self) -> &Arc<seglog_storage::io::BudgetFs> {
+        &self.log_files
     }
 
     /// The host and port that the listener of `session` advertises (Kafka answers Metadata

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use seglog_storage::io::StdFs;
+use seglog_storage::io::{BudgetFs, BudgetedStdFs, NofileLimit, is_descriptor_exhaustion};
 use seglog_storage::manager::{Background, DirFailure, LogManager, SystemClock};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -105,8 +105,10 @@ impl Server {
     pub async fn start(config: BrokerConfig) -> Result<Self, ServeError> {
         let mut log_config = config.log.clone();
         log_config.node_id = Some(config.node_id);
+        let (log_files, connections_max) = descriptor_budget(&config);
+        let fs: Arc<dyn seglog_storage::io::Fs> = Arc::clone(&log_files) as _;
         let (manager, report) = tokio::task::spawn_blocking(move || {
-            LogManager::open(Arc::new(StdFs), Arc::new(SystemClock), log_config)
+            LogManager::open(fs, Arc::new(SystemClock), log_config)
         })
         .await
         .map_err(|error| {
@@ -158,7 +160,8 @@ impl Server {
         let security = Security::new(&config, &manager).map_err(ServeError::Security)?;
         let dynamic = crate::handlers::load_dynamic_configs(&config, &manager)
             .map_err(ServeError::DynamicConfigs)?;
-        let broker = Arc::new(Broker::new(config, manager, &local_addrs, security, dynamic));
+        let broker =
+            Arc::new(Broker::new(config, manager, &local_addrs, security, dynamic, log_files));
         let loading = Arc::clone(&broker);
         let started = Instant::now();
         let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))
@@ -178,7 +181,7 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(JoinSetCounter::default());
         let mut tasks = JoinSet::new();
-        spawn_accept_loops(&mut tasks, &broker, listeners, &stopped, &connections);
+        spawn_accept_loops(&mut tasks, &broker, listeners, &stopped, &connections, connections_max);
         tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = metrics_listener {
@@ -263,16 +266,59 @@ impl Server {
     }
 }
 
+/// The accept loop's backoff after a failed accept, doubling from the first to the second.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// The descriptors kept for everything but log files and connections: listeners, the metrics
+/// endpoint, the lock files, checkpoints written at one moment, TLS files, the runtime.
+const DESCRIPTORS_RESERVED: u64 = 256;
+
+/// The connections the broker accepts at once: `max.connections`, bounded by what RLIMIT_NOFILE
+/// leaves after the log files' budget and [`DESCRIPTORS_RESERVED`] (at least 16), so that
+/// accepting a connection never takes the descriptor a log needs.
+fn connection_share(config: &BrokerConfig, limit: NofileLimit, open_files_max: usize) -> usize {
+    let share = limit
+        .soft
+        .saturating_sub(u64::try_from(open_files_max).unwrap_or(u64::MAX))
+        .saturating_sub(DESCRIPTORS_RESERVED)
+        .max(16);
+    usize::try_from(share).unwrap_or(usize::MAX).min(config.max_connections as usize)
+}
+
+/// Raises RLIMIT_NOFILE and splits it: the logs' file system within `seglog.open.files.max`,
+/// and the connections accepted at once ([`connection_share`]).
+fn descriptor_budget(config: &BrokerConfig) -> (Arc<BudgetFs>, usize) {
+    let budgeted = BudgetedStdFs::new(config.log.open_files_max);
+    let limit = budgeted.limit;
+    if limit.soft != limit.soft_at_start {
+        tracing::info!(
+            from = limit.soft_at_start,
+            to = limit.soft,
+            "raised the open files limit (RLIMIT_NOFILE) to its hard limit"
+        );
+    }
+    let connections_max = connection_share(config, limit, budgeted.fs.open_files_max());
+    tracing::info!(
+        open_files_max = budgeted.fs.open_files_max(),
+        connections_max,
+        rlimit_nofile = limit.soft,
+        "descriptor budget: log files open at once (seglog.open.files.max) and connections"
+    );
+    (budgeted.fs, connections_max)
+}
+
 /// One accept loop per listener; `max.connections` counts every listener's connections
-/// together, as in Kafka.
+/// together, as in Kafka, within the descriptors' share of connections ([`connection_share`]).
 fn spawn_accept_loops(
     tasks: &mut JoinSet<()>,
     broker: &Arc<Broker>,
     listeners: Vec<TcpListener>,
     stopped: &watch::Receiver<bool>,
     connections: &Arc<JoinSetCounter>,
+    connections_max: usize,
 ) {
-    let slots = Arc::new(Semaphore::new(broker.config.max_connections as usize));
+    let slots = Arc::new(Semaphore::new(connections_max));
     for (index, listener) in listeners.into_iter().enumerate() {
         tasks.spawn(accept_loop(
             Arc::clone(broker),
@@ -281,6 +327,7 @@ fn spawn_accept_loops(
             stopped.clone(),
             Arc::clone(connections),
             Arc::clone(&slots),
+            connections_max,
         ));
     }
 }
@@ -378,22 +425,43 @@ async fn accept_loop(
     mut stopped: watch::Receiver<bool>,
     connections: Arc<JoinSetCounter>,
     slots: Arc<Semaphore>,
+    connections_max: usize,
 ) {
+    let mut accept_failures: u64 = 0;
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stopped.changed() => return,
         };
         let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
+            Ok(accepted) => {
+                accept_failures = 0;
+                backoff = ACCEPT_BACKOFF_MIN;
+                accepted
+            }
             Err(error) => {
-                tracing::warn!(%error, "accept failed");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                // Out of descriptors (EMFILE/ENFILE) or another failure: the connection waits in
+                // the backlog while the loop backs off (10 ms doubling to 1 s), so it neither
+                // spins nor logs a line per attempt (the first failure, then at powers of two).
+                accept_failures += 1;
+                if accept_failures.is_power_of_two() {
+                    tracing::warn!(%error, failures = accept_failures, ?backoff, "accept failed; backing off");
+                }
+                let reason =
+                    if is_descriptor_exhaustion(&error) { "emfile" } else { "accept error" };
+                ::metrics::counter!("seglog_accept_failures_total", "reason" => reason)
+                    .increment(1);
+                tokio::select! {
+                    () = tokio::time::sleep(backoff) => {}
+                    _ = stopped.changed() => return,
+                }
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
                 continue;
             }
         };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            tracing::warn!(%peer, max = broker.config.max_connections, "max.connections reached; closing");
+            tracing::warn!(%peer, max = connections_max, "max.connections (or the descriptors' share of connections) reached; closing");
             drop(stream);
             continue;
         };

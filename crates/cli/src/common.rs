@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use seglog_storage::config::BrokerLogConfig;
-use seglog_storage::io::StdFs;
+use seglog_storage::io::BudgetedStdFs;
 use seglog_storage::manager::{LogManager, OpenReport, SystemClock};
 
 /// The default log directory.
@@ -29,7 +29,10 @@ pub(crate) fn open_manager(dirs: &[PathBuf]) -> Result<(Arc<LogManager>, OpenRep
         ..seglog_storage::cleaner::CleanerConfig::default()
     };
     let config = BrokerLogConfig { log_dirs: dirs.to_vec(), cleaner, ..BrokerLogConfig::default() };
-    let (manager, report) = LogManager::open(Arc::new(StdFs), Arc::new(SystemClock), config)
+    // Within a descriptor budget, as the broker: a tool can create and load any number of
+    // partitions under this machine's RLIMIT_NOFILE.
+    let fs = BudgetedStdFs::new(config.open_files_max).fs;
+    let (manager, report) = LogManager::open(fs, Arc::new(SystemClock), config)
         .with_context(|| format!("cannot open log directory {}", show(dirs)))?;
     Ok((Arc::new(manager), report))
 }

@@ -28,6 +28,7 @@ use crate::log::partition_log::{PartitionLog, TopicPartition};
 use crate::splitmix;
 
 mod cleaning;
+mod creation;
 mod log_dirs;
 
 pub use cleaning::{CleanOutcome, CleanerFailure};
@@ -121,6 +122,9 @@ pub struct OpenReport {
     /// Partitions whose move had passed its commit point (the old directory renamed for
     /// deletion) but not its last rename: the `-future` log became the live one.
     pub finished_moves: Vec<TopicPartition>,
+    /// Topic creations (or partition additions) a crash interrupted, rolled back: the topic and
+    /// its first new partition (`manager/creation.rs`).
+    pub rolled_back_creations: Vec<(String, i32)>,
 }
 
 #[derive(Debug, Default)]
@@ -268,6 +272,7 @@ impl LogManager {
             manager.load_dir(dir_idx, &mut report, &mut futures)?;
         }
         manager.resolve_futures(futures, &mut report)?;
+        manager.recover_creations(&mut report)?;
         let now_ms = manager.clock.now_ms();
         *manager.timers.lock().unwrap_or_else(PoisonError::into_inner) = Timers {
             retention_ms: now_ms,
@@ -738,6 +743,9 @@ impl LogManager {
         MetaProperties::read(self.fs.as_ref(), &dir.path).ok().flatten()?.cluster_id
     }
 
+    /// Creates the partitions `partitions` of `topic` whole or not at all
+    /// (`manager/creation.rs`): on an error every one of them is removed again and the error
+    /// returned.
     fn add_partitions(
         &self,
         topic: &str,
@@ -745,17 +753,60 @@ impl LogManager {
         partitions: std::ops::Range<i32>,
         config: &LogConfig,
     ) -> Result<Vec<TopicPartition>> {
+        let first = partitions.start;
+        self.begin_creation(topic, first)?;
+        let mut parents: Vec<usize> = Vec::new();
+        let created = self.create_partition_logs(topic, topic_id, partitions, config, &mut parents);
+        let result = created.and_then(|created| {
+            self.commit_creation(topic, &parents)?;
+            Ok(created)
+        });
+        if result.is_err() {
+            // If the rollback fails too, its directory went offline (queued as a failure) and
+            // the markers stay: the next open finishes the rollback. The caller gets the error
+            // that stopped the creation.
+            let _unfinished = self.roll_back_creation(topic, first);
+        }
+        result
+    }
+
+    /// The partition logs of [`LogManager::add_partitions`], each in the least loaded online
+    /// directory; `parents` gets the directories used.
+    fn create_partition_logs(
+        &self,
+        topic: &str,
+        topic_id: [u8; 16],
+        partitions: std::ops::Range<i32>,
+        config: &LogConfig,
+        parents: &mut Vec<usize>,
+    ) -> Result<Vec<TopicPartition>> {
         let now_ms = self.clock.now_ms();
+        // Counted once: a count per partition would make a large topic quadratic.
+        let mut loads: Vec<usize> = vec![0; self.dirs.len()];
+        for (dir_idx, _) in self.logs.read().unwrap_or_else(PoisonError::into_inner).values() {
+            if let Some(load) = loads.get_mut(*dir_idx) {
+                *load += 1;
+            }
+        }
         let mut created = Vec::new();
         for partition in partitions {
-            let dir_idx = self.least_loaded_dir()?;
+            let dir_idx = (0..self.dirs.len())
+                .filter(|dir_idx| !self.dir_is_offline(*dir_idx))
+                .min_by_key(|dir_idx| loads.get(*dir_idx).copied().unwrap_or(usize::MAX))
+                .ok_or_else(|| Error::Offline {
+                    dir: self.dirs.first().map(|d| d.path.clone()).unwrap_or_default(),
+                })?;
+            if !parents.contains(&dir_idx) {
+                parents.push(dir_idx);
+            }
             let parent = self.dirs.get(dir_idx).map(|d| d.path.clone()).unwrap_or_default();
             let path = parent.join(PartitionDir::live(topic, partition).to_name());
             let result = (|| {
+                // Its entry in the parent is made durable once, for every new partition, by
+                // `commit_creation`; until then the marker covers a crash.
                 self.fs
                     .create_dir_all(&path)
                     .map_err(|e| Error::io("create partition dir", &path, e))?;
-                self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))?;
                 // Written before any data, as Kafka does (spec §3.6).
                 PartitionMetadata::new(topic_id).write(self.fs.as_ref(), &path)?;
                 let tp = TopicPartition { topic: topic.to_owned(), partition };
@@ -773,6 +824,9 @@ impl LogManager {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
                 .insert(tp.clone(), (dir_idx, Arc::new(log)));
+            if let Some(load) = loads.get_mut(dir_idx) {
+                *load += 1;
+            }
             created.push(tp);
         }
         Ok(created)
@@ -793,16 +847,6 @@ impl LogManager {
         first.copy_from_slice(&high.to_be_bytes());
         second.copy_from_slice(&low.to_be_bytes());
         id
-    }
-
-    fn least_loaded_dir(&self) -> Result<usize> {
-        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
-        (0..self.dirs.len())
-            .filter(|dir_idx| !self.dir_is_offline(*dir_idx))
-            .min_by_key(|dir_idx| logs.values().filter(|(d, _)| d == dir_idx).count())
-            .ok_or_else(|| Error::Offline {
-                dir: self.dirs.first().map(|d| d.path.clone()).unwrap_or_default(),
-            })
     }
 
     /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and

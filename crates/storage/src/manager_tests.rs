@@ -313,3 +313,124 @@ fn producer_ids_are_never_handed_out_twice_even_after_a_crash() {
     }
     assert_eq!(manager.allocate_producer_id().unwrap(), 2 * crate::manager::PRODUCER_ID_BLOCK_IDS);
 }
+
+/// The config of the creation tests, which open managers hundreds of times: no cleaner, and
+/// 4 KiB indexes (SimFs holds a preallocated 10 MiB index in memory, zeroed).
+fn creation_config() -> BrokerLogConfig {
+    let cleaner =
+        crate::cleaner::CleanerConfig { enable: false, ..crate::cleaner::CleanerConfig::default() };
+    let default_log_config = crate::config::LogConfig {
+        segment_index_bytes: 4096,
+        ..crate::config::LogConfig::default()
+    };
+    BrokerLogConfig { log_dirs: dirs(), cleaner, default_log_config, ..BrokerLogConfig::default() }
+}
+
+fn open_for_creation(fs: &SimFs) -> LogManager {
+    LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(1_000)), creation_config())
+        .unwrap()
+        .0
+}
+
+/// The entries for `topic` on disk (partition directories and creation markers) in every log
+/// directory.
+fn topic_on_disk(fs: &SimFs, topic: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for dir in dirs() {
+        for entry in fs.list(&dir).unwrap() {
+            let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with(&format!("{topic}-")) || name.contains(&format!("creating-{topic}"))
+            {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn a_topic_whose_creation_fails_is_rolled_back_whole() {
+    // An I/O error at each operation of a 3-partition creation in turn: the call fails, no
+    // partition of the topic is served, and after a restart none is on disk either (the failed
+    // directory went offline, so its half is removed by the next open's rollback).
+    let mut n = 1;
+    loop {
+        let fs = SimFs::new();
+        let manager = open_for_creation(&fs);
+        manager.create_topic("kept", 2, BTreeMap::new()).unwrap();
+        fs.set_fault_plan(FaultPlan::FailNth { n, kind: FaultKind::Eio });
+        let result = manager.create_topic("orders", 3, BTreeMap::new());
+        fs.set_fault_plan(FaultPlan::None);
+        let Err(error) = result else {
+            // n is past the creation's last operation: it succeeded whole.
+            assert_eq!(manager.partitions().iter().filter(|tp| tp.topic == "orders").count(), 3);
+            assert!(n > 20, "a creation of 3 partitions takes more than {n} operations");
+            break;
+        };
+        assert!(
+            manager.partitions().iter().all(|tp| tp.topic != "orders"),
+            "op {n}: {error}: a half-made topic is served"
+        );
+        drop(manager);
+        let reopened = open_for_creation(&fs);
+        assert!(
+            reopened.partitions().iter().all(|tp| tp.topic != "orders"),
+            "op {n}: after a restart the half-made topic is back"
+        );
+        assert_eq!(topic_on_disk(&fs, "orders"), Vec::<String>::new(), "op {n}");
+        assert_eq!(reopened.partitions().len(), 2, "op {n}: the other topic stays");
+        // The name is free again.
+        reopened.create_topic("orders", 3, BTreeMap::new()).unwrap();
+        n += 1;
+    }
+}
+
+#[test]
+fn a_crash_during_a_topic_creation_leaves_all_of_it_or_none() {
+    // Power loss after each operation of a creation in turn (the operation after it fails, then
+    // the crash): the next open serves all 3 partitions or none, never a part, and a topic
+    // growing by CreatePartitions keeps its old partitions either way.
+    let mut n = 1;
+    let mut seen = [false; 2];
+    loop {
+        let fs = SimFs::new();
+        let manager = open_for_creation(&fs);
+        manager.create_topic("grown", 1, BTreeMap::new()).unwrap();
+        manager.shutdown().unwrap();
+        drop(manager);
+        let manager = open_for_creation(&fs);
+        fs.set_fault_plan(FaultPlan::FailNth { n, kind: FaultKind::Eio });
+        let created = manager.create_topic("orders", 3, BTreeMap::new()).is_ok();
+        let grew = created && manager.create_partitions("grown", 2).is_ok();
+        fs.set_fault_plan(FaultPlan::None);
+        drop(manager);
+        fs.crash(n);
+        let (reopened, report) = LogManager::open(
+            Arc::new(fs.clone()),
+            Arc::new(ManualClock::new(5_000)),
+            creation_config(),
+        )
+        .unwrap();
+        let count =
+            |topic: &str| reopened.partitions().iter().filter(|tp| tp.topic == topic).count();
+        let orders = count("orders");
+        assert!(
+            orders == 0 || orders == 3,
+            "crash at op {n}: {orders} of 3 partitions: {report:?}"
+        );
+        let grown = count("grown");
+        assert!(grown == 1 || grown == 2, "crash at op {n}: grown has {grown} partitions");
+        if created && grew {
+            // Both calls returned: both are durable.
+            assert_eq!((orders, grown), (3, 2), "crash at op {n}");
+            assert!(seen[0] && seen[1], "both outcomes were seen before success");
+            break;
+        }
+        seen[usize::from(orders == 3)] = true;
+        assert!(
+            topic_on_disk(&fs, "orders").iter().all(|name| !name.contains("creating")),
+            "crash at op {n}: a marker is left after the open"
+        );
+        n += 1;
+    }
+}

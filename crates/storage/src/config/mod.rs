@@ -458,6 +458,9 @@ pub mod broker {
     pub const LOG_CLEANER_BACKOFF_MS: &str = "log.cleaner.backoff.ms";
     /// `message.max.bytes`: the largest batch (the cleaner's largest buffer).
     pub const MESSAGE_MAX_BYTES: &str = "message.max.bytes";
+    /// `seglog.open.files.max`: the descriptors the logs may hold open at once (seglog's own
+    /// key; 0, the default, means a tenth of RLIMIT_NOFILE as raised at start, at least 64).
+    pub const SEGLOG_OPEN_FILES_MAX: &str = "seglog.open.files.max";
 }
 
 /// The broker-level settings storage needs (Kafka's `KafkaConfig`, storage subset, spec §10.2),
@@ -497,6 +500,9 @@ pub struct BrokerLogConfig {
     pub replica_fetch_response_max_bytes: u32,
     /// The log cleaner's `log.cleaner.*` keys.
     pub cleaner: crate::cleaner::CleanerConfig,
+    /// `seglog.open.files.max` (0: a tenth of RLIMIT_NOFILE, at least 64; see
+    /// [`crate::io::open_files_max_default`]): the budget of the logs' [`crate::io::BudgetFs`].
+    pub open_files_max: u32,
 }
 
 impl Default for BrokerLogConfig {
@@ -515,6 +521,7 @@ impl Default for BrokerLogConfig {
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_response_max_bytes: 10_485_760,
             cleaner: crate::cleaner::CleanerConfig::default(),
+            open_files_max: 0,
         }
     }
 }
@@ -587,6 +594,7 @@ impl BrokerLogConfig {
                 0,
             )?,
             cleaner: cleaner_config(&r)?,
+            open_files_max: r.uint(broker::SEGLOG_OPEN_FILES_MAX, d.open_files_max, 0)?,
         })
     }
 

@@ -37,10 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use super::{File, FileLock, Fs, FsSpace, OpenMode};
-
-const EMFILE: i32 = 24;
-const ENFILE: i32 = 23;
+use super::{File, FileLock, Fs, FsSpace, OpenMode, is_descriptor_exhaustion};
 
 /// What a [`BudgetFs`] has done so far (for metrics and tests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -154,10 +151,6 @@ struct SlotState {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn is_descriptor_exhaustion(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(EMFILE | ENFILE))
 }
 
 impl Pool {

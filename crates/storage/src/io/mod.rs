@@ -8,6 +8,7 @@
 //! everywhere else.
 
 mod budget;
+mod nofile;
 #[cfg(any(test, feature = "sim"))]
 mod sim;
 mod std_fs;
@@ -17,6 +18,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use budget::{BudgetFs, BudgetStats};
+pub use nofile::{
+    BudgetedStdFs, NofileLimit, is_descriptor_exhaustion, open_files_max_default,
+    raise_nofile_limit,
+};
 #[cfg(any(test, feature = "sim"))]
 pub use sim::{FaultKind, FaultPlan, SimFs};
 pub use std_fs::StdFs;
