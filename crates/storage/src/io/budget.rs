@@ -11,12 +11,17 @@
 //! # Rules
 //!
 //! - **Eviction** is a clock (second-chance) sweep over the open handles: a handle used since the
-//!   last sweep is kept once more. A handle with writes since its last `sync_data` (*dirty*) is
+//!   last sweep is kept once more. A handle with writes since its last `sync_data` (*dirty*;
+//!   a `set_len` alone is not a write: it carries no data, and storage syncs every truncation it
+//!   relies on before returning) is
 //!   passed over while a clean one can go; when only dirty ones are left, the victim is synced
 //!   (`sync_data`) before it is closed, and if that sync fails the error is kept and returned by
 //!   the handle's next call, so that the owner (a partition log, which then poisons itself)
 //!   learns of it as if its own `sync_data` had failed. Nothing written is left to the kernel's
 //!   error reporting across a closed descriptor.
+//! - **`sync_data` of a closed handle with nothing unsynced does nothing**: its eviction synced
+//!   what it wrote, so nothing is reopened (a clean shutdown of many idle partitions costs
+//!   neither descriptors nor fsyncs). `sync_data` makes durable what went through its handle.
 //! - **Renames and removals follow Unix semantics.** A handle follows its file across
 //!   [`Fs::rename`] (its path is updated, for a renamed directory too). Before a file with live
 //!   handles is removed or replaced by a rename, the handles are opened and *pinned*: they keep
@@ -143,6 +148,9 @@ struct SlotState {
     file: Option<Arc<dyn File>>,
     /// Written since the last successful `sync_data`.
     dirty: bool,
+    /// Written or resized since the last successful `sync_data` (a resize alone does not make
+    /// an eviction sync, but the owner's `sync_data` must reach the disk).
+    unsynced: bool,
     /// Its file was removed or replaced: keep the descriptor until the handle is dropped.
     pinned: bool,
     /// A failed sync of an eviction, returned by the next call.
@@ -236,7 +244,11 @@ impl Pool {
                     }
                     let dirty = inner.dirty;
                     let Some(file) = inner.file.take() else { continue };
-                    inner.dirty = false;
+                    if dirty {
+                        // Synced below: what it holds is on disk once that returns.
+                        inner.dirty = false;
+                        inner.unsynced = false;
+                    }
                     drop(inner);
                     state.open_files = state.open_files.saturating_sub(1);
                     state.evictions += 1;
@@ -252,6 +264,7 @@ impl Pool {
                 if dirty && let Err(error) = file.sync_data() {
                     let mut inner = lock(&slot.inner);
                     inner.dirty = true;
+                    inner.unsynced = true;
                     inner.failed.get_or_insert(error);
                 }
             }
@@ -337,7 +350,9 @@ impl Slot {
     }
 
     fn mark_dirty(&self) {
-        lock(&self.inner).dirty = true;
+        let mut inner = lock(&self.inner);
+        inner.dirty = true;
+        inner.unsynced = true;
     }
 }
 
@@ -390,15 +405,33 @@ impl File for BudgetFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        // Not dirty: a size change carries no data (an index's preallocation or trim), and
+        // storage syncs every truncation it relies on before it returns.
         let file = self.slot.file()?;
-        self.slot.mark_dirty();
+        lock(&self.slot.inner).unsynced = true;
         file.set_len(len)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        let file = self.slot.file()?;
-        // Clear first: a write racing with this sync marks the handle dirty again.
-        lock(&self.slot.inner).dirty = false;
+        {
+            let mut inner = lock(&self.slot.inner);
+            if let Some(error) = inner.failed.take() {
+                return Err(error);
+            }
+            // Closed with nothing unsynced: an eviction synced what it wrote (or it wrote
+            // nothing), so there is nothing to reopen the file for. A clean restart's flush of
+            // every idle partition costs no descriptor and no fsync this way.
+            if inner.file.is_none() && !inner.unsynced {
+                return Ok(());
+            }
+        }
+        let file = self.slot.open_file()?;
+        {
+            // Cleared first: a write racing with this sync marks the handle again.
+            let mut inner = lock(&self.slot.inner);
+            inner.dirty = false;
+            inner.unsynced = false;
+        }
         file.sync_data().inspect_err(|_| self.slot.mark_dirty())
     }
 
@@ -424,6 +457,7 @@ impl Fs for BudgetFs {
                 path: path.to_path_buf(),
                 file: Some(file),
                 dirty: false,
+                unsynced: false,
                 pinned: false,
                 failed: None,
             }),
