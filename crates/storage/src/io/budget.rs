@@ -19,9 +19,12 @@
 //!   the handle's next call, so that the owner (a partition log, which then poisons itself)
 //!   learns of it as if its own `sync_data` had failed. Nothing written is left to the kernel's
 //!   error reporting across a closed descriptor.
-//! - **`sync_data` of a closed handle with nothing unsynced does nothing**: its eviction synced
+//! - **`sync_data` of a closed handle with nothing unsynced does nothing** (a handle opened for
+//!   writing starts unsynced: the file may hold unsynced writes of an earlier process): its
+//!   eviction synced
 //!   what it wrote, so nothing is reopened (a clean shutdown of many idle partitions costs
-//!   neither descriptors nor fsyncs). `sync_data` makes durable what went through its handle.
+//!   neither descriptors nor fsyncs), unless a dropped handle of the same file left changes
+//!   unsynced (an *orphan*): then it syncs, as an fsync through any descriptor would.
 //! - **Renames and removals follow Unix semantics.** A handle follows its file across
 //!   [`Fs::rename`] (its path is updated, for a renamed directory too). Before a file with live
 //!   handles is removed or replaced by a rename, the handles are opened and *pinned*: they keep
@@ -35,7 +38,7 @@
 //! A reopened handle uses [`OpenMode::Read`] if it was opened so, else [`OpenMode::ReadWrite`]
 //! (the file exists by then).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -125,6 +128,9 @@ struct PoolState {
     clock: VecDeque<Weak<Slot>>,
     /// Every live handle by its current path, with its id.
     by_path: BTreeMap<PathBuf, Vec<(u64, Weak<Slot>)>>,
+    /// Files whose handles were dropped with changes not synced: a later handle's
+    /// `sync_data` must reach the disk for them even when that handle wrote nothing.
+    orphans: BTreeSet<PathBuf>,
     open_files: usize,
     open_files_peak: usize,
     opens: u64,
@@ -360,8 +366,12 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let inner = self.inner.get_mut().unwrap_or_else(PoisonError::into_inner);
         let had_file = inner.file.take().is_some();
+        let orphaned = inner.dirty || inner.unsynced;
         let path = std::mem::take(&mut inner.path);
         let mut state = self.pool.lock();
+        if orphaned {
+            state.orphans.insert(path.clone());
+        }
         if had_file {
             state.open_files = state.open_files.saturating_sub(1);
         }
@@ -413,18 +423,21 @@ impl File for BudgetFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        {
+        let path = {
+            let state = self.slot.pool.lock();
             let mut inner = lock(&self.slot.inner);
             if let Some(error) = inner.failed.take() {
                 return Err(error);
             }
-            // Closed with nothing unsynced: an eviction synced what it wrote (or it wrote
-            // nothing), so there is nothing to reopen the file for. A clean restart's flush of
-            // every idle partition costs no descriptor and no fsync this way.
-            if inner.file.is_none() && !inner.unsynced {
+            // Closed with nothing unsynced, and no dropped handle of the file left changes
+            // behind: an eviction synced what it wrote (or it wrote nothing), so there is
+            // nothing to reopen the file for. A clean restart's flush of every idle partition
+            // costs no descriptor and no fsync this way.
+            if inner.file.is_none() && !inner.unsynced && !state.orphans.contains(&inner.path) {
                 return Ok(());
             }
-        }
+            inner.path.clone()
+        };
         let file = self.slot.open_file()?;
         {
             // Cleared first: a write racing with this sync marks the handle again.
@@ -432,7 +445,9 @@ impl File for BudgetFile {
             inner.dirty = false;
             inner.unsynced = false;
         }
-        file.sync_data().inspect_err(|_| self.slot.mark_dirty())
+        file.sync_data().inspect_err(|_| self.slot.mark_dirty())?;
+        self.slot.pool.lock().orphans.remove(&path);
+        Ok(())
     }
 
     fn modified_ms(&self) -> io::Result<i64> {
@@ -457,7 +472,9 @@ impl Fs for BudgetFs {
                 path: path.to_path_buf(),
                 file: Some(file),
                 dirty: false,
-                unsynced: false,
+                // A file this process did not write may hold another's unsynced writes (a
+                // process that stopped without syncing them): its first sync must reach the disk.
+                unsynced: mode != OpenMode::Read,
                 pinned: false,
                 failed: None,
             }),
@@ -489,12 +506,28 @@ impl Fs for BudgetFs {
             }
             state.by_path.entry(new).or_default().extend(slots);
         }
+        let orphans: Vec<PathBuf> = state
+            .orphans
+            .range(from.to_path_buf()..)
+            .take_while(|p| p.starts_with(from))
+            .cloned()
+            .collect();
+        for old in orphans {
+            state.orphans.remove(&old);
+            if let Ok(rest) = old.strip_prefix(from) {
+                let new =
+                    if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) };
+                state.orphans.insert(new);
+            }
+        }
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.pool.pin(path)?;
-        self.pool.inner.remove(path)
+        self.pool.inner.remove(path)?;
+        self.pool.lock().orphans.remove(path);
+        Ok(())
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
