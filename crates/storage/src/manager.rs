@@ -161,6 +161,10 @@ pub struct LogManager {
     /// does not read a file per topic.
     topic_ids: RwLock<BTreeMap<String, [u8; 16]>>,
     pending_dir_deletes: Mutex<Vec<(usize, PathBuf)>>,
+    /// Held by every topic creation, partition addition and topic deletion, so that two
+    /// never interleave: two CreateTopics of one name (or one and an auto-creation) would both
+    /// pass the existence check and write the same creation marker.
+    topic_changes: Mutex<()>,
     timers: Mutex<Timers>,
     delete_counter: AtomicU64,
     /// The next producer id and the end of the reserved block (`None` until the first use).
@@ -260,6 +264,7 @@ impl LogManager {
             log_defaults,
             topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
+            topic_changes: Mutex::default(),
             timers: Mutex::default(),
             delete_counter: AtomicU64::new(0),
             producer_ids: Mutex::new(None),
@@ -637,6 +642,7 @@ impl LogManager {
                 "a topic needs at least one partition, not {n_partitions}"
             )));
         }
+        let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
         if !self.partitions_of(topic).is_empty() {
             return Err(Error::TopicAlreadyExists { topic: topic.to_owned() });
         }
@@ -668,6 +674,7 @@ impl LogManager {
         topic: &str,
         n_partitions_total: i32,
     ) -> Result<Vec<TopicPartition>> {
+        let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
         let existing = self.partitions_of(topic);
         let Some(first) = existing.first() else {
             return Err(Error::UnknownTopicOrPartition { topic: topic.to_owned(), partition: -1 });
@@ -852,6 +859,7 @@ impl LogManager {
     /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and
     /// the rename made durable), then removed by the background work.
     pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
         // Future logs go first, so that a crash never leaves one without its live log (which
         // the next open would take for a move past its commit point).

@@ -434,3 +434,30 @@ fn a_crash_during_a_topic_creation_leaves_all_of_it_or_none() {
         n += 1;
     }
 }
+
+#[test]
+fn concurrent_creations_of_one_topic_make_it_once_and_fail_nothing_else() {
+    // Found by librdkafka's suite: two CreateTopics of one name at once both passed the
+    // existence check, wrote the same creation marker, and the second rename of its temporary
+    // file failed, taking the log directory offline.
+    let fs = SimFs::new();
+    let manager = Arc::new(open_for_creation(&fs));
+    for round in 0..20 {
+        let topic = format!("race-{round}");
+        let threads: Vec<_> = (0..6)
+            .map(|_| {
+                let manager = Arc::clone(&manager);
+                let topic = topic.clone();
+                std::thread::spawn(move || manager.create_topic(&topic, 2, BTreeMap::new()))
+            })
+            .collect();
+        let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        let created = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(created, 1, "round {round}: {results:?}");
+        assert!(
+            results.iter().all(|r| matches!(r, Ok(_) | Err(Error::TopicAlreadyExists { .. }))),
+            "round {round}: {results:?}"
+        );
+        assert!(manager.offline_dirs().is_empty(), "round {round}");
+    }
+}

@@ -8,6 +8,7 @@ mod hostile;
 mod inspect;
 mod kill;
 mod readme_secure;
+mod scale;
 mod security;
 mod serve;
 mod txn;

@@ -31,7 +31,20 @@ impl Broker {
 
     /// Starts `seglog serve` on `listener` with more arguments (`--override k=v`, ...).
     fn start_with(dir: &Path, listener: &str, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        Self::spawn(Command::new(env!("CARGO_BIN_EXE_seglog")), dir, listener, extra)
+    }
+
+    /// Starts `seglog serve` with RLIMIT_NOFILE (soft and hard) at `nofile`, through the shell's
+    /// `ulimit -n`.
+    pub(crate) fn start_limited(dir: &Path, nofile: u32, extra: &[&str]) -> Self {
+        let mut command = Command::new("sh");
+        command.args(["-c", r#"ulimit -n "$0" && exec "$@""#]).arg(nofile.to_string());
+        command.arg(env!("CARGO_BIN_EXE_seglog"));
+        Self::spawn(command, dir, "127.0.0.1:0", extra)
+    }
+
+    fn spawn(mut command: Command, dir: &Path, listener: &str, extra: &[&str]) -> Self {
+        let mut child = command
             .args(["serve", "--listener", listener, "--metrics-listener", ""])
             .arg("--log-dir")
             .arg(dir)
