@@ -65,5 +65,7 @@ impl BudgetedStdFs {
 
 /// Whether `error` is EMFILE or ENFILE: the process or the system is out of descriptors.
 pub fn is_descriptor_exhaustion(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(23 | 24))
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    error.raw_os_error().is_some_and(|code| code == EMFILE || code == ENFILE)
 }
