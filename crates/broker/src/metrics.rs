@@ -48,23 +48,10 @@ fn refresh_gauges(broker: &Broker) {
         }
     }
     metrics::gauge!("seglog_offline_log_dirs").set(manager.offline_dirs().len() as f64);
-    // The descriptor budget of the log files (seglog.open.files.max).
-    let files = broker.log_files().stats();
-    for (name, value) in [
-        ("seglog_log_open_files", files.open_files as f64),
-        ("seglog_log_open_files_max", broker.log_files().open_files_max() as f64),
-        ("seglog_log_open_files_peak", files.open_files_peak as f64),
-        ("seglog_log_file_handles", files.handles as f64),
-        ("seglog_log_file_opens", files.opens as f64),
-        ("seglog_log_file_evictions", files.evictions as f64),
-        ("seglog_log_file_dirty_evictions", files.dirty_evictions as f64),
-        ("seglog_log_file_emfile_retries", files.emfile_retries as f64),
-    ] {
-        metrics::gauge!(name).set(value);
-    }
     // The log cleaner, under Kafka's metric names (kafka.log:type=LogCleaner and
     // LogCleanerManager).
     let cleaner = manager.cleaner_metrics();
+    let files = broker.log_files().stats();
     for (name, value) in [
         ("seglog_log_cleaner_max_dirty_percent", cleaner.max_dirty_percent),
         ("seglog_log_cleaner_time_since_last_run_ms", cleaner.time_since_last_run_ms as f64),
@@ -85,6 +72,15 @@ fn refresh_gauges(broker: &Broker) {
         ("seglog_log_cleaner_bytes_read", cleaner.bytes_read as f64),
         ("seglog_log_cleaner_bytes_written", cleaner.bytes_written as f64),
         ("seglog_log_cleaner_dead_thread_count", cleaner.dead_thread_count as f64),
+        // The descriptor budget of the log files (seglog.open.files.max).
+        ("seglog_log_open_files", files.open_files as f64),
+        ("seglog_log_open_files_max", broker.log_files().open_files_max() as f64),
+        ("seglog_log_open_files_peak", files.open_files_peak as f64),
+        ("seglog_log_file_handles", files.handles as f64),
+        ("seglog_log_file_opens", files.opens as f64),
+        ("seglog_log_file_evictions", files.evictions as f64),
+        ("seglog_log_file_dirty_evictions", files.dirty_evictions as f64),
+        ("seglog_log_file_emfile_retries", files.emfile_retries as f64),
     ] {
         metrics::gauge!(name).set(value);
     }

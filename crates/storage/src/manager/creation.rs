@@ -117,22 +117,14 @@ impl LogManager {
         drop(removed);
         // Directories of new partitions whose log never opened (the failure was in their
         // creation) are found on disk.
-        for (dir_idx, dir) in self.dirs.iter().enumerate() {
-            if self.dir_is_offline(dir_idx) {
-                continue;
-            }
-            let listed =
-                self.fs.list(&dir.path).map_err(|e| Error::io("list log dir", &dir.path, e));
-            for entry in self.observe(dir_idx, listed)? {
-                let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
-                let Some(Ok(parsed)) = name.as_deref().map(PartitionDir::parse) else { continue };
-                if parsed.state == DirState::Live
-                    && parsed.topic == topic
-                    && parsed.partition >= first_partition
-                    && !dirs.iter().any(|(_, known)| known == &entry)
-                {
-                    dirs.push((dir_idx, entry));
-                }
+        for (dir_idx, entry, name) in self.online_dir_entries()? {
+            let Ok(parsed) = PartitionDir::parse(&name) else { continue };
+            if parsed.state == DirState::Live
+                && parsed.topic == topic
+                && parsed.partition >= first_partition
+                && !dirs.iter().any(|(_, known)| known == &entry)
+            {
+                dirs.push((dir_idx, entry));
             }
         }
         let mut parents: Vec<usize> = Vec::new();
@@ -167,6 +159,36 @@ impl LogManager {
     /// rollback interrupted it), each recorded in the report with its first partition.
     pub(super) fn recover_creations(&self, report: &mut OpenReport) -> Result<()> {
         let mut pending: Vec<(String, i32)> = Vec::new();
+        for (dir_idx, entry, name) in self.online_dir_entries()? {
+            let Some(rest) = name.strip_prefix(CREATING_PREFIX) else { continue };
+            let Some(topic) = rest.strip_suffix(CREATING_SUFFIX) else {
+                // A leftover temporary file of a marker's write: nothing was created yet.
+                let result = self.fs.remove(&entry).map_err(|e| Error::io("remove", &entry, e));
+                self.observe(dir_idx, result)?;
+                continue;
+            };
+            let text = read_text_if_exists(self.fs.as_ref(), &entry, MARKER_BYTES_MAX)?;
+            let first = parse_marker(&entry, text.as_deref().unwrap_or_default())?;
+            let first = pending
+                .iter()
+                .find(|(t, _)| t == topic)
+                .map_or(first, |(_, other)| first.min(*other));
+            pending.retain(|(t, _)| t != topic);
+            pending.push((topic.to_owned(), first));
+        }
+        for (topic, first) in pending {
+            self.roll_back_creation(&topic, first)?;
+            report.partitions.retain(|tp, _| !(tp.topic == topic && tp.partition >= first));
+            report.rolled_back_creations.push((topic, first));
+        }
+        Ok(())
+    }
+}
+
+impl LogManager {
+    /// Every entry of every online log directory: its directory's index, path and name.
+    fn online_dir_entries(&self) -> Result<Vec<(usize, PathBuf, String)>> {
+        let mut entries = Vec::new();
         for (dir_idx, dir) in self.dirs.iter().enumerate() {
             if self.dir_is_offline(dir_idx) {
                 continue;
@@ -175,32 +197,10 @@ impl LogManager {
                 self.fs.list(&dir.path).map_err(|e| Error::io("list log dir", &dir.path, e));
             for entry in self.observe(dir_idx, listed)? {
                 let name = entry.file_name().map(|n| n.to_string_lossy().into_owned());
-                let Some(rest) = name.as_deref().and_then(|n| n.strip_prefix(CREATING_PREFIX))
-                else {
-                    continue;
-                };
-                let Some(topic) = rest.strip_suffix(CREATING_SUFFIX) else {
-                    // A leftover temporary file of a marker's write: nothing was created yet.
-                    let result = self.fs.remove(&entry).map_err(|e| Error::io("remove", &entry, e));
-                    self.observe(dir_idx, result)?;
-                    continue;
-                };
-                let text = read_text_if_exists(self.fs.as_ref(), &entry, MARKER_BYTES_MAX)?;
-                let first = parse_marker(&entry, text.as_deref().unwrap_or_default())?;
-                let first = pending
-                    .iter()
-                    .find(|(t, _)| t == topic)
-                    .map_or(first, |(_, other)| first.min(*other));
-                pending.retain(|(t, _)| t != topic);
-                pending.push((topic.to_owned(), first));
+                entries.push((dir_idx, entry, name.unwrap_or_default()));
             }
         }
-        for (topic, first) in pending {
-            self.roll_back_creation(&topic, first)?;
-            report.partitions.retain(|tp, _| !(tp.topic == topic && tp.partition >= first));
-            report.rolled_back_creations.push((topic, first));
-        }
-        Ok(())
+        Ok(entries)
     }
 }
 
