@@ -225,6 +225,10 @@ impl Pool {
         // reference bit, once to take it); a pass without a clean victim allows dirty ones.
         while closed < count {
             let mut victims: Vec<(Arc<Slot>, Arc<dyn File>, bool)> = Vec::new();
+            // Every handle upgraded under the pool's lock is dropped after it is released: the
+            // last reference of a handle whose owner dropped it meanwhile runs `Slot::drop`,
+            // which takes the pool's lock.
+            let mut upgraded: Vec<Arc<Slot>> = Vec::new();
             {
                 let mut state = self.lock();
                 let mut budget = state.clock.len().saturating_mul(2);
@@ -232,6 +236,7 @@ impl Pool {
                     budget -= 1;
                     let Some(weak) = state.clock.pop_front() else { break };
                     let Some(slot) = weak.upgrade() else { continue };
+                    upgraded.push(Arc::clone(&slot));
                     if Some(slot.id) == keep || slot.referenced.swap(false, Ordering::Relaxed) {
                         state.clock.push_back(weak);
                         continue;
@@ -264,6 +269,7 @@ impl Pool {
                     victims.push((slot, file, dirty));
                 }
             }
+            drop(upgraded);
             let found = victims.len();
             // Sync dirty victims outside the pool's lock; a failure waits in the handle.
             for (slot, file, dirty) in victims {
@@ -487,6 +493,7 @@ impl Fs for BudgetFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         // What `to` names now is replaced: its handles keep their file.
         self.pool.pin(to)?;
+        let mut upgraded: Vec<Arc<Slot>> = Vec::new();
         let mut state = self.pool.lock();
         self.pool.inner.rename(from, to)?;
         let moved: Vec<PathBuf> = state
@@ -502,6 +509,8 @@ impl Fs for BudgetFs {
             for (_, weak) in &slots {
                 if let Some(slot) = weak.upgrade() {
                     lock(&slot.inner).path.clone_from(&new);
+                    // Dropped after the pool's lock (see `Pool::evict`).
+                    upgraded.push(slot);
                 }
             }
             state.by_path.entry(new).or_default().extend(slots);
