@@ -64,8 +64,9 @@ create_s=$(since "$t0")
 log "created in ${create_s}s"
 
 port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# start_and_wait: starts the broker and waits until Metadata lists every partition; prints the
-# seconds from the start.
+# start_and_wait: starts the broker (broker_pid) and waits until Metadata lists every
+# partition; sets waited_s to the seconds from the start.
+waited_s=""
 start_and_wait() {
     local t0
     t0=$(now)
@@ -78,7 +79,9 @@ from confluent_kafka.admin import AdminClient
 deadline = time.monotonic() + 600
 while True:
     try:
-        md = AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics("wide", timeout=5)
+        # log_level 0: no line per refused connection while the broker loads.
+        md = AdminClient({"bootstrap.servers": sys.argv[1], "log_level": 0}).list_topics(
+            "wide", timeout=5)
         if len(md.topics["wide"].partitions) == int(sys.argv[2]):
             break
     except Exception:
@@ -87,10 +90,11 @@ while True:
         raise SystemExit("no full Metadata within 600 s")
     time.sleep(0.2)
 PY
-    since "$t0"
+    waited_s=$(since "$t0")
 }
 
-start_s=$(start_and_wait)
+start_and_wait
+start_s=$waited_s
 log "serving Metadata of all $partitions partitions ${start_s}s after the start"
 t0=$(now)
 "$python" "$repo_root/crates/cli/tests/python/wide.py" "127.0.0.1:$port" wide "$partitions" "$sample" 19 >&2
@@ -101,7 +105,8 @@ log "sample of $sample partitions in ${sample_s}s; broker RSS ${rss_kb} kB, ${fd
 kill -TERM "$broker_pid"
 wait "$broker_pid" || true
 broker_pid=""
-restart_s=$(start_and_wait)
+start_and_wait
+restart_s=$waited_s
 idle_rss_kb=$(awk '/^VmRSS/ { print $2 }' "/proc/$broker_pid/status")
 idle_fds=$(ls "/proc/$broker_pid/fd" | wc -l)
 log "clean restart: Metadata after ${restart_s}s; idle RSS ${idle_rss_kb} kB, ${idle_fds} open descriptors"
