@@ -24,7 +24,7 @@ use crate::dirs::meta::{MetaProperties, PartitionMetadata, uuid_to_base64};
 use crate::error::{Error, IoFailure, Result};
 use crate::io::{FileLock, Fs};
 use crate::log::load::{LoadParams, LoadReport};
-use crate::log::partition_log::{PartitionLog, TopicPartition};
+use crate::log::partition_log::{BackgroundQueue, PartitionLog, TopicPartition};
 use crate::splitmix;
 
 mod cleaning;
@@ -165,6 +165,13 @@ pub struct LogManager {
     /// never interleave: two CreateTopics of one name (or one and an auto-creation) would both
     /// pass the existence check and write the same creation marker.
     topic_changes: Mutex<()>,
+    /// The logs that asked for background work since the last tick (`PartitionLog`'s
+    /// `set_background_queue`), and those still being worked on: each tick visits these, not
+    /// every log; a retention pass visits every log.
+    background: Arc<BackgroundQueue>,
+    background_logs: Mutex<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    /// Logs visited by ticks so far.
+    background_visits: AtomicU64,
     timers: Mutex<Timers>,
     delete_counter: AtomicU64,
     /// The next producer id and the end of the reserved block (`None` until the first use).
@@ -265,6 +272,9 @@ impl LogManager {
             topic_ids: RwLock::default(),
             pending_dir_deletes: Mutex::default(),
             topic_changes: Mutex::default(),
+            background: Arc::default(),
+            background_logs: Mutex::default(),
+            background_visits: AtomicU64::new(0),
             timers: Mutex::default(),
             delete_counter: AtomicU64::new(0),
             producer_ids: Mutex::new(None),
@@ -349,6 +359,7 @@ impl LogManager {
                 continue;
             }
             report.partitions.insert(tp.clone(), load_report);
+            log.set_background_queue(Arc::clone(&self.background));
             self.logs
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -827,6 +838,7 @@ impl LogManager {
             })();
             let (log, _) = self.observe(dir_idx, result)?;
             let tp = log.topic_partition().clone();
+            log.set_background_queue(Arc::clone(&self.background));
             self.logs
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -1004,18 +1016,16 @@ impl LogManager {
         Ok(())
     }
 
+    /// How many logs [`LogManager::tick`] has visited so far (every log on a retention pass,
+    /// else only those with background work).
+    pub fn background_visits(&self) -> u64 {
+        self.background_visits.load(Ordering::Relaxed)
+    }
+
     /// One round of background work at `now_ms`: flushes that are due (`flush.ms`, group
     /// commit), retention every `log.retention.check.interval.ms`, checkpoints, delayed file
     /// and directory deletes. Errors take their directory offline; the round goes on.
     pub fn tick(&self, now_ms: i64) {
-        self.refresh_offline();
-        let logs: Vec<(usize, Arc<PartitionLog>)> = self
-            .logs
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .map(|(d, l)| (*d, Arc::clone(l)))
-            .collect();
         let (retention_due, checkpoint_due) = {
             let mut timers = self.timers.lock().unwrap_or_else(PoisonError::into_inner);
             let retention_due =
@@ -1033,7 +1043,40 @@ impl LogManager {
             }
             (retention_due, checkpoint_due)
         };
+        // The logs to visit: every one on a retention pass, else those that asked since the
+        // last tick and those still waiting for a flush or a delayed deletion. An idle log
+        // costs nothing here between retention passes.
+        let logs: Vec<(usize, Arc<PartitionLog>)> = {
+            let mut background =
+                self.background_logs.lock().unwrap_or_else(PoisonError::into_inner);
+            let all = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+            if retention_due {
+                for (tp, (d, l)) in all.iter() {
+                    l.claim_background();
+                    background.insert(tp.clone(), (*d, Arc::clone(l)));
+                }
+                // Everything queued is in the pass.
+                self.background.drain();
+            } else {
+                for tp in self.background.drain() {
+                    if let Some((d, l)) = all.get(&tp) {
+                        background.insert(tp, (*d, Arc::clone(l)));
+                    }
+                }
+            }
+            background.values().map(|(d, l)| (*d, Arc::clone(l))).collect()
+        };
+        self.background_visits.fetch_add(logs.len() as u64, Ordering::Relaxed);
+        // A log that poisoned itself did it in a mutation, which queued it: its directory goes
+        // offline here (every log is looked at on a retention pass, and `offline_dirs` looks
+        // at every log too).
+        if retention_due {
+            self.refresh_offline();
+        }
         for (dir_idx, log) in &logs {
+            if log.is_offline() && !self.dir_is_offline(*dir_idx) {
+                self.take_dir_offline(*dir_idx, None);
+            }
             if self.dir_is_offline(*dir_idx) || log.is_offline() {
                 continue;
             }
@@ -1044,6 +1087,11 @@ impl LogManager {
                 let _ = self.observe(*dir_idx, log.delete_old_segments(now_ms));
             }
             let _ = self.observe(*dir_idx, log.delete_expired(now_ms));
+        }
+        {
+            let mut background =
+                self.background_logs.lock().unwrap_or_else(PoisonError::into_inner);
+            background.retain(|_, (_, log)| !log.is_offline() && log.release_background());
         }
         self.step_moves(now_ms);
         if checkpoint_due {

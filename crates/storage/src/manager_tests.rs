@@ -461,3 +461,50 @@ fn concurrent_creations_of_one_topic_make_it_once_and_fail_nothing_else() {
         assert!(manager.offline_dirs().is_empty(), "round {round}");
     }
 }
+
+#[test]
+fn ticks_visit_only_the_logs_with_background_work() {
+    // 300 idle partitions: after the first tick (every log is queued at open), ticks visit
+    // none of them; an append queues its log for one visit; a group-commit log with unflushed
+    // data stays until its flush; a retention pass visits every log once.
+    let fs = SimFs::new();
+    let clock = Arc::new(ManualClock::new(1_000));
+    let mut config = creation_config();
+    config.retention_check_interval_ms = 60_000;
+    let manager = LogManager::open(Arc::new(fs.clone()), clock, config).unwrap().0;
+    manager.create_topic("idle", 300, BTreeMap::new()).unwrap();
+    let group_commit =
+        BTreeMap::from([("seglog.durability".to_owned(), "group-commit".to_owned())]);
+    manager.create_topic("gc", 1, group_commit).unwrap();
+    manager.tick(1_001);
+    let visits = |manager: &LogManager| manager.background_visits();
+    let after_first = visits(&manager);
+    assert!(after_first >= 301, "the first tick visits every new log: {after_first}");
+    for now in 1_002..1_012 {
+        manager.tick(now);
+    }
+    assert_eq!(visits(&manager), after_first, "idle ticks visit nothing");
+    produce(&manager, &tp("idle", 7), 3);
+    manager.tick(1_012);
+    assert_eq!(visits(&manager), after_first + 1, "an append queues its log once");
+    manager.tick(1_013);
+    assert_eq!(visits(&manager), after_first + 1, "then it leaves (nothing can become due)");
+    produce(&manager, &tp("gc", 0), 3);
+    let gc = manager.get_log(&tp("gc", 0)).unwrap();
+    let before = visits(&manager);
+    let mut now = 1_014;
+    while gc.recovery_point().unwrap() < 3 {
+        manager.tick(now);
+        now += 1;
+        assert!(now < 2_000, "the group commit never flushed");
+    }
+    assert!(visits(&manager) > before, "the group-commit log was visited until its flush");
+    let flushed = visits(&manager);
+    manager.tick(now);
+    manager.tick(now + 1);
+    assert_eq!(visits(&manager), flushed, "the tick that flushed it released it");
+    manager.tick(61_001);
+    assert_eq!(visits(&manager), flushed + 301, "a retention pass visits every log");
+    manager.tick(61_002);
+    assert_eq!(visits(&manager), flushed + 301, "and queues none again");
+}

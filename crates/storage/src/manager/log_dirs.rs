@@ -603,6 +603,7 @@ impl LogManager {
                         params,
                     )?;
                     log.update_high_watermark(high_watermark)?;
+                    log.set_background_queue(Arc::clone(&self.background));
                     self.logs
                         .write()
                         .unwrap_or_else(PoisonError::into_inner)
