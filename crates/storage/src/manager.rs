@@ -27,6 +27,7 @@ use crate::log::load::{LoadParams, LoadReport};
 use crate::log::partition_log::{BackgroundQueue, PartitionLog, TopicPartition};
 use crate::splitmix;
 
+mod background;
 mod cleaning;
 mod creation;
 mod log_dirs;
@@ -1016,12 +1017,6 @@ impl LogManager {
         Ok(())
     }
 
-    /// How many logs [`LogManager::tick`] has visited so far (every log on a retention pass,
-    /// else only those with background work).
-    pub fn background_visits(&self) -> u64 {
-        self.background_visits.load(Ordering::Relaxed)
-    }
-
     /// One round of background work at `now_ms`: flushes that are due (`flush.ms`, group
     /// commit), retention every `log.retention.check.interval.ms`, checkpoints, delayed file
     /// and directory deletes. Errors take their directory offline; the round goes on.
@@ -1043,30 +1038,7 @@ impl LogManager {
             }
             (retention_due, checkpoint_due)
         };
-        // The logs to visit: every one on a retention pass, else those that asked since the
-        // last tick and those still waiting for a flush or a delayed deletion. An idle log
-        // costs nothing here between retention passes.
-        let logs: Vec<(usize, Arc<PartitionLog>)> = {
-            let mut background =
-                self.background_logs.lock().unwrap_or_else(PoisonError::into_inner);
-            let all = self.logs.read().unwrap_or_else(PoisonError::into_inner);
-            if retention_due {
-                for (tp, (d, l)) in all.iter() {
-                    l.claim_background();
-                    background.insert(tp.clone(), (*d, Arc::clone(l)));
-                }
-                // Everything queued is in the pass.
-                self.background.drain();
-            } else {
-                for tp in self.background.drain() {
-                    if let Some((d, l)) = all.get(&tp) {
-                        background.insert(tp, (*d, Arc::clone(l)));
-                    }
-                }
-            }
-            background.values().map(|(d, l)| (*d, Arc::clone(l))).collect()
-        };
-        self.background_visits.fetch_add(logs.len() as u64, Ordering::Relaxed);
+        let logs = self.logs_to_visit(retention_due);
         // A log that poisoned itself did it in a mutation, which queued it: its directory goes
         // offline here (every log is looked at on a retention pass, and `offline_dirs` looks
         // at every log too).
@@ -1088,11 +1060,7 @@ impl LogManager {
             }
             let _ = self.observe(*dir_idx, log.delete_expired(now_ms));
         }
-        {
-            let mut background =
-                self.background_logs.lock().unwrap_or_else(PoisonError::into_inner);
-            background.retain(|_, (_, log)| !log.is_offline() && log.release_background());
-        }
+        self.release_visited();
         self.step_moves(now_ms);
         if checkpoint_due {
             let _ = self.checkpoint();

@@ -40,8 +40,11 @@ use crate::error::{Error, IoFailure, Result};
 use crate::io::Fs;
 use crate::segment::{FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig};
 
+mod background;
 mod cleaning;
 mod txn;
+
+pub use background::BackgroundQueue;
 pub(crate) use cleaning::{CleanerView, SegmentView};
 use txn::{
     aborted_transactions, last_stable_offset, last_stable_offset_metadata, set_high_watermark,
@@ -241,79 +244,13 @@ pub struct PartitionLog {
     /// (retention, truncation, a swap): the log cleaner reads segments without the lock and
     /// swaps its output in only if nothing of the kind happened meanwhile.
     segments_generation: std::sync::atomic::AtomicU64,
-    /// Where the log asks for the manager's background work (`LogManager::tick`): set once by
-    /// the manager; a log without it (tools, tests) is never queued.
+    /// The manager's background queue (`background.rs`), set once; none in tools and tests.
     background: std::sync::OnceLock<Arc<BackgroundQueue>>,
-    /// Whether the log is in `background` (or being worked on from it): a mutation queues it
-    /// once, not at every call.
+    /// Whether the log is queued: a mutation queues it once, not at every call.
     queued: std::sync::atomic::AtomicBool,
 }
 
-/// The logs that asked for background work (a flush that can become due, segments waiting for
-/// delayed deletion) since the manager last looked: it visits those each tick instead of every
-/// log, so an idle log costs nothing between retention passes.
-#[derive(Debug, Default)]
-pub struct BackgroundQueue {
-    logs: Mutex<Vec<TopicPartition>>,
-}
-
-impl BackgroundQueue {
-    /// Takes the queued logs.
-    pub fn drain(&self) -> Vec<TopicPartition> {
-        std::mem::take(&mut *self.logs.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-}
-
 impl PartitionLog {
-    /// Hands the log its manager's background queue (once; later calls are ignored) and queues
-    /// it, so that the manager looks at it at least once.
-    pub fn set_background_queue(&self, queue: Arc<BackgroundQueue>) {
-        if self.background.set(queue).is_ok() {
-            self.mark_background();
-        }
-    }
-
-    /// Queues the log for the manager's background work, unless it is queued already.
-    fn mark_background(&self) {
-        if let Some(queue) = self.background.get()
-            && !self.queued.swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
-            queue
-                .logs
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(self.topic_partition.clone());
-        }
-    }
-
-    /// Marks the log as being worked on by the manager (a retention pass over every log), so
-    /// that the pass's own calls do not queue it again.
-    pub fn claim_background(&self) {
-        self.queued.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Called by the manager after its background work on the log: whether it still needs
-    /// that work (unflushed data under a finite flush interval, or segments waiting for
-    /// deletion). When not, the log leaves the queue until its next mutation.
-    pub fn release_background(&self) -> bool {
-        // Cleared first: a mutation racing with the check below queues the log again.
-        self.queued.store(false, std::sync::atomic::Ordering::SeqCst);
-        let pending = self.read_state().is_ok_and(|state| {
-            let interval = match state.config.durability {
-                DurabilityMode::GroupCommit => {
-                    state.config.group_commit_interval_ms.min(state.config.flush_ms)
-                }
-                _ => state.config.flush_ms,
-            };
-            let unflushed = state.local.log_end_offset() > state.local.recovery_point();
-            (unflushed && interval < i64::MAX) || state.local.n_pending_deletes() > 0
-        });
-        if pending {
-            self.queued.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-        pending
-    }
-
     /// Loads (or, for an empty directory, creates) the log in `dir`, recovering it as Kafka's
     /// loader does.
     pub fn open(
@@ -391,8 +328,7 @@ impl PartitionLog {
     }
 
     fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
-        // Every mutation goes through here: the manager's background work looks at the log.
-        self.mark_background();
+        self.mark_background(); // every mutation comes here: the manager's background looks
         let state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.poisoned {
             return Err(Error::Offline { dir: self.dir() });
