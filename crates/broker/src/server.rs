@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use seglog_storage::io::{BudgetFs, BudgetedStdFs, NofileLimit, is_descriptor_exhaustion};
+use seglog_storage::log::load::LoadReport;
+use seglog_storage::log::partition_log::TopicPartition;
 use seglog_storage::manager::{Background, DirFailure, LogManager, SystemClock};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -47,6 +49,13 @@ pub enum ServeError {
     /// The dynamic broker configs (`seglog-dynamic-configs`) could not be read or applied.
     #[error("cannot load the dynamic broker configs: {0}")]
     DynamicConfigs(String),
+    /// A thread of the broker's could not start.
+    #[error("cannot start the {what} thread")]
+    Thread {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
     /// A listener could not bind.
     #[error("cannot listen on {addr}")]
     Bind {
@@ -99,12 +108,56 @@ impl Drop for ConnectionGuard {
     }
 }
 
+/// Warns of each producer-state snapshot a load found corrupt and deleted.
+fn warn_corrupt_snapshots(partitions: &std::collections::BTreeMap<TopicPartition, LoadReport>) {
+    for (tp, load) in partitions {
+        for corrupt in &load.corrupt_snapshots {
+            tracing::warn!(
+                topic = %tp.topic,
+                partition = tp.partition,
+                path = %corrupt.path.display(),
+                reason = %corrupt.reason,
+                "deleted a corrupt producer-state snapshot"
+            );
+        }
+    }
+}
+
+/// Starts the thread that loads, in the background, the logs the open left unloaded
+/// ([`LogManager::load_unloaded`]); clients reaching a log first load it themselves.
+fn spawn_log_loader(manager: &Arc<LogManager>) -> Result<(), ServeError> {
+    let manager = Arc::clone(manager);
+    std::thread::Builder::new()
+        .name("seglog-log-loader".to_owned())
+        .spawn(move || {
+            let report = manager.load_unloaded();
+            warn_corrupt_snapshots(&report.partitions);
+            for (tp, error) in &report.failed {
+                tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "log load failed");
+            }
+            let recovered: usize = report.partitions.values().map(|r| r.segments_recovered).sum();
+            tracing::info!(
+                loaded = report.partitions.len(),
+                failed = report.failed.len(),
+                segments_recovered = recovered,
+                threads = report.threads,
+                elapsed = ?report.elapsed,
+                "logs loaded in the background"
+            );
+        })
+        .map(drop)
+        .map_err(|source| ServeError::Thread { what: "log loader", source })
+}
+
 impl Server {
     /// Opens the log directories (recovering them if needed), binds the listeners and starts
     /// serving. Returns once clients can connect.
     pub async fn start(config: BrokerConfig) -> Result<Self, ServeError> {
         let mut log_config = config.log.clone();
         log_config.node_id = Some(config.node_id);
+        // Partitions load in the background and at first use: the broker serves once it has
+        // listed them (`storage::log::partition_log::lazy`).
+        log_config.load_lazily = true;
         let (log_files, connections_max) = descriptor_budget(&config);
         let fs: Arc<dyn seglog_storage::io::Fs> = Arc::clone(&log_files) as _;
         let (manager, report) = tokio::task::spawn_blocking(move || {
@@ -118,27 +171,15 @@ impl Server {
         // This node becomes leader of every partition it loaded, the only replica of each
         // (Kafka's `Partition.makeLeader`): the high watermark moves to the log end, so that
         // every record a restart finds is served without waiting for a new produce.
-        for tp in manager.partitions() {
-            if let Ok(log) = manager.get_log(&tp) {
-                log.maybe_increment_leader_high_watermark()?;
-            }
-        }
-        for (tp, load) in &report.partitions {
-            for corrupt in &load.corrupt_snapshots {
-                tracing::warn!(
-                    topic = %tp.topic,
-                    partition = tp.partition,
-                    path = %corrupt.path.display(),
-                    reason = %corrupt.reason,
-                    "deleted a corrupt producer-state snapshot"
-                );
-            }
-        }
+        manager.make_leaders()?;
+        warn_corrupt_snapshots(&report.partitions);
         tracing::info!(
-            partitions = report.partitions.len(),
+            partitions = manager.partitions().len(),
+            unloaded = manager.unloaded_partitions(),
             clean_dirs = report.clean_dirs.len(),
             "log directories open"
         );
+        spawn_log_loader(&manager)?;
         let background = manager.start_background(BACKGROUND_PERIOD)?;
         let (listeners, local_addrs) = bind_listeners(&config).await?;
         let metrics_listener = match config.metrics_listener {

@@ -28,11 +28,14 @@ use crate::log::partition_log::{BackgroundQueue, PartitionLog, TopicPartition};
 use crate::splitmix;
 
 mod background;
+mod checkpoints;
 mod cleaning;
 mod creation;
+mod loading;
 mod log_dirs;
 
 pub use cleaning::{CleanOutcome, CleanerFailure};
+pub use loading::LazyLoadReport;
 pub use log_dirs::{INVALID_OFFSET_LAG, LogDirDescription, ReplicaDescription};
 
 /// The clean-shutdown marker of a log directory.
@@ -41,6 +44,10 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const LOCK_FILE: &str = ".lock";
 /// seglog's per-topic configuration overrides, kept in the first log directory.
 pub const TOPIC_CONFIGS_FILE: &str = "seglog-topic-configs";
+/// Each partition's latest leader epoch (-1: none), in the offset-checkpoint format, written by
+/// a clean shutdown before its marker and trusted only with it: a lazy open answers Metadata's
+/// leader epochs from it without loading the logs.
+pub const LEADER_EPOCHS_FILE: &str = "seglog-leader-epochs";
 /// The first producer id not yet handed out in a block, kept in the first log directory.
 pub const PRODUCER_ID_BLOCK_FILE: &str = "seglog-producer-id-block";
 /// Producer ids reserved per write of [`PRODUCER_ID_BLOCK_FILE`] (Kafka's controller hands
@@ -182,6 +189,11 @@ pub struct LogManager {
     failures: Mutex<Vec<DirFailure>>,
     /// The log cleaner's states, marks and figures (`manager/cleaning.rs`).
     cleaner: cleaning::CleanerShared,
+    /// Set when [`LogManager::shutdown`] begins: background loading stops.
+    closing: AtomicBool,
+    /// Held by [`LogManager::load_unloaded`] while it runs; shutdown waits for it, so that no
+    /// log loads after the logs are closed.
+    loading: Mutex<()>,
 }
 
 /// A Kafka `Uuid` from `seed` and `path`: never all zero, different for different inputs.
@@ -281,6 +293,8 @@ impl LogManager {
             producer_ids: Mutex::new(None),
             failures: Mutex::default(),
             cleaner,
+            closing: AtomicBool::new(false),
+            loading: Mutex::new(()),
         };
         manager.load_topic_overrides()?;
         let mut futures = Vec::new();
@@ -321,14 +335,17 @@ impl LogManager {
         let recovery_points = read_offsets(fs, &dir, RECOVERY_POINT_CHECKPOINT_FILE, report);
         let log_starts = read_offsets(fs, &dir, LOG_START_OFFSET_CHECKPOINT_FILE, report);
         let high_watermarks = read_offsets(fs, &dir, REPLICATION_OFFSET_CHECKPOINT_FILE, report);
+        let leader_epochs = if clean && self.config.load_lazily {
+            read_offsets(fs, &dir, LEADER_EPOCHS_FILE, report)
+        } else {
+            PartitionOffsets::new()
+        };
         let now_ms = self.clock.now_ms();
-        for entry in fs.list(&dir).map_err(|e| Error::io("list log dir", &dir, e))? {
+        // Directories only: a file whose name looks like a partition is not one.
+        for entry in fs.list_dirs(&dir).map_err(|e| Error::io("list log dir", &dir, e))? {
             let name =
                 entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let Ok(parsed) = PartitionDir::parse(&name) else { continue };
-            if fs.list(&entry).is_err() {
-                continue; // a file whose name looks like a partition
-            }
             let is_future = match parsed.state {
                 DirState::Live => false,
                 DirState::Future(_) => true,
@@ -350,6 +367,26 @@ impl LogManager {
                 now_ms,
             };
             let config = self.topic_config(&tp.topic)?;
+            if self.config.load_lazily && !is_future {
+                let log = PartitionLog::unloaded(
+                    Arc::clone(&self.fs),
+                    &entry,
+                    tp.clone(),
+                    config,
+                    params,
+                    high_watermarks.get(&key).copied(),
+                    log_starts.contains_key(&key),
+                );
+                if let Some(epoch) = leader_epochs.get(&key) {
+                    log.set_unloaded_latest_epoch(i32::try_from(*epoch).ok().filter(|e| *e >= 0));
+                }
+                log.set_background_queue(Arc::clone(&self.background));
+                self.logs
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(tp, (dir_idx, Arc::new(log)));
+                continue;
+            }
             let (log, load_report) =
                 PartitionLog::open(Arc::clone(&self.fs), &entry, tp.clone(), config, params)?;
             if let Some(high_watermark) = high_watermarks.get(&key) {
@@ -967,56 +1004,6 @@ impl LogManager {
         Ok(deleted)
     }
 
-    /// Writes the recovery-point, log-start-offset and replication (high watermark) checkpoints
-    /// of every online directory, atomically.
-    pub fn checkpoint(&self) -> Result<()> {
-        for dir_idx in 0..self.dirs.len() {
-            self.checkpoint_dir(dir_idx)?;
-        }
-        Ok(())
-    }
-
-    /// [`LogManager::checkpoint`] of one directory (nothing if it is offline).
-    fn checkpoint_dir(&self, dir_idx: usize) -> Result<()> {
-        let Some(dir) = self.dirs.get(dir_idx) else { return Ok(()) };
-        if self.dir_is_offline(dir_idx) {
-            return Ok(());
-        }
-        let mut recovery_points = PartitionOffsets::new();
-        let mut log_starts = PartitionOffsets::new();
-        let mut high_watermarks = PartitionOffsets::new();
-        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
-        let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
-        // A partition is never live and future in the same directory, so the keys of one
-        // directory's files are unique (Kafka checkpoints future logs the same way).
-        for (tp, (log_dir_idx, log)) in logs.iter().chain(futures.iter()) {
-            if *log_dir_idx != dir_idx || log.is_offline() {
-                continue;
-            }
-            let key = (tp.topic.clone(), tp.partition);
-            recovery_points.insert(key.clone(), log.recovery_point()?);
-            let first_base = log.segment_base_offsets()?.first().copied().unwrap_or(0);
-            let log_start = log.log_start_offset()?;
-            if log_start > first_base {
-                log_starts.insert(key.clone(), log_start);
-            }
-            high_watermarks.insert(key, log.high_watermark()?);
-        }
-        let fs = self.fs.as_ref();
-        let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
-            .write(fs, &recovery_points)
-            .and_then(|()| {
-                OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
-                    .write(fs, &log_starts)
-            })
-            .and_then(|()| {
-                OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
-                    .write(fs, &high_watermarks)
-            });
-        self.observe(dir_idx, result)?;
-        Ok(())
-    }
-
     /// One round of background work at `now_ms`: flushes that are due (`flush.ms`, group
     /// commit), retention every `log.retention.check.interval.ms`, checkpoints, delayed file
     /// and directory deletes. Errors take their directory offline; the round goes on.
@@ -1071,6 +1058,8 @@ impl LogManager {
     /// Closes everything cleanly: every log flushed and trimmed, checkpoints written, the clean
     /// shutdown marker written in each healthy directory, and the directory locks released.
     pub fn shutdown(&self) -> Result<()> {
+        self.closing.store(true, Ordering::SeqCst);
+        drop(self.loading.lock().unwrap_or_else(PoisonError::into_inner));
         self.stop_cleaner();
         self.refresh_offline();
         let now_ms = self.clock.now_ms();
@@ -1097,6 +1086,11 @@ impl LogManager {
             first_error.get_or_insert(error);
         }
         for (dir_idx, dir) in self.dirs.iter().enumerate() {
+            if !self.dir_is_offline(dir_idx)
+                && let Err(error) = self.write_leader_epochs(dir_idx)
+            {
+                first_error.get_or_insert(error);
+            }
             if !self.dir_is_offline(dir_idx) {
                 let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
                 let result = write_atomically(

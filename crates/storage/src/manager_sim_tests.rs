@@ -48,13 +48,15 @@ fn config() -> BrokerLogConfig {
 
 /// Opens the manager on `fs`, through a `BudgetFs` of `open_files_max` descriptors if given
 /// (every other seed: 2 to 9 descriptors for up to 4 topics of 3 partitions, each with several
-/// segments, so that nearly every call reopens a file).
-fn open(fs: &SimFs, now_ms: i64, open_files_max: Option<usize>) -> LogManager {
+/// segments, so that nearly every call reopens a file), loading partitions at first use when
+/// `lazy` (half the seeds: a crash can come before a partition loads, or while some have).
+fn open(fs: &SimFs, now_ms: i64, open_files_max: Option<usize>, lazy: bool) -> LogManager {
     let fs: Arc<dyn Fs> = match open_files_max {
         Some(max) => Arc::new(BudgetFs::new(Arc::new(fs.clone()), max)),
         None => Arc::new(fs.clone()),
     };
-    LogManager::open(fs, Arc::new(ManualClock::new(now_ms)), config()).unwrap().0
+    let config = BrokerLogConfig { load_lazily: lazy, ..config() };
+    LogManager::open(fs, Arc::new(ManualClock::new(now_ms)), config).unwrap().0
 }
 
 /// Checks every partition of the model against the reopened manager.
@@ -114,7 +116,8 @@ fn run(seed: u64, steps: usize) -> usize {
     let fs = SimFs::new();
     let mut now_ms = 1_000;
     let open_files_max = (seed % 2 == 1).then(|| 2 + usize::try_from(seed % 8).unwrap_or(0));
-    let mut manager = open(&fs, now_ms, open_files_max);
+    let lazy = seed % 4 >= 2;
+    let mut manager = open(&fs, now_ms, open_files_max, lazy);
     let mut model: BTreeMap<TopicPartition, PartitionModel> = BTreeMap::new();
     let mut n_topics = 0;
     let mut crashes = 0;
@@ -234,14 +237,28 @@ fn run(seed: u64, steps: usize) -> usize {
                 drop(manager);
                 fs.crash(rng.next_u64());
                 crashes += 1;
-                manager = open(&fs, now_ms, open_files_max);
+                manager = open(&fs, now_ms, open_files_max, lazy);
+                if lazy && rng.below(2) == 0 {
+                    // A second crash before any partition loaded, after a checkpoint that wrote
+                    // the unloaded logs' offsets as they were opened: nothing durable is lost.
+                    assert_eq!(manager.unloaded_partitions(), model.len(), "{context}");
+                    manager.checkpoint().expect(&context);
+                    drop(manager);
+                    fs.crash(rng.next_u64());
+                    crashes += 1;
+                    manager = open(&fs, now_ms, open_files_max, lazy);
+                }
+                if lazy && rng.below(2) == 0 {
+                    let loaded = manager.load_unloaded();
+                    assert!(loaded.failed.is_empty(), "{context}: {:?}", loaded.failed);
+                }
                 check(&manager, &mut model, &context);
             }
             85..=89 => {
                 fs.set_fault_plan(FaultPlan::None);
                 let clean = manager.shutdown().is_ok() && manager.offline_dirs().is_empty();
                 drop(manager);
-                manager = open(&fs, now_ms, open_files_max);
+                manager = open(&fs, now_ms, open_files_max, lazy);
                 if clean {
                     // A clean shutdown makes everything durable.
                     for partition in model.values_mut() {
@@ -256,7 +273,7 @@ fn run(seed: u64, steps: usize) -> usize {
     fs.set_fault_plan(FaultPlan::None);
     drop(manager);
     fs.crash(rng.next_u64());
-    let manager = open(&fs, now_ms, open_files_max);
+    let manager = open(&fs, now_ms, open_files_max, lazy);
     check(
         &manager,
         &mut model,

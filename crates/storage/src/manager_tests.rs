@@ -508,3 +508,132 @@ fn ticks_visit_only_the_logs_with_background_work() {
     manager.tick(61_002);
     assert_eq!(visits(&manager), flushed + 301, "and queues none again");
 }
+
+fn open_lazily(fs: &SimFs) -> LogManager {
+    let config =
+        BrokerLogConfig { log_dirs: dirs(), load_lazily: true, ..BrokerLogConfig::default() };
+    let (manager, report) =
+        LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(2_000)), config).unwrap();
+    assert!(report.partitions.is_empty(), "a lazy open loads nothing");
+    manager
+}
+
+/// The offset checkpoint files of both directories, as bytes.
+fn checkpoint_bytes(fs: &SimFs) -> Vec<Vec<u8>> {
+    let mut files = Vec::new();
+    for dir in dirs() {
+        for name in [
+            "recovery-point-offset-checkpoint",
+            "log-start-offset-checkpoint",
+            "replication-offset-checkpoint",
+        ] {
+            let file = fs.open(&dir.join(name), crate::io::OpenMode::Read).unwrap();
+            files.push(crate::io::read_all(file.as_ref()).unwrap());
+        }
+    }
+    files
+}
+
+#[test]
+fn a_lazy_open_lists_every_partition_and_loads_each_at_first_use_or_in_the_background() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("t", 3, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("t", 0), 4);
+    produce(&manager, &tp("t", 1), 6);
+    manager.get_log(&tp("t", 1)).unwrap().update_high_watermark(5).unwrap();
+    manager.get_log(&tp("t", 1)).unwrap().maybe_increment_log_start_offset(2).unwrap();
+    let mut builder = RecordBatchBuilder::new(Compression::None);
+    builder.push(1_000, None, Some(b"epoch 7"), &[]).unwrap();
+    let batch = builder.build().unwrap();
+    let log = manager.get_log(&tp("t", 2)).unwrap();
+    log.append_as_leader(&batch, 7, AppendOrigin::Client, 1_000).unwrap();
+    drop(log);
+    manager.shutdown().unwrap();
+    drop(manager);
+    let before = checkpoint_bytes(&fs);
+
+    let manager = open_lazily(&fs);
+    assert_eq!(manager.partitions().len(), 3);
+    assert_eq!(manager.unloaded_partitions(), 3);
+    // A checkpoint of unloaded logs writes what they were opened with, and loads none.
+    manager.checkpoint().unwrap();
+    assert_eq!(checkpoint_bytes(&fs), before);
+    // Metadata's leader epochs come from what the clean shutdown recorded, loading nothing.
+    let epoch = |partition| manager.get_log(&tp("t", partition)).unwrap().latest_leader_epoch();
+    assert_eq!((epoch(0).unwrap(), epoch(2).unwrap()), (Some(0), Some(7)));
+    assert_eq!(manager.unloaded_partitions(), 3);
+    // First use loads one log.
+    assert_eq!(manager.get_log(&tp("t", 0)).unwrap().log_end_offset().unwrap(), 4);
+    assert_eq!(manager.unloaded_partitions(), 2);
+    // The rest load in the background, each once.
+    let loaded = manager.load_unloaded();
+    assert!(loaded.failed.is_empty(), "{:?}", loaded.failed);
+    assert_eq!(loaded.partitions.keys().cloned().collect::<Vec<_>>(), vec![tp("t", 1), tp("t", 2)]);
+    assert_eq!(epoch(2).unwrap(), Some(7), "the same epoch once loaded");
+    assert!(loaded.partitions.values().all(|load| load.segments_recovered == 0));
+    assert_eq!(manager.unloaded_partitions(), 0);
+    let log = manager.get_log(&tp("t", 1)).unwrap();
+    assert_eq!(log.log_end_offset().unwrap(), 6);
+    assert_eq!(log.high_watermark().unwrap(), 5, "HW from the checkpoint, applied at load");
+    assert_eq!(log.log_start_offset().unwrap(), 2, "log start from the checkpoint");
+    manager.checkpoint().unwrap();
+    assert_eq!(checkpoint_bytes(&fs), before, "loaded logs checkpoint the same offsets");
+}
+
+#[test]
+fn an_unloaded_log_that_needs_recovery_is_recovered_before_a_clean_shutdown_vouches_for_it() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("t", 1, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("t", 0), 5);
+    let log = manager.get_log(&tp("t", 0)).unwrap();
+    log.flush(1_000).unwrap();
+    let size = log.size_bytes().unwrap();
+    let segment = log.dir().join("00000000000000000000.log");
+    drop(log);
+    manager.checkpoint().unwrap();
+    drop(manager); // no shutdown: the next open is unclean
+    fs.crash(1);
+    // A torn write at the end of the segment, which only recovery removes.
+    let file = fs.open(&segment, crate::io::OpenMode::ReadWrite).unwrap();
+    file.write_all_at(&[0xFF; 100], size).unwrap();
+    file.sync_data().unwrap();
+    drop(file);
+
+    let manager = open_lazily(&fs);
+    assert_eq!(manager.unloaded_partitions(), 1);
+    manager.shutdown().unwrap(); // never used: the shutdown loads, so recovers, it first
+    drop(manager);
+    let config = BrokerLogConfig { log_dirs: dirs(), ..BrokerLogConfig::default() };
+    let (manager, report) =
+        LogManager::open(Arc::new(fs.clone()), Arc::new(ManualClock::new(3_000)), config).unwrap();
+    assert_eq!(report.clean_dirs.len(), 2, "the shutdown was clean");
+    let log = manager.get_log(&tp("t", 0)).unwrap();
+    assert_eq!(log.size_bytes().unwrap(), size, "the torn tail is gone");
+    assert_eq!(log.log_end_offset().unwrap(), 5);
+}
+
+#[test]
+fn a_lazy_log_whose_load_fails_goes_offline_with_its_error_and_the_others_serve() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("t", 2, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("t", 0), 3);
+    produce(&manager, &tp("t", 1), 3);
+    let broken = manager.get_log(&tp("t", 0)).unwrap().dir();
+    let broken_dir = dirs().into_iter().position(|d| broken.starts_with(&d)).unwrap();
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open_lazily(&fs);
+    fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Eio });
+    let error = manager.get_log(&tp("t", 0)).unwrap().log_end_offset().unwrap_err();
+    fs.set_fault_plan(FaultPlan::None);
+    assert!(matches!(error, Error::Io { .. }), "the load's own error, once: {error}");
+    let log = manager.get_log(&tp("t", 0));
+    assert!(matches!(log, Err(Error::Offline { .. })), "then offline: {log:?}");
+    let offline = manager.offline_dirs();
+    assert_eq!(offline, vec![dirs()[broken_dir].clone()], "its directory goes offline, as Kafka's");
+    // The other directory's partition still serves.
+    assert_eq!(manager.get_log(&tp("t", 1)).unwrap().log_end_offset().unwrap(), 3);
+}

@@ -503,6 +503,11 @@ pub struct BrokerLogConfig {
     /// `seglog.open.files.max` (0: a tenth of RLIMIT_NOFILE, at least 64; see
     /// [`crate::io::open_files_max_default`]): the budget of the logs' [`crate::io::BudgetFs`].
     pub open_files_max: u32,
+    /// Whether partitions load at their first use, or in the background
+    /// ([`crate::manager::LogManager::load_unloaded`]), instead of all at open: the broker's
+    /// choice, so that it serves as soon as it has listed its partitions. Tools load at open
+    /// (false), and report what recovery did.
+    pub load_lazily: bool,
 }
 
 impl Default for BrokerLogConfig {
@@ -522,6 +527,7 @@ impl Default for BrokerLogConfig {
             replica_fetch_response_max_bytes: 10_485_760,
             cleaner: crate::cleaner::CleanerConfig::default(),
             open_files_max: 0,
+            load_lazily: false,
         }
     }
 }
@@ -595,6 +601,7 @@ impl BrokerLogConfig {
             )?,
             cleaner: cleaner_config(&r)?,
             open_files_max: r.uint(broker::SEGLOG_OPEN_FILES_MAX, d.open_files_max, 0)?,
+            load_lazily: d.load_lazily,
         })
     }
 

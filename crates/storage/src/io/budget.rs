@@ -543,6 +543,10 @@ impl Fs for BudgetFs {
         self.pool.inner.list(dir)
     }
 
+    fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.pool.inner.list_dirs(dir)
+    }
+
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         self.pool.inner.create_dir_all(dir)
     }

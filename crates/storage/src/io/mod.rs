@@ -62,6 +62,12 @@ pub trait Fs: Send + Sync + Debug {
     /// with the entry name), sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
 
+    /// The directories in `dir`, as [`Fs::list`] gives them. The default lists each entry to
+    /// tell; a real file system reads the entry types the listing already has.
+    fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        Ok(self.list(dir)?.into_iter().filter(|entry| self.list(entry).is_ok()).collect())
+    }
+
     /// Creates `dir` and any missing parents; succeeds if `dir` is already a directory.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
 

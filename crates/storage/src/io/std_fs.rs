@@ -52,6 +52,21 @@ impl Fs for StdFs {
         Ok(paths)
     }
 
+    fn list_dirs(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut paths = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            // The type from the listing (no stat on most file systems); a symbolic link is
+            // followed, as `list` would.
+            let file_type = entry.file_type()?;
+            if file_type.is_dir() || (file_type.is_symlink() && entry.path().is_dir()) {
+                paths.push(entry.path());
+            }
+        }
+        paths.sort();
+        Ok(paths)
+    }
+
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         fs::create_dir_all(dir)
     }

@@ -20,7 +20,7 @@
 //! recovery point: its fsyncs run unlocked, so neither readers nor appenders wait for the disk.
 //! An I/O error poisons the log: every later call fails with [`Error::Offline`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
@@ -37,15 +37,16 @@ use super::validator::{
 };
 use crate::config::{BrokerCompressionType, DurabilityMode, LogConfig};
 use crate::error::{Error, IoFailure, Result};
-use crate::io::Fs;
 use crate::segment::{FetchData, LogOffsetMetadata, LogSegment, RollParams, SegmentConfig};
 
 mod background;
 mod cleaning;
+mod lazy;
 mod txn;
 
 pub use background::BackgroundQueue;
 pub(crate) use cleaning::{CleanerView, SegmentView};
+pub use lazy::CheckpointOffsets;
 use txn::{
     aborted_transactions, last_stable_offset, last_stable_offset_metadata, set_high_watermark,
     update_producers,
@@ -235,7 +236,10 @@ pub struct PartitionLog {
     /// The partition directory; it changes only when a move between log directories swaps a
     /// new log in ([`PartitionLog::replace_with`]).
     dir: RwLock<PathBuf>,
-    state: RwLock<State>,
+    /// Set once the log is loaded (`lazy.rs`): at open, or at the first call that needs it.
+    state: std::sync::OnceLock<RwLock<State>>,
+    /// Until then, what loading it needs and what the checkpoints keep meanwhile.
+    unloaded: Mutex<Option<lazy::Unloaded>>,
     /// One flush at a time; appends and reads do not take it.
     flush_lock: Mutex<()>,
     /// Signalled whenever the recovery point moves, for callers waiting to be durable.
@@ -251,64 +255,6 @@ pub struct PartitionLog {
 }
 
 impl PartitionLog {
-    /// Loads (or, for an empty directory, creates) the log in `dir`, recovering it as Kafka's
-    /// loader does.
-    pub fn open(
-        fs: Arc<dyn Fs>,
-        dir: &Path,
-        topic_partition: TopicPartition,
-        config: LogConfig,
-        params: LoadParams,
-    ) -> Result<(Self, LoadReport)> {
-        let loaded = load(fs.clone(), dir, local_config(&config), params)?;
-        let mut epoch_cache = LeaderEpochFileCache::load(fs.clone(), dir)?;
-        for (epoch, start_offset) in &loaded.report.leader_epochs {
-            if epoch_cache.latest_epoch().is_none_or(|latest| *epoch > latest) {
-                epoch_cache.assign(*epoch, *start_offset)?;
-            }
-        }
-        let log_end_offset = loaded.local.log_end_offset();
-        epoch_cache.truncate_from_end(log_end_offset)?;
-        epoch_cache.truncate_from_start(loaded.log_start_offset)?;
-        let high_watermark = offset_metadata(&loaded.local, loaded.log_start_offset)?;
-        let recovery_point = loaded.local.recovery_point();
-        // Idempotent producers: the newest valid snapshot, then the batches after it (Kafka's
-        // `LogLoader.load`: `removeStraySnapshots`, then `rebuildProducerState`).
-        let mut producers = ProducerStateManager::open(fs.clone(), dir)?;
-        producers.remove_stray_snapshots(&loaded.local.segments().base_offsets())?;
-        rebuild_producer_state(
-            &mut producers,
-            &loaded.local,
-            loaded.log_start_offset,
-            log_end_offset,
-            params.had_clean_shutdown,
-        )?;
-        let mut loaded = loaded;
-        txn::restore_recovered_txn_indexes(fs, dir, &mut loaded, log_end_offset)?;
-        let mut report = loaded.report;
-        report.corrupt_snapshots = producers.take_corrupt_snapshots();
-        let log = Self {
-            topic_partition,
-            dir: RwLock::new(dir.to_owned()),
-            state: RwLock::new(State {
-                config,
-                local: loaded.local,
-                log_start_offset: loaded.log_start_offset,
-                high_watermark,
-                epoch_cache,
-                producers,
-                poisoned: false,
-                failure: None,
-            }),
-            flush_lock: Mutex::new(()),
-            durable: (Mutex::new(recovery_point), Condvar::new()),
-            segments_generation: std::sync::atomic::AtomicU64::new(0),
-            background: std::sync::OnceLock::new(),
-            queued: std::sync::atomic::AtomicBool::new(false),
-        };
-        Ok((log, report))
-    }
-
     /// The topic partition.
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.topic_partition
@@ -320,7 +266,7 @@ impl PartitionLog {
     }
 
     fn read_state(&self) -> Result<RwLockReadGuard<'_, State>> {
-        let state = self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state = self.state()?.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.poisoned {
             return Err(Error::Offline { dir: self.dir() });
         }
@@ -329,39 +275,26 @@ impl PartitionLog {
 
     fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
         self.mark_background(); // every mutation comes here: the manager's background looks
-        let state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state = self.state()?.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if state.poisoned {
             return Err(Error::Offline { dir: self.dir() });
         }
         Ok(state)
     }
 
-    /// Takes the log offline: its directory failed elsewhere. Every later call fails with
-    /// [`Error::Offline`].
-    pub fn take_offline(&self) {
-        self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner).poisoned = true;
-        let (lock, signal) = &self.durable;
-        drop(lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        signal.notify_all();
-    }
-
-    /// Whether an I/O error took this log offline.
-    pub fn is_offline(&self) -> bool {
-        self.state.read().map_or(true, |state| state.poisoned)
-    }
-
-    /// The I/O error that took this log offline, when it failed on its own.
-    pub fn failure(&self) -> Option<IoFailure> {
-        self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner).failure.clone()
-    }
-
     /// The topic configuration.
     pub fn config(&self) -> Result<LogConfig> {
+        if let Some(config) = self.unloaded_config() {
+            return Ok(config);
+        }
         Ok(self.read_state()?.config.clone())
     }
 
     /// Applies a new topic configuration; new segments and appends use it.
     pub fn set_config(&self, config: LogConfig) -> Result<()> {
+        if self.set_unloaded_config(&config) {
+            return Ok(());
+        }
         let mut state = self.write_state()?;
         state.local.set_config(local_config(&config));
         state.config = config;
@@ -405,6 +338,9 @@ impl PartitionLog {
 
     /// The latest leader epoch of the epoch cache, if it has any entry.
     pub fn latest_leader_epoch(&self) -> Result<Option<i32>> {
+        if let Some(known) = self.unloaded_latest_epoch() {
+            return Ok(known);
+        }
         Ok(self.read_state()?.epoch_cache.latest_epoch())
     }
 
@@ -591,7 +527,7 @@ impl PartitionLog {
             plan
         };
         let executed = plan.execute();
-        let mut state = self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.state()?.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(error) = executed {
             // A failed fsync is never retried: the data's fate is unknown, so the log goes offline.
             let result = poison(&mut state, Err(error));
@@ -893,6 +829,9 @@ impl PartitionLog {
     /// Flushes everything, takes a producer snapshot at the log end offset (so that a restart
     /// need not scan the log), and closes the segments (trimmed files, final time index entries).
     pub fn close(&self, now_ms: i64) -> Result<()> {
+        if self.unloaded_clean() {
+            return Ok(()); // its files are as the last clean shutdown left them
+        }
         self.flush(now_ms)?;
         let mut state = self.write_state()?;
         let log_end_offset = state.local.log_end_offset();
@@ -954,6 +893,9 @@ impl PartitionLog {
             }
         };
         let PartitionLog { dir, state: new_state, .. } = replacement;
+        let Some(new_state) = new_state.into_inner() else {
+            return Err(Error::InvalidArgument("a log swapped in must be loaded".to_owned()).into());
+        };
         let old = std::mem::replace(
             &mut *state,
             new_state.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner),

@@ -25,9 +25,10 @@ impl BackgroundQueue {
 
 impl PartitionLog {
     /// Hands the log its manager's background queue (once; later calls are ignored) and queues
-    /// it, so that the manager looks at it at least once.
+    /// it, so that the manager looks at it at least once (an unloaded log queues itself when it
+    /// loads).
     pub fn set_background_queue(&self, queue: Arc<BackgroundQueue>) {
-        if self.background.set(queue).is_ok() {
+        if self.background.set(queue).is_ok() && self.is_loaded() {
             self.mark_background();
         }
     }

@@ -1,0 +1,83 @@
+//! The offset checkpoints a log directory keeps (Kafka's `LogManager.checkpointLogRecoveryOffsets`,
+//! `checkpointLogStartOffsets` and `ReplicaManager.checkpointHighWatermarks`), and the leader
+//! epochs a clean shutdown records for a lazy open.
+
+use std::sync::PoisonError;
+
+use super::{
+    LEADER_EPOCHS_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, LogManager, OffsetCheckpointFile,
+    PartitionOffsets, RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
+};
+use crate::error::Result;
+
+impl LogManager {
+    /// Writes the recovery-point, log-start-offset and replication (high watermark) checkpoints
+    /// of every online directory, atomically.
+    pub fn checkpoint(&self) -> Result<()> {
+        for dir_idx in 0..self.dirs.len() {
+            self.checkpoint_dir(dir_idx)?;
+        }
+        Ok(())
+    }
+
+    /// [`LogManager::checkpoint`] of one directory (nothing if it is offline).
+    pub(super) fn checkpoint_dir(&self, dir_idx: usize) -> Result<()> {
+        let Some(dir) = self.dirs.get(dir_idx) else { return Ok(()) };
+        if self.dir_is_offline(dir_idx) {
+            return Ok(());
+        }
+        let mut recovery_points = PartitionOffsets::new();
+        let mut log_starts = PartitionOffsets::new();
+        let mut high_watermarks = PartitionOffsets::new();
+        let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
+        // A partition is never live and future in the same directory, so the keys of one
+        // directory's files are unique (Kafka checkpoints future logs the same way).
+        for (tp, (log_dir_idx, log)) in logs.iter().chain(futures.iter()) {
+            if *log_dir_idx != dir_idx || log.is_offline() {
+                continue;
+            }
+            let key = (tp.topic.clone(), tp.partition);
+            let offsets = log.checkpoint_offsets()?;
+            recovery_points.insert(key.clone(), offsets.recovery_point);
+            if let Some(log_start) = offsets.log_start_offset {
+                log_starts.insert(key.clone(), log_start);
+            }
+            if let Some(high_watermark) = offsets.high_watermark {
+                high_watermarks.insert(key, high_watermark);
+            }
+        }
+        let fs = self.fs.as_ref();
+        let result = OffsetCheckpointFile::in_dir(&dir.path, RECOVERY_POINT_CHECKPOINT_FILE)
+            .write(fs, &recovery_points)
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, LOG_START_OFFSET_CHECKPOINT_FILE)
+                    .write(fs, &log_starts)
+            })
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
+                    .write(fs, &high_watermarks)
+            });
+        self.observe(dir_idx, result)?;
+        Ok(())
+    }
+
+    /// Writes [`LEADER_EPOCHS_FILE`] of one directory: every log's latest leader epoch that is
+    /// known without loading it.
+    pub(super) fn write_leader_epochs(&self, dir_idx: usize) -> Result<()> {
+        let Some(dir) = self.dirs.get(dir_idx) else { return Ok(()) };
+        let mut epochs = PartitionOffsets::new();
+        for (tp, (log_dir_idx, log)) in
+            self.logs.read().unwrap_or_else(PoisonError::into_inner).iter()
+        {
+            if *log_dir_idx == dir_idx
+                && let Some(epoch) = log.known_latest_epoch()
+            {
+                epochs.insert((tp.topic.clone(), tp.partition), epoch.map_or(-1, i64::from));
+            }
+        }
+        let result = OffsetCheckpointFile::in_dir(&dir.path, LEADER_EPOCHS_FILE)
+            .write(self.fs.as_ref(), &epochs);
+        self.observe(dir_idx, result)
+    }
+}
