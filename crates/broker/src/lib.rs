@@ -184,4 +184,10 @@ impl Broker {
     fn leader_epoch(log: &PartitionLog) -> i32 {
         log.latest_leader_epoch().ok().flatten().unwrap_or(0).max(0)
     }
+
+    /// [`Broker::leader_epoch`] as Metadata shows it, without loading an unloaded log
+    /// ([`PartitionLog::metadata_leader_epoch`]).
+    fn metadata_leader_epoch(log: &PartitionLog) -> i32 {
+        log.metadata_leader_epoch().ok().flatten().unwrap_or(0).max(0)
+    }
 }

@@ -44,9 +44,10 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 pub const LOCK_FILE: &str = ".lock";
 /// seglog's per-topic configuration overrides, kept in the first log directory.
 pub const TOPIC_CONFIGS_FILE: &str = "seglog-topic-configs";
-/// Each partition's latest leader epoch (-1: none), in the offset-checkpoint format, written by
-/// a clean shutdown before its marker and trusted only with it: a lazy open answers Metadata's
-/// leader epochs from it without loading the logs.
+/// Each partition's leader epoch at its recovery point (-1: none), in the offset-checkpoint
+/// format, written with the offset checkpoints: a lazy open answers Metadata's leader epochs
+/// from it without loading the logs. A crash cannot lose an epoch below the recovery point, so
+/// loading a log only ever raises the epoch shown.
 pub const LEADER_EPOCHS_FILE: &str = "seglog-leader-epochs";
 /// The first producer id not yet handed out in a block, kept in the first log directory.
 pub const PRODUCER_ID_BLOCK_FILE: &str = "seglog-producer-id-block";
@@ -335,7 +336,7 @@ impl LogManager {
         let recovery_points = read_offsets(fs, &dir, RECOVERY_POINT_CHECKPOINT_FILE, report);
         let log_starts = read_offsets(fs, &dir, LOG_START_OFFSET_CHECKPOINT_FILE, report);
         let high_watermarks = read_offsets(fs, &dir, REPLICATION_OFFSET_CHECKPOINT_FILE, report);
-        let leader_epochs = if clean && self.config.load_lazily {
+        let leader_epochs = if self.config.load_lazily {
             read_offsets(fs, &dir, LEADER_EPOCHS_FILE, report)
         } else {
             PartitionOffsets::new()
@@ -378,7 +379,7 @@ impl LogManager {
                     log_starts.contains_key(&key),
                 );
                 if let Some(epoch) = leader_epochs.get(&key) {
-                    log.set_unloaded_latest_epoch(i32::try_from(*epoch).ok().filter(|e| *e >= 0));
+                    log.set_unloaded_latest_epoch(i32::try_from(*epoch).unwrap_or(-1));
                 }
                 log.set_background_queue(Arc::clone(&self.background));
                 self.logs
@@ -1086,11 +1087,6 @@ impl LogManager {
             first_error.get_or_insert(error);
         }
         for (dir_idx, dir) in self.dirs.iter().enumerate() {
-            if !self.dir_is_offline(dir_idx)
-                && let Err(error) = self.write_leader_epochs(dir_idx)
-            {
-                first_error.get_or_insert(error);
-            }
             if !self.dir_is_offline(dir_idx) {
                 let marker = dir.path.join(CLEAN_SHUTDOWN_FILE);
                 let result = write_atomically(

@@ -560,7 +560,7 @@ fn a_lazy_open_lists_every_partition_and_loads_each_at_first_use_or_in_the_backg
     manager.checkpoint().unwrap();
     assert_eq!(checkpoint_bytes(&fs), before);
     // Metadata's leader epochs come from what the clean shutdown recorded, loading nothing.
-    let epoch = |partition| manager.get_log(&tp("t", partition)).unwrap().latest_leader_epoch();
+    let epoch = |partition| manager.get_log(&tp("t", partition)).unwrap().metadata_leader_epoch();
     assert_eq!((epoch(0).unwrap(), epoch(2).unwrap()), (Some(0), Some(7)));
     assert_eq!(manager.unloaded_partitions(), 3);
     // First use loads one log.
@@ -602,6 +602,8 @@ fn an_unloaded_log_that_needs_recovery_is_recovered_before_a_clean_shutdown_vouc
     drop(file);
 
     let manager = open_lazily(&fs);
+    let epoch = manager.get_log(&tp("t", 0)).unwrap().metadata_leader_epoch().unwrap();
+    assert_eq!(epoch, Some(0), "the epoch at the checkpointed recovery point, after a crash too");
     assert_eq!(manager.unloaded_partitions(), 1);
     manager.shutdown().unwrap(); // never used: the shutdown loads, so recovers, it first
     drop(manager);

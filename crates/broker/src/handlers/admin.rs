@@ -247,7 +247,7 @@ fn metadata_partitions(
             broker.manager.get_log(&TopicPartition { topic: name.to_owned(), partition })
         {
             p.leader_id = node;
-            p.leader_epoch = if version >= 7 { Broker::leader_epoch(&log) } else { -1 };
+            p.leader_epoch = if version >= 7 { Broker::metadata_leader_epoch(&log) } else { -1 };
             p.replica_nodes = vec![node];
             p.isr_nodes = vec![node];
         } else {

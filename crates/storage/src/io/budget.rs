@@ -167,6 +167,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The handles one eviction pass looks at, at most.
+const EVICTION_SCAN_MAX: usize = 256;
+
 impl Pool {
     fn lock(&self) -> MutexGuard<'_, PoolState> {
         lock(&self.state)
@@ -222,7 +225,9 @@ impl Pool {
         let mut closed = 0;
         let mut allow_dirty = false;
         // Each pass looks at every handle in the clock at most twice (once to clear its
-        // reference bit, once to take it); a pass without a clean victim allows dirty ones.
+        // reference bit, once to take it), and at no more than `EVICTION_SCAN_MAX` of them, so
+        // that an eviction costs the same with thousands of handles open; a pass without a
+        // clean victim allows dirty ones. The clock turns on from where the last pass stopped.
         while closed < count {
             let mut victims: Vec<(Arc<Slot>, Arc<dyn File>, bool)> = Vec::new();
             // Every handle upgraded under the pool's lock is dropped after it is released: the
@@ -231,7 +236,7 @@ impl Pool {
             let mut upgraded: Vec<Arc<Slot>> = Vec::new();
             {
                 let mut state = self.lock();
-                let mut budget = state.clock.len().saturating_mul(2);
+                let mut budget = state.clock.len().saturating_mul(2).min(EVICTION_SCAN_MAX);
                 while closed + victims.len() < count && budget > 0 {
                     budget -= 1;
                     let Some(weak) = state.clock.pop_front() else { break };

@@ -338,9 +338,6 @@ impl PartitionLog {
 
     /// The latest leader epoch of the epoch cache, if it has any entry.
     pub fn latest_leader_epoch(&self) -> Result<Option<i32>> {
-        if let Some(known) = self.unloaded_latest_epoch() {
-            return Ok(known);
-        }
         Ok(self.read_state()?.epoch_cache.latest_epoch())
     }
 

@@ -12,7 +12,9 @@ use crate::error::Result;
 
 impl LogManager {
     /// Writes the recovery-point, log-start-offset and replication (high watermark) checkpoints
-    /// of every online directory, atomically.
+    /// of every online directory, atomically, and [`LEADER_EPOCHS_FILE`]: each log's leader
+    /// epoch at its recovery point, which a crash cannot take back (so Metadata after any
+    /// restart shows an epoch that loading the log only raises).
     pub fn checkpoint(&self) -> Result<()> {
         for dir_idx in 0..self.dirs.len() {
             self.checkpoint_dir(dir_idx)?;
@@ -29,6 +31,7 @@ impl LogManager {
         let mut recovery_points = PartitionOffsets::new();
         let mut log_starts = PartitionOffsets::new();
         let mut high_watermarks = PartitionOffsets::new();
+        let mut leader_epochs = PartitionOffsets::new();
         let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner).clone();
         let futures = self.futures.read().unwrap_or_else(PoisonError::into_inner).clone();
         // A partition is never live and future in the same directory, so the keys of one
@@ -42,6 +45,11 @@ impl LogManager {
             recovery_points.insert(key.clone(), offsets.recovery_point);
             if let Some(log_start) = offsets.log_start_offset {
                 log_starts.insert(key.clone(), log_start);
+            }
+            if let Some(epoch) = offsets.durable_leader_epoch
+                && !futures.contains_key(tp)
+            {
+                leader_epochs.insert(key.clone(), i64::from(epoch));
             }
             if let Some(high_watermark) = offsets.high_watermark {
                 high_watermarks.insert(key, high_watermark);
@@ -57,27 +65,12 @@ impl LogManager {
             .and_then(|()| {
                 OffsetCheckpointFile::in_dir(&dir.path, REPLICATION_OFFSET_CHECKPOINT_FILE)
                     .write(fs, &high_watermarks)
+            })
+            .and_then(|()| {
+                OffsetCheckpointFile::in_dir(&dir.path, LEADER_EPOCHS_FILE)
+                    .write(fs, &leader_epochs)
             });
         self.observe(dir_idx, result)?;
         Ok(())
-    }
-
-    /// Writes [`LEADER_EPOCHS_FILE`] of one directory: every log's latest leader epoch that is
-    /// known without loading it.
-    pub(super) fn write_leader_epochs(&self, dir_idx: usize) -> Result<()> {
-        let Some(dir) = self.dirs.get(dir_idx) else { return Ok(()) };
-        let mut epochs = PartitionOffsets::new();
-        for (tp, (log_dir_idx, log)) in
-            self.logs.read().unwrap_or_else(PoisonError::into_inner).iter()
-        {
-            if *log_dir_idx == dir_idx
-                && let Some(epoch) = log.known_latest_epoch()
-            {
-                epochs.insert((tp.topic.clone(), tp.partition), epoch.map_or(-1, i64::from));
-            }
-        }
-        let result = OffsetCheckpointFile::in_dir(&dir.path, LEADER_EPOCHS_FILE)
-            .write(self.fs.as_ref(), &epochs);
-        self.observe(dir_idx, result)
     }
 }

@@ -37,9 +37,9 @@ pub(super) struct Unloaded {
     leader: bool,
     /// Its directory went offline, or loading it failed: it never loads.
     offline: bool,
-    /// The latest leader epoch, when the last clean shutdown recorded it
-    /// (`seglog-leader-epochs`): `Some(None)` for a log with no epoch, `None` when unknown.
-    latest_epoch: Option<Option<i32>>,
+    /// The leader epoch at the recovery point, as the last checkpoint recorded it
+    /// (`seglog-leader-epochs`): -1 for a log with no epoch, `None` when unknown.
+    latest_epoch: Option<i32>,
 }
 
 /// The offsets a checkpoint records for one log.
@@ -51,6 +51,9 @@ pub struct CheckpointOffsets {
     pub log_start_offset: Option<i64>,
     /// For `replication-offset-checkpoint`; `None` for an unloaded log that had none.
     pub high_watermark: Option<i64>,
+    /// For `seglog-leader-epochs`: the epoch of the last offset below the recovery point (-1:
+    /// none); `None` for an unloaded log that does not know it.
+    pub durable_leader_epoch: Option<i32>,
 }
 
 impl PartitionLog {
@@ -188,30 +191,28 @@ impl PartitionLog {
         state.read().unwrap_or_else(std::sync::PoisonError::into_inner).failure.clone()
     }
 
-    /// Tells an unloaded log its latest leader epoch, as the last clean shutdown recorded it, so
-    /// that Metadata need not load it to learn it. Ignored once loaded.
-    pub fn set_unloaded_latest_epoch(&self, epoch: Option<i32>) {
+    /// Tells an unloaded log its leader epoch at its recovery point, as the last checkpoint
+    /// recorded it, so that Metadata need not load it to learn it. Ignored once loaded.
+    pub fn set_unloaded_latest_epoch(&self, epoch: i32) {
         if let Some(pending) = self.lock_unloaded().as_mut() {
-            pending.latest_epoch = Some(epoch);
+            pending.latest_epoch = Some(epoch.max(-1));
         }
     }
 
-    /// The latest leader epoch of an unloaded log that knows it (`None` otherwise).
-    pub(super) fn unloaded_latest_epoch(&self) -> Option<Option<i32>> {
-        if self.state.get().is_some() {
-            return None;
+    /// The leader epoch Metadata shows: the latest, or for an unloaded log that knows it, its
+    /// epoch at the recovery point (what the last checkpoint recorded; loading only raises it),
+    /// so that Metadata of every partition loads none.
+    pub fn metadata_leader_epoch(&self) -> Result<Option<i32>> {
+        if self.state.get().is_none()
+            && let Some(known) = self
+                .lock_unloaded()
+                .as_ref()
+                .filter(|pending| !pending.offline)
+                .and_then(|p| p.latest_epoch)
+        {
+            return Ok((known >= 0).then_some(known));
         }
-        self.lock_unloaded().as_ref().filter(|pending| !pending.offline)?.latest_epoch
-    }
-
-    /// The latest leader epoch, without loading the log: `None` when an unloaded log does not
-    /// know it (for the leader epochs a clean shutdown records).
-    pub fn known_latest_epoch(&self) -> Option<Option<i32>> {
-        if let Some(state) = self.state.get() {
-            let state = state.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-            return (!state.poisoned).then(|| state.epoch_cache.latest_epoch());
-        }
-        self.lock_unloaded().as_ref()?.latest_epoch
+        self.latest_leader_epoch()
     }
 
     /// Makes this node the log's leader, its only replica: the high watermark moves to the log
@@ -276,6 +277,7 @@ impl PartitionLog {
                     .log_start_checkpointed
                     .then_some(pending.params.log_start_offset_checkpoint),
                 high_watermark: pending.high_watermark,
+                durable_leader_epoch: pending.latest_epoch,
             });
         }
         let state = self.read_state()?;
@@ -285,6 +287,9 @@ impl PartitionLog {
             log_start_offset: (state.log_start_offset > first_base)
                 .then_some(state.log_start_offset),
             high_watermark: Some(state.high_watermark.message_offset),
+            durable_leader_epoch: Some(
+                state.epoch_cache.epoch_for_offset(state.local.recovery_point() - 1).unwrap_or(-1),
+            ),
         })
     }
 }
