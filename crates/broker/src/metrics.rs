@@ -1,7 +1,8 @@
 //! Prometheus `/metrics` on its own port: request rate and latency per API, bytes in and out,
-//! produce-to-durable latency, connections, and, refreshed at each scrape, every partition's
-//! log end offset and size, the number of offline log directories, and the log cleaner's
-//! figures.
+//! produce-to-durable latency, connections, and, at each scrape, per-topic sums (partitions,
+//! size, log end offsets), the log end offset and size of the largest partitions
+//! (`seglog.metrics.partitions.max`), the number of offline log directories, the descriptor
+//! budget, and the log cleaner's figures.
 
 #![expect(clippy::cast_precision_loss, reason = "Prometheus gauges are f64 by definition")]
 
@@ -35,18 +36,106 @@ pub(crate) fn install() {
     });
 }
 
-fn refresh_gauges(broker: &Broker) {
-    let manager = broker.manager();
-    for tp in manager.partitions() {
-        let Ok(log) = manager.get_log(&tp) else { continue };
-        let labels = [("topic", tp.topic.clone()), ("partition", tp.partition.to_string())];
-        if let Ok(log_end) = log.log_end_offset() {
-            metrics::gauge!("seglog_log_end_offset", &labels).set(log_end as f64);
+/// One loaded partition's figures at a scrape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PartitionFigures {
+    topic: String,
+    partition: i32,
+    log_end_offset: i64,
+    size_bytes: u64,
+}
+
+/// Per-topic sums, and per-partition lines for at most `partitions_max` partitions, the
+/// largest first (`seglog.metrics.partitions.max`): rendered here rather than registered, so
+/// that the recorder holds no gauge per partition and a scrape's size is bounded whatever the
+/// partition count. `unloaded` counts, per topic, the partitions a lazy start has not loaded
+/// yet (not loaded for a scrape; their figures are not in the sums).
+fn partition_text(
+    mut figures: Vec<PartitionFigures>,
+    unloaded: &std::collections::BTreeMap<String, u64>,
+    partitions_max: usize,
+) -> String {
+    use std::fmt::Write as _;
+    let mut topics: std::collections::BTreeMap<&str, (u64, u64, u64)> =
+        unloaded.iter().map(|(topic, n)| (topic.as_str(), (*n, 0, 0))).collect();
+    for figure in &figures {
+        let entry = topics.entry(figure.topic.as_str()).or_default();
+        entry.0 += 1;
+        entry.1 += figure.size_bytes;
+        entry.2 += u64::try_from(figure.log_end_offset).unwrap_or(0);
+    }
+    let mut text = String::new();
+    text.push_str("# TYPE seglog_topic_partitions gauge\n");
+    for (topic, (n, _, _)) in &topics {
+        let _ = writeln!(text, "seglog_topic_partitions{{topic=\"{topic}\"}} {n}");
+    }
+    text.push_str("# TYPE seglog_topic_unloaded_partitions gauge\n");
+    for topic in topics.keys() {
+        let n = unloaded.get(*topic).copied().unwrap_or(0);
+        let _ = writeln!(text, "seglog_topic_unloaded_partitions{{topic=\"{topic}\"}} {n}");
+    }
+    text.push_str("# TYPE seglog_topic_log_size_bytes gauge\n");
+    for (topic, (_, size, _)) in &topics {
+        let _ = writeln!(text, "seglog_topic_log_size_bytes{{topic=\"{topic}\"}} {size}");
+    }
+    text.push_str("# TYPE seglog_topic_log_end_offset_sum gauge\n");
+    for (topic, (_, _, end)) in &topics {
+        let _ = writeln!(text, "seglog_topic_log_end_offset_sum{{topic=\"{topic}\"}} {end}");
+    }
+    // The largest partitions, then by name so that equal sizes keep their order.
+    figures.sort_by(|a, b| {
+        b.size_bytes
+            .cmp(&a.size_bytes)
+            .then_with(|| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)))
+    });
+    figures.truncate(partitions_max);
+    figures.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    if !figures.is_empty() {
+        text.push_str("# TYPE seglog_log_end_offset gauge\n");
+        for f in &figures {
+            let _ = writeln!(
+                text,
+                "seglog_log_end_offset{{topic=\"{}\",partition=\"{}\"}} {}",
+                f.topic, f.partition, f.log_end_offset
+            );
         }
-        if let Ok(size) = log.size_bytes() {
-            metrics::gauge!("seglog_log_size_bytes", &labels).set(size as f64);
+        text.push_str("# TYPE seglog_log_size_bytes gauge\n");
+        for f in &figures {
+            let _ = writeln!(
+                text,
+                "seglog_log_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}",
+                f.topic, f.partition, f.size_bytes
+            );
         }
     }
+    text
+}
+
+/// [`partition_text`] of the broker's partitions now, loading none.
+fn partitions_now(broker: &Broker) -> String {
+    let manager = broker.manager();
+    let mut figures = Vec::new();
+    let mut unloaded = std::collections::BTreeMap::new();
+    for tp in manager.partitions() {
+        let Ok(log) = manager.get_log(&tp) else { continue };
+        if !log.is_loaded() {
+            *unloaded.entry(tp.topic).or_insert(0) += 1;
+            continue;
+        }
+        if let (Ok(log_end_offset), Ok(size_bytes)) = (log.log_end_offset(), log.size_bytes()) {
+            figures.push(PartitionFigures {
+                topic: tp.topic,
+                partition: tp.partition,
+                log_end_offset,
+                size_bytes,
+            });
+        }
+    }
+    partition_text(figures, &unloaded, broker.config.metrics_partitions_max as usize)
+}
+
+fn refresh_gauges(broker: &Broker) {
+    let manager = broker.manager();
     metrics::gauge!("seglog_offline_log_dirs").set(manager.offline_dirs().len() as f64);
     // The log cleaner, under Kafka's metric names (kafka.log:type=LogCleaner and
     // LogCleanerManager).
@@ -92,7 +181,9 @@ pub(crate) fn render(broker: &Broker) -> String {
     match HANDLE.get() {
         Some(Some(handle)) => {
             handle.run_upkeep();
-            handle.render()
+            let mut text = handle.render();
+            text.push_str(&partitions_now(broker));
+            text
         }
         _ => String::new(),
     }
@@ -144,5 +235,51 @@ pub(crate) async fn serve(
             let _ = stream.write_all(response.as_bytes()).await;
             let _ = stream.shutdown().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PartitionFigures, partition_text};
+
+    fn figure(
+        topic: &str,
+        partition: i32,
+        log_end_offset: i64,
+        size_bytes: u64,
+    ) -> PartitionFigures {
+        PartitionFigures { topic: topic.to_owned(), partition, log_end_offset, size_bytes }
+    }
+
+    #[test]
+    fn topics_are_summed_and_only_the_largest_partitions_are_shown_one_by_one() {
+        let figures = vec![figure("a", 0, 5, 100), figure("a", 1, 7, 300), figure("b", 0, 2, 200)];
+        let unloaded = std::collections::BTreeMap::from([("a".to_owned(), 2), ("c".to_owned(), 4)]);
+        let text = partition_text(figures, &unloaded, 2);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            lines,
+            [
+                "seglog_topic_partitions{topic=\"a\"} 4",
+                "seglog_topic_partitions{topic=\"b\"} 1",
+                "seglog_topic_partitions{topic=\"c\"} 4",
+                "seglog_topic_unloaded_partitions{topic=\"a\"} 2",
+                "seglog_topic_unloaded_partitions{topic=\"b\"} 0",
+                "seglog_topic_unloaded_partitions{topic=\"c\"} 4",
+                "seglog_topic_log_size_bytes{topic=\"a\"} 400",
+                "seglog_topic_log_size_bytes{topic=\"b\"} 200",
+                "seglog_topic_log_size_bytes{topic=\"c\"} 0",
+                "seglog_topic_log_end_offset_sum{topic=\"a\"} 12",
+                "seglog_topic_log_end_offset_sum{topic=\"b\"} 2",
+                "seglog_topic_log_end_offset_sum{topic=\"c\"} 0",
+                "seglog_log_end_offset{topic=\"a\",partition=\"1\"} 7",
+                "seglog_log_end_offset{topic=\"b\",partition=\"0\"} 2",
+                "seglog_log_size_bytes{topic=\"a\",partition=\"1\"} 300",
+                "seglog_log_size_bytes{topic=\"b\",partition=\"0\"} 200",
+            ]
+        );
+        let none = partition_text(vec![figure("a", 0, 5, 100)], &unloaded, 0);
+        assert!(!none.contains("seglog_log_end_offset"), "0 shows no partition: {none}");
+        assert!(none.contains("seglog_topic_log_size_bytes{topic=\"a\"} 100"), "{none}");
     }
 }

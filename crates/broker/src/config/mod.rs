@@ -35,6 +35,9 @@ pub const MAX_CONNECTIONS: &str = "max.connections";
 pub const QUEUED_MAX_REQUESTS: &str = "queued.max.requests";
 /// `seglog.metrics.listener`: where `/metrics` is served (`host:port`; empty turns it off).
 pub const METRICS_LISTENER: &str = "seglog.metrics.listener";
+/// `seglog.metrics.partitions.max`: how many partitions `/metrics` shows one by one (the
+/// largest); every topic is shown summed.
+pub const METRICS_PARTITIONS_MAX: &str = "seglog.metrics.partitions.max";
 /// `replica.fetch.wait.max.ms`-like bound on how long a Fetch may wait, whatever it asks.
 pub const FETCH_MAX_WAIT_MS: &str = "seglog.fetch.max.wait.ms";
 
@@ -100,6 +103,10 @@ pub struct BrokerConfig {
     pub queued_max_requests: u32,
     /// Where `/metrics` is served; `None` turns it off.
     pub metrics_listener: Option<SocketAddr>,
+    /// The partitions `/metrics` shows one by one, the largest first
+    /// (`seglog.metrics.partitions.max`, 1000; 0 shows none): a scrape of 100,000 partitions
+    /// stays a few hundred kilobytes.
+    pub metrics_partitions_max: u32,
     /// The longest a Fetch waits for `min.bytes` (`seglog.fetch.max.wait.ms`, 30000).
     pub fetch_wait_max_ms: u64,
     /// The most partitions one topic may have (`seglog.topic.partitions.max`, 10000).
@@ -132,6 +139,7 @@ impl Default for BrokerConfig {
             max_connections: 1000,
             queued_max_requests: 500,
             metrics_listener: METRICS_LISTENER_DEFAULT.parse().ok(),
+            metrics_partitions_max: 1000,
             fetch_wait_max_ms: 30_000,
             topic_partitions_max: 10_000,
             log: BrokerLogConfig {
@@ -363,6 +371,12 @@ impl BrokerConfig {
                 1,
             )?,
             metrics_listener,
+            metrics_partitions_max: parse_number(
+                properties,
+                METRICS_PARTITIONS_MAX,
+                defaults.metrics_partitions_max,
+                0,
+            )?,
             fetch_wait_max_ms: parse_number(
                 properties,
                 FETCH_MAX_WAIT_MS,

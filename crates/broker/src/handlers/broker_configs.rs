@@ -191,6 +191,7 @@ const KEYS: &[Key] = &[
     ("seglog.authentication.timeout.ms", Type::Long, Some("10000"), Use::AsGiven),
     ("seglog.fetch.max.wait.ms", Type::Long, Some("30000"), Use::Live),
     ("seglog.metrics.listener", Type::String, Some("127.0.0.1:9308"), Use::Live),
+    ("seglog.metrics.partitions.max", Type::Int, Some("1000"), Use::Live),
     ("seglog.open.files.max", Type::Int, Some("0"), Use::Live),
     ("seglog.sasl.plain.credentials.file", Type::String, None, Use::AsGiven),
     ("seglog.ssl.reload.interval.ms", Type::Long, Some("30000"), Use::AsGiven),
@@ -355,6 +356,7 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
         "seglog.metrics.listener" => {
             config.metrics_listener.map(|addr| addr.to_string()).unwrap_or_default()
         }
+        "seglog.metrics.partitions.max" => config.metrics_partitions_max.to_string(),
         "seglog.open.files.max" => log.open_files_max.to_string(),
         "seglog.topic.partitions.max" => config.topic_partitions_max.to_string(),
         "sasl.enabled.mechanisms" => {
