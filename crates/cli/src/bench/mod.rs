@@ -14,6 +14,7 @@
 
 mod append;
 mod compact;
+mod loops;
 mod txn;
 
 use std::io::Write;
@@ -88,6 +89,9 @@ pub(crate) enum Workload {
     Compact,
     /// Produce with and without transactions, through the broker (`txn.rs`).
     Transactional,
+    /// The append loops of seglog and `commitlog` alone, for instruction counts
+    /// (`loops.rs`, `scripts/instructions.sh`).
+    Loops,
 }
 
 impl BenchArgs {
@@ -103,6 +107,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         Workload::Append => append::run(args),
         Workload::Compact => compact::run(args),
         Workload::Transactional => txn::run(args),
+        Workload::Loops => loops::run(args),
     }
 }
 

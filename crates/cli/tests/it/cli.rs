@@ -305,6 +305,44 @@ fn bench_runs_and_prints_the_ratio_line() {
     assert!(!temp.path().join("b").exists(), "the run directory is removed");
 }
 
+/// `seglog bench --workload loops` (what `scripts/instructions.sh` counts under callgrind) runs
+/// both loops and reports the records each appended.
+#[test]
+fn bench_loops_runs_both_append_loops_and_reports_the_records() {
+    let temp = tempfile::tempdir().unwrap();
+    let output = seglog(
+        temp.path(),
+        &[
+            "bench",
+            "--workload",
+            "loops",
+            "--total-mib",
+            "1",
+            "--record-bytes",
+            "100",
+            "--dir",
+            "b",
+        ],
+        None,
+    );
+    let stdout = ok(&output);
+    let last = stdout.lines().last().unwrap();
+    let line: std::collections::BTreeMap<&str, u64> = last
+        .strip_prefix("loops ")
+        .unwrap_or_else(|| panic!("{last}"))
+        .split(' ')
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap();
+            (key, value.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(line["record_bytes"], 100);
+    assert!(line["batches"] >= 1, "{last}");
+    assert_eq!(line["records"], line["batches"] * line["records_per_batch"], "{last}");
+    assert!(line["batches"] * line["batch_bytes"] <= 1 << 20, "{last}");
+    assert!(!temp.path().join("b").exists(), "the run directory is removed");
+}
+
 /// `seglog bench --workload compact` runs end to end (tiny): the ratio line's four figures
 /// parse, and the cleaned log kept one record per key (and the batch after the roll), so it
 /// is smaller than the dirty one.
