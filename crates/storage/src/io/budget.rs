@@ -421,6 +421,12 @@ impl File for BudgetFile {
         file.write_all_at(bytes, position)
     }
 
+    fn write_all_vectored_at(&self, parts: &[&[u8]], position: u64) -> io::Result<()> {
+        let file = self.slot.file()?;
+        self.slot.mark_dirty();
+        file.write_all_vectored_at(parts, position)
+    }
+
     fn len(&self) -> io::Result<u64> {
         self.slot.file()?.len()
     }

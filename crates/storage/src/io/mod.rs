@@ -117,6 +117,19 @@ pub trait File: Send + Sync + Debug {
     /// ends before `position + bytes.len()`.
     fn write_all_at(&self, bytes: &[u8], position: u64) -> io::Result<()>;
 
+    /// Writes `parts` one after another from `position`, as one [`File::write_all_at`] of
+    /// their concatenation would, without concatenating them (a stamped batch header and the
+    /// producer's records after it). The default writes each part in turn; a real file makes
+    /// one vectored write (`pwritev`).
+    fn write_all_vectored_at(&self, parts: &[&[u8]], position: u64) -> io::Result<()> {
+        let mut at = position;
+        for part in parts {
+            self.write_all_at(part, at)?;
+            at += part.len() as u64;
+        }
+        Ok(())
+    }
+
     /// The file's length in bytes.
     fn len(&self) -> io::Result<u64>;
 

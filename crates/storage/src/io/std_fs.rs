@@ -128,6 +128,32 @@ impl File for StdFile {
         self.file.write_all_at(bytes, position)
     }
 
+    fn write_all_vectored_at(&self, parts: &[&[u8]], position: u64) -> io::Result<()> {
+        // One `pwritev` per call, as many as a short write needs.
+        let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+        let mut at = position;
+        while !parts.is_empty() {
+            let slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+            let written = match rustix::io::pwritev(&self.file, &slices, at) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(written) => written,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(errno) => return Err(errno.into()),
+            };
+            at += written as u64;
+            let mut left = written;
+            while let Some(first) = parts.first_mut() {
+                if left < first.len() {
+                    *first = first.get(left..).unwrap_or_default();
+                    break;
+                }
+                left -= first.len();
+                parts.remove(0);
+            }
+        }
+        Ok(())
+    }
+
     fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
@@ -283,5 +309,25 @@ mod tests {
             file.set_modified_ms(ms).unwrap();
             assert_eq!(file.modified_ms().unwrap(), ms);
         }
+    }
+
+    #[test]
+    fn a_vectored_write_is_the_concatenation_at_its_position_and_list_dirs_lists_only_dirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let file = fs.open(&dir.path().join("a.log"), OpenMode::CreateNew).unwrap();
+        file.write_all_at(b"0123456789", 0).unwrap();
+        let big = vec![7u8; 1 << 20];
+        file.write_all_vectored_at(&[b"ab", &[], &big, b"cd"], 4).unwrap();
+        let mut got = vec![0u8; 4 + 2 + big.len() + 2];
+        file.read_exact_at(&mut got, 0).unwrap();
+        assert_eq!(got, [&b"0123ab"[..], &big, b"cd"].concat());
+        assert_eq!(file.len().unwrap(), got.len() as u64);
+        file.write_all_vectored_at(&[], 0).unwrap();
+        assert_eq!(file.len().unwrap(), got.len() as u64, "nothing to write writes nothing");
+
+        fs.create_dir_all(&dir.path().join("t-0")).unwrap();
+        let dirs = fs.list_dirs(dir.path()).unwrap();
+        assert_eq!(dirs, vec![dir.path().join("t-0")], "a.log is a file");
     }
 }

@@ -278,11 +278,22 @@ impl LocalLog {
         shallow_offset_of_max_timestamp: i64,
         records: &[u8],
     ) -> Result<()> {
-        self.active_mut().append(
+        self.append_parts(last_offset, max_timestamp, shallow_offset_of_max_timestamp, &[records])
+    }
+
+    /// [`LocalLog::append`] of the concatenation of `parts`, with one vectored write.
+    pub fn append_parts(
+        &mut self,
+        last_offset: i64,
+        max_timestamp: i64,
+        shallow_offset_of_max_timestamp: i64,
+        parts: &[&[u8]],
+    ) -> Result<()> {
+        self.active_mut().append_parts(
             last_offset,
             max_timestamp,
             shallow_offset_of_max_timestamp,
-            records,
+            parts,
         )?;
         self.update_log_end_offset(last_offset + 1);
         Ok(())

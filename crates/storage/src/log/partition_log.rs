@@ -953,7 +953,7 @@ fn poison<T>(state: &mut State, result: Result<T>) -> Result<T> {
 /// Rolls when needed and appends a validated append to the active segment.
 fn append_validated(
     state: &mut State,
-    validated: &ValidatedAppend,
+    validated: &ValidatedAppend<'_>,
     now_ms: i64,
 ) -> Result<AppendInfo> {
     let segment_bytes = state.config.segment_bytes as usize;
@@ -979,11 +979,11 @@ fn append_validated(
         };
         roll_and_snapshot(state, Some(expected), now_ms)?;
     }
-    state.local.append(
+    state.local.append_parts(
         validated.last_offset,
         validated.max_timestamp,
         validated.shallow_offset_of_max_timestamp,
-        &validated.records,
+        &validated.records.parts(),
     )?;
     update_producers(state, validated)?;
     state.producers.update_map_end_offset(state.local.log_end_offset());

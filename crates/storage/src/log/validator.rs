@@ -35,7 +35,10 @@
 use std::borrow::Cow;
 
 use super::producer_state::TxnMarker;
-use seglog_format::batch::{MAGIC_V2, NO_PRODUCER_ID, NO_TIMESTAMP};
+use seglog_format::batch::{
+    BASE_OFFSET_OFFSET, MAGIC_V2, NO_PRODUCER_ID, NO_TIMESTAMP, PARTITION_LEADER_EPOCH_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+};
 use seglog_format::{
     Batch, BatchRecords, Batches, Compression, ControlRecordType, DecodeError, DecodeLimits,
     EndTransactionMarker, HeaderRef, PositionedBatch, Record, RecordBatch, RecordBatchBuilder,
@@ -134,12 +137,60 @@ impl ValidationConfig {
     }
 }
 
+/// The bytes a validated append writes (Kafka's validated `MemoryRecords`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppendBytes<'a> {
+    /// A batch the validator built (a rebuild, or a stamp that changed the CRC).
+    Owned(Vec<u8>),
+    /// The caller's bytes as they came (a follower's append, less a partial trailing batch).
+    Borrowed(&'a [u8]),
+    /// A leader's batch stamped in place without a copy: the stamped header (offsets and
+    /// leader epoch, which the CRC does not cover), then the producer's bytes after it,
+    /// untouched; written with one vectored write.
+    Stamped {
+        /// The batch's first [`RECORD_BATCH_OVERHEAD`] bytes, stamped.
+        header: [u8; RECORD_BATCH_OVERHEAD],
+        /// The rest of the producer's batch.
+        rest: &'a [u8],
+    },
+}
+
+impl AppendBytes<'_> {
+    /// Bytes in all.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Owned(bytes) => bytes.len(),
+            Self::Borrowed(bytes) => bytes.len(),
+            Self::Stamped { header, rest } => header.len() + rest.len(),
+        }
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes as the parts written one after another.
+    pub fn parts(&self) -> [&[u8]; 2] {
+        match self {
+            Self::Owned(bytes) => [bytes, &[]],
+            Self::Borrowed(bytes) => [bytes, &[]],
+            Self::Stamped { header, rest } => [header, rest],
+        }
+    }
+
+    /// The bytes, concatenated into one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.parts().concat()
+    }
+}
+
 /// The essentials of Kafka's `LogAppendInfo` for one validated append.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ValidatedAppend {
+pub struct ValidatedAppend<'a> {
     /// The bytes to write: the input stamped in place, rebuilt, or (for a follower) the input
     /// without a partial trailing batch.
-    pub records: Vec<u8>,
+    pub records: AppendBytes<'a>,
     /// The offset of the first record.
     pub first_offset: i64,
     /// The offset of the last record (the last offset of the last batch).
@@ -584,14 +635,14 @@ fn scan_records<'a>(
 /// The result holds exactly one v2 batch at `next_offset`, stamped with `partition_leader_epoch`
 /// and, for a LogAppendTime topic, with `now_ms`. Coordinator appends skip the client-only rules.
 /// `next_offset` must be a log end offset (non-negative, far from `i64::MAX`).
-pub fn validate_and_assign_offsets(
-    records: &[u8],
+pub fn validate_and_assign_offsets<'a>(
+    records: &'a [u8],
     next_offset: i64,
     partition_leader_epoch: i32,
     now_ms: i64,
     origin: AppendOrigin,
     config: &ValidationConfig,
-) -> Result<ValidatedAppend, ValidationError> {
+) -> Result<ValidatedAppend<'a>, ValidationError> {
     assert!(
         (0..=i64::MAX - i64::from(i32::MAX)).contains(&next_offset),
         "next_offset {next_offset} is not a log end offset"
@@ -655,7 +706,7 @@ pub fn validate_and_assign_offsets(
                 max_message_bytes: config.max_message_bytes,
             });
         }
-        out
+        AppendBytes::Owned(out)
     };
     let max_timestamp =
         if log_append_time == NO_TIMESTAMP { scan.max_timestamp } else { log_append_time };
@@ -774,24 +825,46 @@ impl ProducerBatch {
 }
 
 /// Stamps the single v2 batch: offsets, leader epoch, timestamp type and max timestamp.
-fn stamp_in_place(
-    records: &[u8],
+fn stamp_in_place<'a>(
+    records: &'a [u8],
     last_offset: i64,
     partition_leader_epoch: i32,
     log_append_time: i64,
     scan: &Scan<'_>,
-) -> Result<Vec<u8>, ValidationError> {
-    let mut out = records.to_vec();
-    let mut batch = RecordBatchMut::new(&mut out).map_err(ValidationError::Decode)?;
-    batch.set_last_offset(last_offset);
-    batch.set_partition_leader_epoch(partition_leader_epoch);
+) -> Result<AppendBytes<'a>, ValidationError> {
     let (timestamp_type, max_timestamp) = if log_append_time == NO_TIMESTAMP {
         (TimestampType::CreateTime, scan.max_timestamp)
     } else {
         (TimestampType::LogAppendTime, log_append_time)
     };
+    let batch = RecordBatch::new(records).map_err(ValidationError::Decode)?;
+    if batch.timestamp_type() == timestamp_type
+        && batch.max_timestamp() == max_timestamp
+        && let (Some(head), Some(rest)) =
+            (records.get(..RECORD_BATCH_OVERHEAD), records.get(RECORD_BATCH_OVERHEAD..))
+    {
+        // Only fields outside the CRC change: stamp a copy of the header and write the
+        // producer's bytes after it as they came.
+        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
+        header.copy_from_slice(head);
+        let base_offset = last_offset.wrapping_sub(i64::from(batch.last_offset_delta()));
+        put_be(&mut header, BASE_OFFSET_OFFSET, &base_offset.to_be_bytes());
+        put_be(&mut header, PARTITION_LEADER_EPOCH_OFFSET, &partition_leader_epoch.to_be_bytes());
+        return Ok(AppendBytes::Stamped { header, rest });
+    }
+    let mut out = records.to_vec();
+    let mut batch = RecordBatchMut::new(&mut out).map_err(ValidationError::Decode)?;
+    batch.set_last_offset(last_offset);
+    batch.set_partition_leader_epoch(partition_leader_epoch);
     batch.set_max_timestamp(timestamp_type, max_timestamp).map_err(ValidationError::Decode)?;
-    Ok(out)
+    Ok(AppendBytes::Owned(out))
+}
+
+/// Writes `value` into `header` at `at` (the field offsets are Kafka's, inside the header).
+fn put_be(header: &mut [u8; RECORD_BATCH_OVERHEAD], at: usize, value: &[u8]) {
+    if let Some(field) = header.get_mut(at..at + value.len()) {
+        field.copy_from_slice(value);
+    }
 }
 
 /// Writes every scanned record into one new v2 batch (Kafka's `buildRecordsAndAssignOffsets` and
@@ -844,14 +917,14 @@ fn rebuild(
 /// enforced (the leader accepted the batches). Trailing bytes that do not form a whole batch are
 /// trimmed, as Kafka does, because a fetch response may legitimately end mid-batch. An append
 /// with no whole batch is returned with `n_batches == 0` and nothing to write.
-pub fn analyze_follower_append(
-    records: &[u8],
+pub fn analyze_follower_append<'a>(
+    records: &'a [u8],
     log_end_offset: i64,
     config: &ValidationConfig,
-) -> Result<ValidatedAppend, ValidationError> {
+) -> Result<ValidatedAppend<'a>, ValidationError> {
     let (entries, valid_bytes) = walk(records)?;
     let mut append = ValidatedAppend {
-        records: records.get(..valid_bytes).unwrap_or_default().to_vec(),
+        records: AppendBytes::Borrowed(records.get(..valid_bytes).unwrap_or_default()),
         first_offset: log_end_offset,
         last_offset: log_end_offset - 1,
         max_timestamp: NO_TIMESTAMP,

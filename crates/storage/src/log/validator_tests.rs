@@ -141,13 +141,21 @@ fn with_target(target: TargetCompression) -> ValidationConfig {
     ValidationConfig { target_compression: target, ..config() }
 }
 
-fn validate(records: &[u8], config: &ValidationConfig) -> Result<ValidatedAppend, ValidationError> {
+/// A leader's validation of `records` (copied and leaked, so that the append outlives a
+/// temporary input: a test's few kilobytes).
+fn validate(
+    records: &[u8],
+    config: &ValidationConfig,
+) -> Result<ValidatedAppend<'static>, ValidationError> {
+    let records: &'static [u8] = Box::leak(records.to_vec().into_boxed_slice());
     validate_and_assign_offsets(records, NEXT_OFFSET, EPOCH, NOW, AppendOrigin::Client, config)
 }
 
-/// The one batch of a validated append, with its CRC and every record checked.
-fn only_batch(append: &ValidatedAppend) -> RecordBatch<'_> {
-    let mut batches = Batches::new(&append.records);
+/// The one batch of a validated append, with its CRC and every record checked (its bytes
+/// concatenated and leaked, so that the batch outlives the append: a test's few kilobytes).
+fn only_batch(append: &ValidatedAppend<'_>) -> RecordBatch<'static> {
+    let bytes: &'static [u8] = Box::leak(append.records.to_vec().into_boxed_slice());
+    let mut batches = Batches::new(bytes);
     let Batch::V2(batch) = batches.next().unwrap().unwrap().batch else {
         panic!("a validated append holds a v2 batch");
     };
@@ -396,7 +404,7 @@ fn different_level_does_not_cause_recompression() {
         let batch = only_batch(&append);
         assert!(!append.recompressed);
         assert_eq!(batch.records_payload(), RecordBatch::new(&input).unwrap().records_payload());
-        assert_eq!(&append.records[61..], &input[61..]);
+        assert_eq!(&append.records.to_vec()[61..], &input[61..]);
     }
 }
 
@@ -668,7 +676,7 @@ fn partial_trailing_batch() {
     assert_eq!(error.error_code(), 2);
     // A follower trims it, as a fetch response may end mid-batch.
     let append = analyze_follower_append(&records, 0, &config()).unwrap();
-    assert_eq!(append.records, whole);
+    assert_eq!(append.records, AppendBytes::Borrowed(&whole));
     let append = analyze_follower_append(&whole[..20], 0, &config()).unwrap();
     assert_eq!((append.n_batches, append.records.len()), (0, 0));
 }
@@ -686,7 +694,7 @@ fn leader_batch(base_offset: i64, epoch: i32, n: usize, timestamp: i64) -> Vec<u
 fn follower_append_keeps_offsets() {
     let records = [leader_batch(100, 3, 3, NOW + 5), leader_batch(103, 4, 2, NOW)].concat();
     let append = analyze_follower_append(&records, 100, &config()).unwrap();
-    assert_eq!(append.records, records);
+    assert_eq!(append.records, AppendBytes::Borrowed(&records));
     assert_eq!((append.first_offset, append.last_offset), (100, 104));
     assert_eq!((append.n_records, append.n_batches), (5, 2));
     assert_eq!((append.max_timestamp, append.shallow_offset_of_max_timestamp), (NOW + 5, 102));
@@ -835,7 +843,8 @@ proptest! {
         let append = validate_and_assign_offsets(
             &input, next_offset, epoch, NOW, AppendOrigin::Client, &config,
         ).unwrap();
-        let Batch::V2(batch) = Batch::new(&append.records).unwrap() else {
+        let bytes = append.records.to_vec();
+        let Batch::V2(batch) = Batch::new(&bytes).unwrap() else {
             panic!("a validated append holds a v2 batch");
         };
         batch.validate_records(DecodeLimits::default()).unwrap();
@@ -870,4 +879,50 @@ proptest! {
         };
         prop_assert_eq!((append.max_timestamp, batch.max_timestamp()), (max_timestamp, max_timestamp));
     }
+}
+
+/// A leader append whose CRC-covered fields stay as the producer set them is written without a
+/// copy: a stamped header, then the producer's own bytes; one that changes them (LogAppendTime)
+/// is stamped into a copy with a new CRC. Both are the same bytes a full copy would have been.
+#[test]
+fn an_in_place_stamp_copies_only_the_header_unless_the_crc_changes() {
+    let input = v2_batch(Compression::None, &three_recs(NOW - 10));
+    let append = validate_and_assign_offsets(
+        &input,
+        NEXT_OFFSET,
+        EPOCH,
+        NOW,
+        AppendOrigin::Client,
+        &config(),
+    )
+    .unwrap();
+    let AppendBytes::Stamped { header, rest } = &append.records else {
+        panic!("expected a header-only stamp: {:?}", append.records);
+    };
+    assert_eq!(rest.as_ptr(), input[61..].as_ptr(), "the producer's bytes, not a copy");
+    assert_eq!(header[17..], input[17..61], "the CRC and every field it covers as they came");
+    let bytes = append.records.to_vec();
+    let batch = RecordBatch::new(&bytes).unwrap();
+    batch.validate_records(DecodeLimits::default()).unwrap();
+    assert_eq!((batch.base_offset(), batch.partition_leader_epoch()), (NEXT_OFFSET, EPOCH));
+    assert_eq!(batch.last_offset(), NEXT_OFFSET + 2);
+    assert_eq!(append.records.len(), input.len());
+
+    let log_append_time =
+        ValidationConfig { timestamp_type: TimestampType::LogAppendTime, ..config() };
+    let append = validate_and_assign_offsets(
+        &input,
+        NEXT_OFFSET,
+        EPOCH,
+        NOW,
+        AppendOrigin::Client,
+        &log_append_time,
+    )
+    .unwrap();
+    let AppendBytes::Owned(bytes) = &append.records else {
+        panic!("a LogAppendTime stamp changes the CRC: {:?}", append.records);
+    };
+    let batch = RecordBatch::new(bytes).unwrap();
+    batch.validate_records(DecodeLimits::default()).unwrap();
+    assert_eq!(batch.max_timestamp(), NOW);
 }

@@ -411,21 +411,38 @@ impl LogSegment {
         shallow_offset_of_max_timestamp: i64,
         records: &[u8],
     ) -> Result<()> {
-        if records.is_empty() {
+        self.append_parts(
+            largest_offset,
+            largest_timestamp,
+            shallow_offset_of_max_timestamp,
+            &[records],
+        )
+    }
+
+    /// [`LogSegment::append`] of the concatenation of `parts`, written with one vectored write
+    /// (a stamped batch header, then the producer's records after it).
+    pub fn append_parts(
+        &mut self,
+        largest_offset: i64,
+        largest_timestamp: i64,
+        shallow_offset_of_max_timestamp: i64,
+        parts: &[&[u8]],
+    ) -> Result<()> {
+        let records_len: usize = parts.iter().map(|part| part.len()).sum();
+        if records_len == 0 {
             return Ok(());
         }
         self.check_relative(largest_offset)?;
         let position = self.size;
-        let new_size = u64::from(position) + records.len() as u64;
+        let new_size = u64::from(position) + records_len as u64;
         if new_size > SEGMENT_BYTES_LIMIT {
             return Err(Error::InvalidArgument(format!(
-                "appending {} bytes to {} would exceed the segment limit of {SEGMENT_BYTES_LIMIT} bytes",
-                records.len(),
+                "appending {records_len} bytes to {} would exceed the segment limit of {SEGMENT_BYTES_LIMIT} bytes",
                 self.log_path.display()
             )));
         }
         self.log
-            .write_all_at(records, u64::from(position))
+            .write_all_vectored_at(parts, u64::from(position))
             .map_err(|e| Error::io("append", &self.log_path, e))?;
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp);
@@ -442,7 +459,7 @@ impl LogSegment {
             self.time_index.maybe_append(max.timestamp, max.offset, false)?;
             self.bytes_since_last_index_entry = 0;
         }
-        self.bytes_since_last_index_entry += records.len() as u32;
+        self.bytes_since_last_index_entry += records_len as u32;
         self.size = new_size as u32;
         Ok(())
     }

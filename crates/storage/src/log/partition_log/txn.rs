@@ -81,7 +81,7 @@ pub(super) fn restore_recovered_txn_indexes(
 
 /// Updates the producers with an appended batch's data batches and markers (Kafka's
 /// `updateProducers`).
-pub(super) fn update_producers(state: &mut State, validated: &ValidatedAppend) -> Result<()> {
+pub(super) fn update_producers(state: &mut State, validated: &ValidatedAppend<'_>) -> Result<()> {
     // Kafka updates producers for leader and follower appends alike (the follower's without
     // checks), from the fields the validator took, batch by batch in offset order: data batches
     // open transactions, markers complete them.
