@@ -144,7 +144,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
     progress.inc(1);
     let read_mb = read_phase(&plan, &logs, &mut rows)?;
     progress.inc(1);
-    let (lookups, ts_lookups, state) = lookup_phase(&logs[0])?;
+    let Lookups { random: lookups, hot, by_timestamp: ts_lookups, state } = lookup_phase(&logs[0])?;
     progress.inc(1);
     mixed_phase(&plan, &logs, &mut rows)?;
     progress.inc(1);
@@ -167,12 +167,19 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
     )?;
     writeln!(
         out,
+        "hot offset lookup (the last {HOT_OFFSETS} offsets): p50 {:.2} us, p99 {:.2} us",
+        hot.value_at_quantile(0.5) as f64 / 1e3,
+        hot.value_at_quantile(0.99) as f64 / 1e3
+    )?;
+    writeln!(
+        out,
         "restart after a clean shutdown ({} partitions): {:.3} s; peak RSS {:.1} MiB",
         args.partitions,
         restart.as_secs_f64(),
         peak_rss_mib()
     )?;
     figures.insert("offset_lookup_p99_us", lookups.value_at_quantile(0.99) as f64 / 1e3);
+    figures.insert("hot_offset_lookup_p99_us", hot.value_at_quantile(0.99) as f64 / 1e3);
     figures.insert("restart_s", restart.as_secs_f64());
     report(&plan, &raw, &appended, read_mb, &peer, figures, &mut out)
 }
@@ -380,21 +387,40 @@ fn read_phase(plan: &Plan<'_>, logs: &[Arc<PartitionLog>], rows: &mut Vec<Row>) 
 
 /// Phase 4: offset and timestamp lookups at random offsets (metadata-only reads: index +
 /// scan); their latencies, and the random state for the peer's lookups.
-fn lookup_phase(first_log: &PartitionLog) -> Result<(Histogram<u64>, Histogram<u64>, u64)> {
+fn lookup_phase(first_log: &PartitionLog) -> Result<Lookups> {
     let mut lookups = Histogram::<u64>::new(3)?;
+    let mut hot = Histogram::<u64>::new(3)?;
     let mut ts_lookups = Histogram::<u64>::new(3)?;
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let end = first_log.log_end_offset()?.max(1);
+    let hot_span = end.min(HOT_OFFSETS);
     for _ in 0..LOOKUPS {
         let target = (xorshift(&mut state) % end.unsigned_abs()) as i64;
         let begun = Instant::now();
         let _ = first_log.read(target, 0, Isolation::LogEnd, false)?;
         lookups.record(nanos_since(begun))?;
+        let target = end - 1 - (xorshift(&mut state) % hot_span.unsigned_abs()) as i64;
+        let begun = Instant::now();
+        let _ = first_log.read(target, 0, Isolation::LogEnd, false)?;
+        hot.record(nanos_since(begun))?;
         let begun = Instant::now();
         let _ = first_log.fetch_offset_by_timestamp(1_700_000_000_000)?;
         ts_lookups.record(nanos_since(begun))?;
     }
-    Ok((lookups, ts_lookups, state))
+    Ok(Lookups { random: lookups, hot, by_timestamp: ts_lookups, state })
+}
+
+/// Lookups at the tail: offsets among the last `HOT_OFFSETS`, as tailing consumers and
+/// producers' acknowledgements ask.
+const HOT_OFFSETS: i64 = 256;
+
+/// What the lookup phase measured.
+struct Lookups {
+    random: Histogram<u64>,
+    hot: Histogram<u64>,
+    by_timestamp: Histogram<u64>,
+    /// The random state, for the peer's lookups.
+    state: u64,
 }
 
 /// Phase 5, mixed: a producer appending while a consumer tails the log.

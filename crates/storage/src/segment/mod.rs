@@ -1,6 +1,7 @@
 //! One segment of a partition log (Kafka's `LogSegment`): a `.log` file of batches with its
 //! sparse `.index` and `.timeindex`, named by the segment's 20-digit base offset.
 
+mod recent;
 mod scan;
 
 use std::path::{Path, PathBuf};
@@ -173,6 +174,8 @@ pub struct LogSegment {
     /// The first batch's max timestamp: the base of time-based rolling.
     rolling_based_timestamp: Option<i64>,
     created_ms: i64,
+    /// The last batches appended, for lookups of hot offsets (`recent.rs`).
+    recent: recent::RecentBatches,
 }
 
 /// The path of a segment file.
@@ -245,6 +248,7 @@ impl LogSegment {
             time_index,
             txn_index,
             bytes_since_last_index_entry: 0,
+            recent: recent::RecentBatches::default(),
             max_timestamp_so_far: TimestampOffset { timestamp: -1, offset: base_offset },
             rolling_based_timestamp: None,
             created_ms: now_ms,
@@ -311,6 +315,7 @@ impl LogSegment {
             time_index,
             txn_index,
             bytes_since_last_index_entry: 0,
+            recent: recent::RecentBatches::default(),
             max_timestamp_so_far: TimestampOffset { timestamp: -1, offset: base_offset },
             rolling_based_timestamp: None,
             created_ms: now_ms,
@@ -461,6 +466,15 @@ impl LogSegment {
         }
         self.bytes_since_last_index_entry += records_len as u32;
         self.size = new_size as u32;
+        // One v2 batch exactly (its length field and magic, in the first part): remembered.
+        let head = parts.first().copied().unwrap_or_default();
+        let one_batch = head.get(16) == Some(&2)
+            && head.get(8..12).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes)
+                == i32::try_from(records_len.saturating_sub(12)).ok();
+        self.recent.appended(
+            one_batch,
+            LogOffsetPosition { offset: largest_offset, position, size_bytes: records_len as u32 },
+        );
         Ok(())
     }
 
@@ -471,6 +485,11 @@ impl LogSegment {
         offset: i64,
         starting_position: u32,
     ) -> Result<Option<LogOffsetPosition>> {
+        if let Some(hit) = self.recent.lookup(offset)
+            && hit.position >= starting_position
+        {
+            return Ok(Some(hit));
+        }
         let from = self.offset_index.lookup(offset).position.max(starting_position);
         let mut scan = HeaderScan::new(self.log.as_ref(), from.min(self.size), self.size);
         while let Some(header) = scan.next_header(&self.log_path)? {
@@ -602,6 +621,7 @@ impl LogSegment {
     /// when this returns (the `.log` is fsynced), so a crash cannot bring truncated batches back.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<u64> {
         let mapping = self.translate_offset(offset, 0)?;
+        self.recent.clear();
         self.offset_index.truncate_to(offset)?;
         self.time_index.truncate_to(offset)?;
         self.txn_index.truncate_to(offset)?;
@@ -883,6 +903,7 @@ impl LogSegment {
     /// (which `PartitionLog::open` refills from a replay of the producers), and truncates
     /// whatever follows the last valid batch (Kafka's `LogSegment.recover`).
     pub fn recover(&mut self) -> Result<RecoveryReport> {
+        self.recent.clear();
         self.offset_index.file_mut().reset()?;
         self.time_index.file_mut().reset()?;
         // Kafka's reset, then `updateProducerState` per batch: here the partition log refills

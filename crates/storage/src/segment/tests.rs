@@ -528,3 +528,50 @@ fn truncation_truncates_the_txn_index() {
     assert_eq!(seg.txn_index().all_aborted_txns().len(), 1);
     assert_eq!(seg.collect_aborted_txns(40, 50).aborted.len(), 1);
 }
+
+/// The recent-batches cache answers exactly as the index and a scan do: every offset of a
+/// segment looked up through it matches a reopened segment (which has none), before and after a
+/// truncation, across more batches than it keeps, and with a multi-batch append in between.
+#[test]
+fn lookups_through_the_recent_batches_match_the_index_and_scan() {
+    let fs = fs();
+    let mut segment = segment(&fs, 0, 64);
+    let mut next = 0;
+    let append_batches = |segment: &mut LogSegment, n: usize, next: &mut i64| {
+        for idx in 0..n {
+            let count = 1 + (idx % 4) as i64;
+            append(segment, &batch_at(*next..=*next + count - 1));
+            *next += count;
+        }
+    };
+    let check = |segment: &LogSegment, end: i64, context: &str| {
+        let reopened = LogSegment::open(Arc::new(fs.clone()), &dir(), 0, config(64), 0).unwrap().0;
+        // From the start, and from a batch boundary in the middle (as a read from a position).
+        let middle = reopened.translate_offset(end / 2, 0).unwrap().map_or(0, |m| m.position);
+        for offset in 0..=end + 1 {
+            for starting_position in [0, middle] {
+                assert_eq!(
+                    segment.translate_offset(offset, starting_position).unwrap(),
+                    reopened.translate_offset(offset, starting_position).unwrap(),
+                    "{context}: offset {offset} from position {starting_position}"
+                );
+            }
+        }
+    };
+    append_batches(&mut segment, 10, &mut next);
+    check(&segment, next, "ten batches");
+    append_batches(&mut segment, 3 * recent::RECENT_BATCHES_MAX, &mut next);
+    check(&segment, next, "more batches than the cache keeps");
+    // Two batches in one append: the cache forgets, and starts again after it.
+    let two = [batch_at(next..=next + 1), batch_at(next + 2..=next + 2)].concat();
+    segment.append(next + 2, (next + 2) * 10, next + 2, &two).unwrap();
+    next += 3;
+    append_batches(&mut segment, 5, &mut next);
+    check(&segment, next, "after a two-batch append");
+    segment.truncate_to(next / 2, 0).unwrap();
+    let end = segment.read_next_offset().unwrap();
+    check(&segment, end, "after a truncation");
+    let mut next = end;
+    append_batches(&mut segment, 7, &mut next);
+    check(&segment, next, "appends after the truncation");
+}
