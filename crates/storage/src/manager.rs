@@ -559,8 +559,14 @@ impl LogManager {
 
     /// Takes the log directory of a failed call offline (Kafka's `LogDirFailureChannel`).
     fn observe<T>(&self, dir_idx: usize, result: Result<T>) -> Result<T> {
-        if let Err(error @ (Error::Io { .. } | Error::Offline { .. })) = &result {
-            self.take_dir_offline(dir_idx, IoFailure::of(error));
+        match &result {
+            // The process is out of descriptors (EMFILE, ENFILE): the disk is fine, and the call
+            // that could not open its file fails alone, with that error.
+            Err(Error::Io { source, .. }) if crate::io::is_descriptor_exhaustion(source) => {}
+            Err(error @ (Error::Io { .. } | Error::Offline { .. })) => {
+                self.take_dir_offline(dir_idx, IoFailure::of(error));
+            }
+            _ => {}
         }
         result
     }
@@ -811,7 +817,11 @@ impl LogManager {
         config: &LogConfig,
     ) -> Result<Vec<TopicPartition>> {
         let first = partitions.start;
-        self.begin_creation(topic, first)?;
+        if let Err(error) = self.begin_creation(topic, first) {
+            // The markers written before the failure go (nothing else was made yet).
+            let _unfinished = self.roll_back_creation(topic, first);
+            return Err(error);
+        }
         let mut parents: Vec<usize> = Vec::new();
         let created = self.create_partition_logs(topic, topic_id, partitions, config, &mut parents);
         let result = created.and_then(|created| {

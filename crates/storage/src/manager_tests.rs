@@ -639,3 +639,40 @@ fn a_lazy_log_whose_load_fails_goes_offline_with_its_error_and_the_others_serve(
     // The other directory's partition still serves.
     assert_eq!(manager.get_log(&tp("t", 1)).unwrap().log_end_offset().unwrap(), 3);
 }
+
+/// EMFILE injected at an open: the creation that hit it fails with that error and is rolled
+/// back whole; the directory stays online and the other topic keeps serving. Through a
+/// `BudgetFs`, the same EMFILE is absorbed (it closes handles and opens again).
+#[test]
+fn emfile_fails_only_the_call_that_hit_it_and_leaves_no_half_made_topic() {
+    let fs = SimFs::new();
+    let manager = open_for_creation(&fs);
+    manager.create_topic("a", 2, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("a", 0), 3);
+    for n in [1, 3, 6, 10] {
+        fs.set_fault_plan(FaultPlan::FailNth { n, kind: FaultKind::Emfile });
+        let result = manager.create_topic("b", 4, BTreeMap::new());
+        fs.set_fault_plan(FaultPlan::None);
+        let Err(Error::Io { source, .. }) = &result else {
+            panic!("open {n}: expected the EMFILE, got {result:?}");
+        };
+        assert_eq!(source.raw_os_error(), Some(24), "open {n}: {source}");
+        assert!(manager.partitions().iter().all(|p| p.topic != "b"), "open {n}: half made");
+        assert!(topic_on_disk(&fs, "b").is_empty(), "open {n}: {:?}", topic_on_disk(&fs, "b"));
+        assert!(manager.offline_dirs().is_empty(), "open {n}: a directory went offline");
+        produce(&manager, &tp("a", 0), 1);
+    }
+    assert_eq!(manager.get_log(&tp("a", 0)).unwrap().log_end_offset().unwrap(), 7);
+    manager.create_topic("b", 4, BTreeMap::new()).unwrap();
+    drop(manager);
+
+    let budget = Arc::new(crate::io::BudgetFs::new(Arc::new(fs.clone()), 64));
+    let config = creation_config();
+    let manager =
+        LogManager::open(budget.clone(), Arc::new(ManualClock::new(5_000)), config).unwrap().0;
+    fs.set_fault_plan(FaultPlan::FailNth { n: 1, kind: FaultKind::Emfile });
+    manager.create_topic("c", 2, BTreeMap::new()).unwrap();
+    fs.set_fault_plan(FaultPlan::None);
+    assert_eq!(budget.stats().emfile_retries, 1);
+    assert_eq!(manager.partitions().iter().filter(|p| p.topic == "c").count(), 2);
+}

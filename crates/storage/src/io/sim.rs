@@ -69,6 +69,7 @@ const EEXIST: i32 = 17;
 const ENOTDIR: i32 = 20;
 const EISDIR: i32 = 21;
 const EINVAL: i32 = 22;
+const EMFILE: i32 = 24;
 const ENOSPC: i32 = 28;
 const ENOTEMPTY: i32 = 39;
 const ESTALE: i32 = 116;
@@ -88,6 +89,8 @@ pub enum FaultKind {
     /// fails with `EIO`. Under [`FaultPlan::FailNth`] the prefix is the first half (rounded
     /// down); under [`FaultPlan::Probability`] its length is drawn uniformly from `0..len`.
     ShortWrite,
+    /// `EMFILE` (the process is out of descriptors); applies only to `open`.
+    Emfile,
 }
 
 impl FaultKind {
@@ -96,6 +99,7 @@ impl FaultKind {
             FaultKind::Eio => true,
             FaultKind::Enospc => matches!(class, OpClass::Write { .. } | OpClass::Grow),
             FaultKind::ShortWrite => matches!(class, OpClass::Write { .. }),
+            FaultKind::Emfile => matches!(class, OpClass::Open),
         }
     }
 }
@@ -122,6 +126,8 @@ enum OpClass {
     Write { len: usize },
     /// `set_len` that grows the file.
     Grow,
+    /// `open`.
+    Open,
     /// Everything else.
     Other,
 }
@@ -374,7 +380,7 @@ impl State {
                 self.fault = ActiveFault::None;
                 let prefix_bytes = match class {
                     OpClass::Write { len } => len / 2,
-                    OpClass::Grow | OpClass::Other => 0,
+                    OpClass::Grow | OpClass::Open | OpClass::Other => 0,
                 };
                 (kind, prefix_bytes)
             }
@@ -384,7 +390,7 @@ impl State {
                 }
                 let prefix_bytes = match class {
                     OpClass::Write { len } if len > 0 => rng.below(len as u64) as usize,
-                    OpClass::Write { .. } | OpClass::Grow | OpClass::Other => 0,
+                    OpClass::Write { .. } | OpClass::Grow | OpClass::Open | OpClass::Other => 0,
                 };
                 (*kind, prefix_bytes)
             }
@@ -393,6 +399,7 @@ impl State {
             FaultKind::Eio => Injected::Fail(os_error(EIO)),
             FaultKind::Enospc => Injected::Fail(os_error(ENOSPC)),
             FaultKind::ShortWrite => Injected::ShortWrite { prefix_bytes },
+            FaultKind::Emfile => Injected::Fail(os_error(EMFILE)),
         }
     }
 
@@ -688,7 +695,11 @@ impl SimFs {
 impl Fs for SimFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
         let mut state = self.lock();
-        state.tick_other()?;
+        match state.tick(OpClass::Open) {
+            Injected::Nothing => {}
+            Injected::Fail(error) => return Err(error),
+            Injected::ShortWrite { .. } => unreachable!("short writes apply only to writes"),
+        }
         let ino = match (state.lookup(path)?, mode) {
             (Some(_), OpenMode::CreateNew) => return Err(os_error(EEXIST)),
             (Some(Node::Dir(_)), _) => return Err(os_error(EISDIR)),
