@@ -192,6 +192,9 @@ pub struct LogManager {
     cleaner: cleaning::CleanerShared,
     /// Set when [`LogManager::shutdown`] begins: background loading stops.
     closing: AtomicBool,
+    /// What the last periodic checkpoint saw (`manager/checkpoints.rs`): when nothing has
+    /// changed since, the next one writes nothing.
+    checkpointed: Mutex<Option<checkpoints::CheckpointKey>>,
     /// Held by [`LogManager::load_unloaded`] while it runs; shutdown waits for it, so that no
     /// log loads after the logs are closed.
     loading: Mutex<()>,
@@ -296,6 +299,7 @@ impl LogManager {
             cleaner,
             closing: AtomicBool::new(false),
             loading: Mutex::new(()),
+            checkpointed: Mutex::new(None),
         };
         manager.load_topic_overrides()?;
         let mut futures = Vec::new();
@@ -950,6 +954,7 @@ impl LogManager {
         }
         let removed: Vec<(TopicPartition, usize, Arc<PartitionLog>)> = {
             let mut logs = self.logs.write().unwrap_or_else(PoisonError::into_inner);
+            self.background.note_change();
             let keys: Vec<TopicPartition> =
                 logs.keys().filter(|tp| tp.topic == topic).cloned().collect();
             keys.into_iter()
@@ -1061,7 +1066,7 @@ impl LogManager {
         self.release_visited();
         self.step_moves(now_ms);
         if checkpoint_due {
-            let _ = self.checkpoint();
+            let _ = self.checkpoint_if_changed();
         }
         let _ = self.delete_pending_dirs();
     }

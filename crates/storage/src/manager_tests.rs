@@ -676,3 +676,31 @@ fn emfile_fails_only_the_call_that_hit_it_and_leaves_no_half_made_topic() {
     assert_eq!(budget.stats().emfile_retries, 1);
     assert_eq!(manager.partitions().iter().filter(|p| p.topic == "c").count(), 2);
 }
+
+/// The periodic checkpoint writes only when something it records changed: an idle manager's
+/// ticks touch no file, and an append makes the next due tick write again.
+#[test]
+fn an_idle_manager_rewrites_no_checkpoint() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    manager.create_topic("t", 3, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("t", 0), 2);
+    let interval = BrokerLogConfig::default().high_watermark_checkpoint_interval_ms;
+    let mut now_ms = 10_000;
+    manager.tick(now_ms); // the first due tick writes
+    let recovery_points = PathBuf::from("/data/a").join("recovery-point-offset-checkpoint");
+    let written = checkpoint_bytes(&fs);
+    for _ in 0..3 {
+        now_ms += interval;
+        let ops = fs.op_count();
+        manager.tick(now_ms);
+        assert_eq!(fs.op_count(), ops, "an idle tick at {now_ms} did I/O");
+    }
+    assert_eq!(checkpoint_bytes(&fs), written);
+    produce(&manager, &tp("t", 1), 5);
+    manager.get_log(&tp("t", 1)).unwrap().flush(now_ms).unwrap(); // moves its recovery point
+    now_ms += interval;
+    manager.tick(now_ms);
+    assert_ne!(checkpoint_bytes(&fs), written, "a change is checkpointed at the next due tick");
+    assert!(fs.exists(&recovery_points).unwrap());
+}

@@ -14,9 +14,22 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct BackgroundQueue {
     logs: Mutex<Vec<TopicPartition>>,
+    /// Mutations of any log so far (and of the set of logs, [`BackgroundQueue::note_change`]):
+    /// the manager's periodic checkpoint writes nothing when this has not moved.
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl BackgroundQueue {
+    /// Counts a change that a checkpoint records (a log added or removed).
+    pub fn note_change(&self) {
+        self.changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The changes counted so far.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::SeqCst)
+    }
+
     /// Takes the queued logs.
     pub fn drain(&self) -> Vec<TopicPartition> {
         std::mem::take(&mut *self.logs.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
@@ -35,9 +48,9 @@ impl PartitionLog {
 
     /// Queues the log for the manager's background work, unless it is queued already.
     pub(super) fn mark_background(&self) {
-        if let Some(queue) = self.background.get()
-            && !self.queued.swap(true, Ordering::SeqCst)
-        {
+        let Some(queue) = self.background.get() else { return };
+        queue.note_change();
+        if !self.queued.swap(true, Ordering::SeqCst) {
             queue
                 .logs
                 .lock()
