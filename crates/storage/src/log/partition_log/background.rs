@@ -25,6 +25,11 @@ impl BackgroundQueue {
         self.changes.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The logs queued now, left queued.
+    pub fn peek(&self) -> Vec<TopicPartition> {
+        self.logs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
     /// The changes counted so far.
     pub fn changes(&self) -> u64 {
         self.changes.load(Ordering::SeqCst)

@@ -139,6 +139,8 @@ impl PartitionLog {
             }
             Err(error) => {
                 pending.offline = true;
+                drop(unloaded);
+                self.mark_background(); // so that the manager sees it and its directory
                 Err(error)
             }
         }
