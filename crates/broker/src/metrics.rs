@@ -36,6 +36,9 @@ pub(crate) fn install() {
     });
 }
 
+/// A per-partition gauge's value.
+type PartitionGauge = fn(&PartitionFigures) -> u64;
+
 /// One loaded partition's figures at a scrape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct PartitionFigures {
@@ -90,21 +93,22 @@ fn partition_text(
     });
     figures.truncate(partitions_max);
     figures.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
-    if !figures.is_empty() {
-        text.push_str("# TYPE seglog_log_end_offset gauge\n");
-        for f in &figures {
-            let _ = writeln!(
-                text,
-                "seglog_log_end_offset{{topic=\"{}\",partition=\"{}\"}} {}",
-                f.topic, f.partition, f.log_end_offset
-            );
+    let gauges: [(&str, PartitionGauge); 2] = [
+        ("seglog_log_end_offset", |f| u64::try_from(f.log_end_offset).unwrap_or(0)),
+        ("seglog_log_size_bytes", |f| f.size_bytes),
+    ];
+    for (name, value) in gauges {
+        if figures.is_empty() {
+            break;
         }
-        text.push_str("# TYPE seglog_log_size_bytes gauge\n");
+        let _ = writeln!(text, "# TYPE {name} gauge");
         for f in &figures {
             let _ = writeln!(
                 text,
-                "seglog_log_size_bytes{{topic=\"{}\",partition=\"{}\"}} {}",
-                f.topic, f.partition, f.size_bytes
+                "{name}{{topic=\"{}\",partition=\"{}\"}} {}",
+                f.topic,
+                f.partition,
+                value(f)
             );
         }
     }

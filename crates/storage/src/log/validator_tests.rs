@@ -887,15 +887,11 @@ proptest! {
 #[test]
 fn an_in_place_stamp_copies_only_the_header_unless_the_crc_changes() {
     let input = v2_batch(Compression::None, &three_recs(NOW - 10));
-    let append = validate_and_assign_offsets(
-        &input,
-        NEXT_OFFSET,
-        EPOCH,
-        NOW,
-        AppendOrigin::Client,
-        &config(),
-    )
-    .unwrap();
+    let leader = |config: &ValidationConfig| {
+        validate_and_assign_offsets(&input, NEXT_OFFSET, EPOCH, NOW, AppendOrigin::Client, config)
+            .unwrap()
+    };
+    let append = leader(&config());
     let AppendBytes::Stamped { header, rest } = &append.records else {
         panic!("expected a header-only stamp: {:?}", append.records);
     };
@@ -910,15 +906,7 @@ fn an_in_place_stamp_copies_only_the_header_unless_the_crc_changes() {
 
     let log_append_time =
         ValidationConfig { timestamp_type: TimestampType::LogAppendTime, ..config() };
-    let append = validate_and_assign_offsets(
-        &input,
-        NEXT_OFFSET,
-        EPOCH,
-        NOW,
-        AppendOrigin::Client,
-        &log_append_time,
-    )
-    .unwrap();
+    let append = leader(&log_append_time);
     let AppendBytes::Owned(bytes) = &append.records else {
         panic!("a LogAppendTime stamp changes the CRC: {:?}", append.records);
     };
