@@ -1,7 +1,7 @@
 //! Which logs [`LogManager::tick`] visits: those a mutation queued since the last tick and
 //! those still waiting for a flush or a delayed deletion, or every log on a retention pass
-//! (`PartitionLog`'s `set_background_queue` and `release_background`). An idle log costs
-//! nothing between retention passes.
+//! (`PartitionLog`'s `set_background_queue` and `release_background`), and the search for
+//! failed logs among them. An idle log costs nothing between retention passes.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
@@ -45,5 +45,46 @@ impl LogManager {
     pub(super) fn release_visited(&self) {
         let mut background = self.background_logs.lock().unwrap_or_else(PoisonError::into_inner);
         background.retain(|_, (_, log)| !log.is_offline() && log.release_background());
+    }
+
+    /// A log that failed on its own (an append or a flush hit an I/O error, or its load failed)
+    /// takes its whole directory offline. Only the logs the background work holds or has queued
+    /// are looked at: a log fails in a call that queued it (every mutation and every load
+    /// does), and stays held until a tick has seen it, so an idle broker of many partitions
+    /// does not walk them all at every call.
+    pub(super) fn refresh_offline(&self) {
+        let mut candidates: Vec<(usize, Arc<PartitionLog>)> = self
+            .background_logs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|(dir_idx, log)| (*dir_idx, Arc::clone(log)))
+            .collect();
+        {
+            let logs = self.logs.read().unwrap_or_else(PoisonError::into_inner);
+            candidates.extend(
+                self.background
+                    .peek()
+                    .iter()
+                    .filter_map(|tp| logs.get(tp))
+                    .map(|(dir_idx, log)| (*dir_idx, Arc::clone(log))),
+            );
+        }
+        let mut failed: Vec<usize> = candidates
+            .iter()
+            .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
+            .map(|(dir_idx, _)| *dir_idx)
+            .collect();
+        failed.extend(
+            self.futures
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .values()
+                .filter(|(dir_idx, log)| log.is_offline() && !self.dir_is_offline(*dir_idx))
+                .map(|(dir_idx, _)| *dir_idx),
+        );
+        for dir_idx in failed {
+            self.take_dir_offline(dir_idx, None);
+        }
     }
 }
