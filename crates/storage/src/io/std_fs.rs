@@ -130,25 +130,19 @@ impl File for StdFile {
 
     fn write_all_vectored_at(&self, parts: &[&[u8]], position: u64) -> io::Result<()> {
         // One `pwritev` per call, as many as a short write needs.
-        let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+        let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+        let mut left = slices.as_mut_slice();
+        io::IoSlice::advance_slices(&mut left, 0); // drops leading empty parts
         let mut at = position;
-        while !parts.is_empty() {
-            let slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
-            let written = match rustix::io::pwritev(&self.file, &slices, at) {
+        while !left.is_empty() {
+            match rustix::io::pwritev(&self.file, left, at) {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-                Ok(written) => written,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(errno) => return Err(errno.into()),
-            };
-            at += written as u64;
-            let mut left = written;
-            while let Some(first) = parts.first_mut() {
-                if left < first.len() {
-                    *first = first.get(left..).unwrap_or_default();
-                    break;
+                Ok(written) => {
+                    at += written as u64;
+                    io::IoSlice::advance_slices(&mut left, written);
                 }
-                left -= first.len();
-                parts.remove(0);
+                Err(rustix::io::Errno::INTR) => {}
+                Err(errno) => return Err(errno.into()),
             }
         }
         Ok(())

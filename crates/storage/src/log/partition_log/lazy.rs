@@ -283,7 +283,11 @@ impl PartitionLog {
             });
         }
         let state = self.read_state()?;
-        let first_base = state.local.segments().base_offsets().first().copied().unwrap_or(0);
+        let first_base = state
+            .local
+            .segments()
+            .first_segment()
+            .map_or(0, crate::segment::LogSegment::base_offset);
         Ok(CheckpointOffsets {
             recovery_point: state.local.recovery_point(),
             log_start_offset: (state.log_start_offset > first_base)
