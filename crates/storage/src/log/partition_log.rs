@@ -227,6 +227,10 @@ struct State {
     poisoned: bool,
     /// That first failure, when it was this log's own (not its directory's elsewhere).
     failure: Option<IoFailure>,
+    /// The base offset of the newest segment a roll made, until a flush reaches it: the
+    /// background flushes the segments before it (Kafka's `flush-log` task that `roll`
+    /// schedules), so that rolled segments do not stay unsynced until shutdown.
+    roll_flush_to: Option<i64>,
 }
 
 /// A topic partition's log (Kafka's `UnifiedLog`).
@@ -492,7 +496,7 @@ impl PartitionLog {
     /// Readers and appenders proceed while the fsyncs run.
     pub fn flush(&self, now_ms: i64) -> Result<i64> {
         let _one_flush = self.flush_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.flush_locked(now_ms)
+        self.flush_locked(now_ms, None)
     }
 
     /// Makes every offset below `offset` durable, sharing fsyncs with concurrent callers (group
@@ -509,15 +513,16 @@ impl PartitionLog {
             }
             return Ok(durable);
         }
-        self.flush_locked(now_ms)
+        self.flush_locked(now_ms, None)
     }
 
-    /// [`PartitionLog::flush`] with `flush_lock` held.
-    fn flush_locked(&self, now_ms: i64) -> Result<i64> {
+    /// [`PartitionLog::flush`] with `flush_lock` held: everything below `upto` (the log end
+    /// offset when `None`) made durable.
+    fn flush_locked(&self, now_ms: i64, upto: Option<i64>) -> Result<i64> {
         let plan = {
             let mut state = self.write_state()?;
             let log_end_offset = state.local.log_end_offset();
-            let result = state.local.prepare_flush(log_end_offset);
+            let result = state.local.prepare_flush(upto.unwrap_or(log_end_offset));
             let mut plan = poison(&mut state, result)?;
             // The snapshots of rolls since the last flush become durable with it.
             plan.sync_files_too(state.producers.take_unsynced_snapshots());
@@ -533,6 +538,7 @@ impl PartitionLog {
         }
         state.local.complete_flush(&plan, now_ms);
         let durable_offset = state.local.recovery_point();
+        state.roll_flush_to = state.roll_flush_to.filter(|base| *base > durable_offset);
         drop(state);
         let (lock, signal) = &self.durable;
         let mut durable = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -542,9 +548,10 @@ impl PartitionLog {
     }
 
     /// Flushes when the topic's `flush.ms` or group-commit interval has passed since the last
-    /// flush and there is unflushed data (the background flusher's job). Returns whether it did.
+    /// flush and there is unflushed data, or else the segments before the newest roll (the
+    /// background flusher's job). Returns whether it did.
     pub fn flush_if_due(&self, now_ms: i64) -> Result<bool> {
-        let due = {
+        let (due, rolled) = {
             let state = self.read_state()?;
             let interval = match state.config.durability {
                 DurabilityMode::GroupCommit => {
@@ -553,12 +560,17 @@ impl PartitionLog {
                 _ => state.config.flush_ms,
             };
             let unflushed = state.local.log_end_offset() > state.local.recovery_point();
-            unflushed && now_ms.saturating_sub(state.local.last_flush_ms()) >= interval
+            let rolled = state.roll_flush_to.filter(|base| *base > state.local.recovery_point());
+            (unflushed && now_ms.saturating_sub(state.local.last_flush_ms()) >= interval, rolled)
         };
         if due {
             self.flush(now_ms)?;
+        } else if let Some(base) = rolled {
+            let _one_flush =
+                self.flush_lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.flush_locked(now_ms, Some(base))?;
         }
-        Ok(due)
+        Ok(due || rolled.is_some())
     }
 
     /// Blocks until every offset below `offset` is durable, or `timeout` passes. Returns whether
@@ -1014,6 +1026,7 @@ fn roll_and_snapshot(
     now_ms: i64,
 ) -> Result<i64> {
     let new_base = state.local.roll(expected_next_offset, now_ms)?;
+    state.roll_flush_to = Some(new_base);
     state.producers.update_map_end_offset(new_base);
     state.producers.take_snapshot(false)?;
     Ok(new_base)

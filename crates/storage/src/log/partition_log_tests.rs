@@ -893,3 +893,25 @@ fn read_info_returns_the_records_with_the_watermarks_of_the_same_moment() {
     assert_eq!(log.end_offset_for_epoch(0).unwrap(), (0, 6));
     assert_eq!(log.end_offset_for_epoch(1).unwrap(), (-1, -1));
 }
+
+#[test]
+fn a_roll_has_the_background_flush_the_segments_before_it() {
+    // Kafka's `roll` schedules a flush of everything before the new segment: with the default
+    // flush settings (never by count or time), rolled segments still become durable, and the
+    // recovery point (where an unclean restart starts) follows the rolls.
+    let fs = SimFs::new();
+    let log = open(&fs, small_segments(3));
+    for ts in 0..9 {
+        append(&log, 1, ts);
+    }
+    let bases = log.segment_base_offsets().unwrap();
+    assert_eq!(bases, vec![0, 3, 6], "two rolls");
+    assert_eq!(log.recovery_point().unwrap(), 0, "nothing flushed at the rolls themselves");
+    assert!(log.flush_if_due(1_000).unwrap(), "the roll left a flush to do");
+    assert_eq!(log.recovery_point().unwrap(), 6, "flushed up to the newest segment, not into it");
+    assert!(!log.flush_if_due(2_000).unwrap(), "nothing left to do until the next roll");
+    drop(log);
+    fs.crash(5);
+    let reopened = open_with(&fs, small_segments(3), fresh(false));
+    assert!(reopened.log_end_offset().unwrap() >= 6, "the rolled segments survived power loss");
+}

@@ -340,6 +340,7 @@ fn load_state(pending: &Unloaded, dir: &Path) -> Result<(State, LoadReport)> {
         producers,
         poisoned: false,
         failure: None,
+        roll_flush_to: None,
     };
     // The checkpointed high watermark (`update_high_watermark`), then this node's leadership
     // (`maybe_increment_leader_high_watermark`), as for a log loaded at open.
