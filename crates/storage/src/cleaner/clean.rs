@@ -139,6 +139,8 @@ impl Cleaner {
         stats.buffer_utilization = self.map.utilization();
         stats.end = Some(Instant::now());
         self.io.read_buffer = Vec::new();
+        // The map's grown buffer is given back between rounds, as the read buffer is.
+        self.map.clear();
         Ok((end_offset, stats))
     }
 
