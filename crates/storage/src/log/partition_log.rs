@@ -233,6 +233,13 @@ struct State {
     roll_flush_to: Option<i64>,
 }
 
+impl State {
+    /// The newest roll's base offset while the segments before it are not yet all durable.
+    fn roll_flush_pending(&self) -> Option<i64> {
+        self.roll_flush_to.filter(|base| *base > self.local.recovery_point())
+    }
+}
+
 /// A topic partition's log (Kafka's `UnifiedLog`).
 #[derive(Debug)]
 pub struct PartitionLog {
@@ -538,7 +545,7 @@ impl PartitionLog {
         }
         state.local.complete_flush(&plan, now_ms);
         let durable_offset = state.local.recovery_point();
-        state.roll_flush_to = state.roll_flush_to.filter(|base| *base > durable_offset);
+        state.roll_flush_to = state.roll_flush_pending();
         drop(state);
         let (lock, signal) = &self.durable;
         let mut durable = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -560,7 +567,7 @@ impl PartitionLog {
                 _ => state.config.flush_ms,
             };
             let unflushed = state.local.log_end_offset() > state.local.recovery_point();
-            let rolled = state.roll_flush_to.filter(|base| *base > state.local.recovery_point());
+            let rolled = state.roll_flush_pending();
             (unflushed && now_ms.saturating_sub(state.local.last_flush_ms()) >= interval, rolled)
         };
         if due {

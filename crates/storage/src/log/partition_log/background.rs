@@ -84,9 +84,9 @@ impl PartitionLog {
                 _ => state.config.flush_ms,
             };
             let unflushed = state.local.log_end_offset() > state.local.recovery_point();
-            let rolled =
-                state.roll_flush_to.is_some_and(|base| base > state.local.recovery_point());
-            (unflushed && interval < i64::MAX) || rolled || state.local.n_pending_deletes() > 0
+            (unflushed && interval < i64::MAX)
+                || state.roll_flush_pending().is_some()
+                || state.local.n_pending_deletes() > 0
         });
         if pending {
             self.queued.store(true, Ordering::SeqCst);
