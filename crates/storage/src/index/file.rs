@@ -410,6 +410,9 @@ impl<E: IndexEntry> IndexFile<E> {
     /// Shrinks the file to its valid entries; afterwards the index is full (Kafka's
     /// `trimToValidSize`, run when the segment becomes inactive and on close).
     pub fn trim_to_valid_size(&mut self) -> Result<bool> {
+        // A trimmed index takes no more entries until it is resized: give back the vector's
+        // growth room (up to as much again as the entries).
+        self.entries.shrink_to_fit();
         self.resize(self.size_bytes())
     }
 

@@ -97,7 +97,7 @@ impl BudgetFs {
         BudgetStats {
             open_files: state.open_files,
             open_files_peak: state.open_files_peak,
-            handles: state.by_path.values().map(Vec::len).sum(),
+            handles: state.by_path.len(),
             opens: state.opens,
             evictions: state.evictions,
             dirty_evictions: state.dirty_evictions,
@@ -126,8 +126,10 @@ impl fmt::Debug for Pool {
 struct PoolState {
     /// The open, unpinned handles in clock order.
     clock: VecDeque<Weak<Slot>>,
-    /// Every live handle by its current path, with its id.
-    by_path: BTreeMap<PathBuf, Vec<(u64, Weak<Slot>)>>,
+    /// Every live handle by its current path and its id. The path is the one its handle's
+    /// state holds (one allocation for both): a closed handle of an inactive segment costs
+    /// this entry and its `Slot`.
+    by_path: BTreeMap<(Arc<Path>, u64), Weak<Slot>>,
     /// Files whose handles were dropped with changes not synced: a later handle's
     /// `sync_data` must reach the disk for them even when that handle wrote nothing.
     orphans: BTreeSet<PathBuf>,
@@ -150,7 +152,7 @@ struct Slot {
 }
 
 struct SlotState {
-    path: PathBuf,
+    path: Arc<Path>,
     file: Option<Arc<dyn File>>,
     /// Written since the last successful `sync_data`.
     dirty: bool,
@@ -295,17 +297,28 @@ impl Pool {
         }
     }
 
-    fn register(&self, slot: &Arc<Slot>, path: PathBuf) {
-        self.lock().by_path.entry(path).or_default().push((slot.id, Arc::downgrade(slot)));
+    fn register(&self, slot: &Arc<Slot>, path: Arc<Path>) {
+        self.lock().by_path.insert((path, slot.id), Arc::downgrade(slot));
+    }
+
+    /// The keys of the live handles at `path` and, when `path` is a directory, under it (paths
+    /// order by components, so these follow `path` in the map).
+    fn keys_at_or_under(state: &PoolState, path: &Path) -> Vec<(Arc<Path>, u64)> {
+        state
+            .by_path
+            .range((Arc::from(path), 0)..)
+            .take_while(|((p, _), _)| p.starts_with(path))
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     /// The live handles at `path` and, when `path` is a directory, under it.
     fn handles_at_or_under(state: &PoolState, path: &Path) -> Vec<Arc<Slot>> {
         state
             .by_path
-            .range(path.to_path_buf()..)
-            .take_while(|(p, _)| p.starts_with(path))
-            .flat_map(|(_, slots)| slots.iter().filter_map(|(_, weak)| weak.upgrade()))
+            .range((Arc::from(path), 0)..)
+            .take_while(|((p, _), _)| p.starts_with(path))
+            .filter_map(|(_, weak)| weak.upgrade())
             .collect()
     }
 
@@ -378,20 +391,15 @@ impl Drop for Slot {
         let inner = self.inner.get_mut().unwrap_or_else(PoisonError::into_inner);
         let had_file = inner.file.take().is_some();
         let orphaned = inner.dirty || inner.unsynced;
-        let path = std::mem::take(&mut inner.path);
+        let path = Arc::clone(&inner.path);
         let mut state = self.pool.lock();
         if orphaned {
-            state.orphans.insert(path.clone());
+            state.orphans.insert(path.to_path_buf());
         }
         if had_file {
             state.open_files = state.open_files.saturating_sub(1);
         }
-        if let Some(slots) = state.by_path.get_mut(&path) {
-            slots.retain(|(id, _)| *id != self.id);
-            if slots.is_empty() {
-                state.by_path.remove(&path);
-            }
-        }
+        state.by_path.remove(&(path, self.id));
     }
 }
 
@@ -450,7 +458,7 @@ impl File for BudgetFile {
             // behind: an eviction synced what it wrote (or it wrote nothing), so there is
             // nothing to reopen the file for. A clean restart's flush of every idle partition
             // costs no descriptor and no fsync this way.
-            if inner.file.is_none() && !inner.unsynced && !state.orphans.contains(&inner.path) {
+            if inner.file.is_none() && !inner.unsynced && !state.orphans.contains(&*inner.path) {
                 return Ok(());
             }
             inner.path.clone()
@@ -463,7 +471,7 @@ impl File for BudgetFile {
             inner.unsynced = false;
         }
         file.sync_data().inspect_err(|_| self.slot.mark_dirty())?;
-        self.slot.pool.lock().orphans.remove(&path);
+        self.slot.pool.lock().orphans.remove(&*path);
         Ok(())
     }
 
@@ -480,13 +488,14 @@ impl Fs for BudgetFs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
         // Opened now, so that NotFound and AlreadyExists come from this call.
         let file: Arc<dyn File> = Arc::from(self.pool.open_inner(path, mode, None)?);
+        let shared_path: Arc<Path> = Arc::from(path);
         let slot = Arc::new(Slot {
             id: self.pool.next_id.fetch_add(1, Ordering::Relaxed),
             pool: Arc::clone(&self.pool),
             reopen_mode: if mode == OpenMode::Read { OpenMode::Read } else { OpenMode::ReadWrite },
             referenced: AtomicBool::new(true),
             inner: Mutex::new(SlotState {
-                path: path.to_path_buf(),
+                path: Arc::clone(&shared_path),
                 file: Some(file),
                 dirty: false,
                 // A file this process did not write may hold another's unsynced writes (a
@@ -496,7 +505,7 @@ impl Fs for BudgetFs {
                 failed: None,
             }),
         });
-        self.pool.register(&slot, path.to_path_buf());
+        self.pool.register(&slot, shared_path);
         self.pool.admit(&slot);
         Ok(Box::new(BudgetFile { slot }))
     }
@@ -507,24 +516,30 @@ impl Fs for BudgetFs {
         let mut upgraded: Vec<Arc<Slot>> = Vec::new();
         let mut state = self.pool.lock();
         self.pool.inner.rename(from, to)?;
-        let moved: Vec<PathBuf> = state
-            .by_path
-            .range(from.to_path_buf()..)
-            .take_while(|(p, _)| p.starts_with(from))
-            .map(|(p, _)| p.clone())
-            .collect();
-        for old in moved {
-            let Some(slots) = state.by_path.remove(&old) else { continue };
-            let Ok(rest) = old.strip_prefix(from) else { continue };
-            let new = if rest.as_os_str().is_empty() { to.to_path_buf() } else { to.join(rest) };
-            for (_, weak) in &slots {
-                if let Some(slot) = weak.upgrade() {
-                    lock(&slot.inner).path.clone_from(&new);
-                    // Dropped after the pool's lock (see `Pool::evict`).
-                    upgraded.push(slot);
+        let moved = Pool::keys_at_or_under(&state, from);
+        // Handles of one file share their new path, as they shared the old one.
+        let mut renamed: Option<(Arc<Path>, Arc<Path>)> = None;
+        for (old, id) in moved {
+            let Some(weak) = state.by_path.remove(&(Arc::clone(&old), id)) else { continue };
+            let new = match &renamed {
+                Some((last_old, last_new)) if *last_old == old => Arc::clone(last_new),
+                _ => {
+                    let Ok(rest) = old.strip_prefix(from) else { continue };
+                    let new: Arc<Path> = if rest.as_os_str().is_empty() {
+                        Arc::from(to)
+                    } else {
+                        Arc::from(to.join(rest))
+                    };
+                    renamed = Some((Arc::clone(&old), Arc::clone(&new)));
+                    new
                 }
+            };
+            if let Some(slot) = weak.upgrade() {
+                lock(&slot.inner).path = Arc::clone(&new);
+                // Dropped after the pool's lock (see `Pool::evict`).
+                upgraded.push(slot);
             }
-            state.by_path.entry(new).or_default().extend(slots);
+            state.by_path.insert((new, id), weak);
         }
         let orphans: Vec<PathBuf> = state
             .orphans

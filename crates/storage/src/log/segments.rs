@@ -8,9 +8,13 @@ use crate::error::{Error, Result};
 use crate::segment::LogSegment;
 
 /// An ordered map from base offset to segment (Kafka's `LogSegments`).
+///
+/// Segments are boxed: a `BTreeMap` node holds eleven values and nodes filled in order sit
+/// about half full, so an inline `LogSegment` (hundreds of bytes) cost about twice its size per
+/// segment; a box costs its size and a pointer (`tests/segment_memory.rs`).
 #[derive(Debug, Default)]
 pub struct LogSegments {
-    segments: BTreeMap<i64, LogSegment>,
+    segments: BTreeMap<i64, Box<LogSegment>>,
 }
 
 impl LogSegments {
@@ -21,17 +25,17 @@ impl LogSegments {
 
     /// Inserts `segment`, replacing (and returning) one with the same base offset.
     pub fn add(&mut self, segment: LogSegment) -> Option<LogSegment> {
-        self.segments.insert(segment.base_offset(), segment)
+        self.segments.insert(segment.base_offset(), Box::new(segment)).map(|old| *old)
     }
 
     /// Removes the segment at `base_offset`.
     pub fn remove(&mut self, base_offset: i64) -> Option<LogSegment> {
-        self.segments.remove(&base_offset)
+        self.segments.remove(&base_offset).map(|segment| *segment)
     }
 
     /// Removes every segment, returning them in order.
     pub fn clear(&mut self) -> Vec<LogSegment> {
-        std::mem::take(&mut self.segments).into_values().collect()
+        std::mem::take(&mut self.segments).into_values().map(|segment| *segment).collect()
     }
 
     /// Whether a segment starts at `base_offset`.
@@ -41,12 +45,12 @@ impl LogSegments {
 
     /// The segment at `base_offset`.
     pub fn get(&self, base_offset: i64) -> Option<&LogSegment> {
-        self.segments.get(&base_offset)
+        self.segments.get(&base_offset).map(|segment| &**segment)
     }
 
     /// The segment at `base_offset`, mutably.
     pub fn get_mut(&mut self, base_offset: i64) -> Option<&mut LogSegment> {
-        self.segments.get_mut(&base_offset)
+        self.segments.get_mut(&base_offset).map(|segment| &mut **segment)
     }
 
     /// Number of segments.
@@ -61,12 +65,12 @@ impl LogSegments {
 
     /// The segments in offset order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &LogSegment> {
-        self.segments.values()
+        self.segments.values().map(|segment| &**segment)
     }
 
     /// The segments in offset order, mutably.
     pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut LogSegment> {
-        self.segments.values_mut()
+        self.segments.values_mut().map(|segment| &mut **segment)
     }
 
     /// The base offsets in order.
@@ -76,37 +80,37 @@ impl LogSegments {
 
     /// The oldest segment.
     pub fn first_segment(&self) -> Option<&LogSegment> {
-        self.segments.values().next()
+        self.segments.values().next().map(|segment| &**segment)
     }
 
     /// The active segment: the one with the greatest base offset.
     pub fn active_segment(&self) -> Option<&LogSegment> {
-        self.segments.values().next_back()
+        self.segments.values().next_back().map(|segment| &**segment)
     }
 
     /// The active segment, mutably.
     pub fn active_segment_mut(&mut self) -> Option<&mut LogSegment> {
-        self.segments.values_mut().next_back()
+        self.segments.values_mut().next_back().map(|segment| &mut **segment)
     }
 
     /// The segment with the greatest base offset <= `offset` (Kafka's `floorSegment`).
     pub fn floor_segment(&self, offset: i64) -> Option<&LogSegment> {
-        self.segments.range(..=offset).next_back().map(|(_, segment)| segment)
+        self.segments.range(..=offset).next_back().map(|(_, segment)| &**segment)
     }
 
     /// The segment with the greatest base offset < `offset` (Kafka's `lowerSegment`).
     pub fn lower_segment(&self, offset: i64) -> Option<&LogSegment> {
-        self.segments.range(..offset).next_back().map(|(_, segment)| segment)
+        self.segments.range(..offset).next_back().map(|(_, segment)| &**segment)
     }
 
     /// The segment with the smallest base offset > `offset` (Kafka's `higherSegment`).
     pub fn higher_segment(&self, offset: i64) -> Option<&LogSegment> {
-        self.segments.range((Bound::Excluded(offset), Bound::Unbounded)).next().map(|(_, s)| s)
+        self.segments.range((Bound::Excluded(offset), Bound::Unbounded)).next().map(|(_, s)| &**s)
     }
 
     /// Every segment with a base offset > `offset`, in order (Kafka's `higherSegments`).
     pub fn higher_segments(&self, offset: i64) -> impl Iterator<Item = &LogSegment> {
-        self.segments.range((Bound::Excluded(offset), Bound::Unbounded)).map(|(_, s)| s)
+        self.segments.range((Bound::Excluded(offset), Bound::Unbounded)).map(|(_, s)| &**s)
     }
 
     /// The segments from the one holding `from` (or the first) up to, not including, base `to`
@@ -121,7 +125,7 @@ impl LogSegments {
             return Ok(Vec::new());
         }
         let start = self.segments.range(..=from).next_back().map_or(i64::MIN, |(base, _)| *base);
-        Ok(self.segments.range(start..to).map(|(_, segment)| segment).collect())
+        Ok(self.segments.range(start..to).map(|(_, segment)| &**segment).collect())
     }
 
     /// The non-active segments from the one holding `from` (Kafka's `nonActiveLogSegmentsFrom`).

@@ -158,7 +158,6 @@ impl SegmentSync {
 #[derive(Debug)]
 pub struct LogSegment {
     fs: Arc<dyn Fs>,
-    dir: PathBuf,
     base_offset: i64,
     config: SegmentConfig,
     log_path: PathBuf,
@@ -238,7 +237,6 @@ impl LogSegment {
         )?;
         Ok(Self {
             fs,
-            dir: dir.to_owned(),
             base_offset,
             config,
             log_path,
@@ -305,7 +303,6 @@ impl LogSegment {
             offset_index.sanity_check().is_err() || time_index.sanity_check().is_err();
         let mut segment = Self {
             fs,
-            dir: dir.to_owned(),
             base_offset,
             config,
             log_path,
@@ -341,7 +338,8 @@ impl LogSegment {
 
     /// The directory holding the segment.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        // The `.log` is in it: one path kept, not two.
+        self.log_path.parent().unwrap_or_else(|| Path::new(""))
     }
 
     /// The `.log` path.
@@ -682,6 +680,8 @@ impl LogSegment {
     /// Seals the segment when the log rolls past it: the final time index entry, and the indexes
     /// and the `.log` trimmed to their contents (Kafka's `onBecomeInactiveSegment`).
     pub fn on_become_inactive(&mut self) -> Result<()> {
+        // The last appends are looked up at the log's end, which is past this segment now.
+        self.recent = recent::RecentBatches::default();
         let max = self.max_timestamp_so_far;
         self.time_index.maybe_append(max.timestamp, max.offset, true)?;
         self.offset_index.file_mut().trim_to_valid_size()?;
@@ -737,7 +737,7 @@ impl LogSegment {
     /// Deletes the segment's files; missing index files are not an error.
     pub fn delete(self) -> Result<()> {
         for kind in [FileKind::Log, FileKind::Index, FileKind::TimeIndex, FileKind::TxnIndex] {
-            let path = segment_path(&self.dir, self.base_offset, kind);
+            let path = segment_path(self.dir(), self.base_offset, kind);
             match self.fs.remove(&path) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
