@@ -13,8 +13,9 @@
 //! - **Eviction** is a clock (second-chance) sweep over the open handles: a handle used since the
 //!   last sweep is kept once more. A handle with writes since its last `sync_data` (*dirty*;
 //!   a `set_len` alone is not a write: it carries no data, and storage syncs every truncation it
-//!   relies on before returning) is
-//!   passed over while a clean one can go; when only dirty ones are left, the victim is synced
+//!   relies on before returning) is passed over while a clean one can go: there are two clocks,
+//!   and the clean clock moves a handle it finds dirty to the dirty clock, which is swept only
+//!   when the clean one has no victim. Then the victim is synced
 //!   (`sync_data`) before it is closed, and if that sync fails the error is kept and returned by
 //!   the handle's next call, so that the owner (a partition log, which then poisons itself)
 //!   learns of it as if its own `sync_data` had failed. Nothing written is left to the kernel's
@@ -124,8 +125,11 @@ impl fmt::Debug for Pool {
 
 #[derive(Default)]
 struct PoolState {
-    /// The open, unpinned handles in clock order.
+    /// The open, unpinned handles in clock order: the clean clock, where every handle starts
+    /// and which eviction takes from first.
     clock: VecDeque<Weak<Slot>>,
+    /// Handles the clean clock found dirty, in clock order.
+    dirty_clock: VecDeque<Weak<Slot>>,
     /// Every live handle by its current path and its id. The path is the one its handle's
     /// state holds (one allocation for both): a closed handle of an inactive segment costs
     /// this entry and its `Slot`.
@@ -222,14 +226,20 @@ impl Pool {
         self.lock().clock.push_back(Arc::downgrade(slot));
     }
 
-    /// Closes up to `count` open, unpinned handles other than `keep`, by the clock.
+    /// Closes up to `count` open, unpinned handles other than `keep`: clean ones by the clean
+    /// clock first, dirty ones (synced first) by the dirty clock only when no clean one is
+    /// left to take.
     fn evict(&self, count: usize, keep: Option<u64>) {
         let mut closed = 0;
-        let mut allow_dirty = false;
-        // Each pass looks at every handle in the clock at most twice (once to clear its
-        // reference bit, once to take it), and at no more than `EVICTION_SCAN_MAX` of them, so
-        // that an eviction costs the same with thousands of handles open; a pass without a
-        // clean victim allows dirty ones. The clock turns on from where the last pass stopped.
+        let mut rounds_without_victim = 0;
+        // Each pass gives a handle used since the last one a second chance, and looks at no
+        // more than `EVICTION_SCAN_MAX` handles of each clock, so that an eviction costs the
+        // same with thousands of handles open. A handle the clean clock finds dirty moves to
+        // the dirty clock without counting against the pass (it moves once per time it is
+        // made dirty), and one the dirty clock finds synced is a clean victim: so the fsync of
+        // a dirty victim runs only when no clean victim is open, and a roll storm (every
+        // partition opening new files while every active `.log` holds unsynced appends) closes
+        // the new, clean files instead of fsyncing the logs inside the produce path.
         while closed < count {
             let mut victims: Vec<(Arc<Slot>, Arc<dyn File>, bool)> = Vec::new();
             // Every handle upgraded under the pool's lock is dropped after it is released: the
@@ -238,42 +248,18 @@ impl Pool {
             let mut upgraded: Vec<Arc<Slot>> = Vec::new();
             {
                 let mut state = self.lock();
-                let mut budget = state.clock.len().saturating_mul(2).min(EVICTION_SCAN_MAX);
-                while closed + victims.len() < count && budget > 0 {
-                    budget -= 1;
-                    let Some(weak) = state.clock.pop_front() else { break };
-                    let Some(slot) = weak.upgrade() else { continue };
-                    upgraded.push(Arc::clone(&slot));
-                    if Some(slot.id) == keep || slot.referenced.swap(false, Ordering::Relaxed) {
-                        state.clock.push_back(weak);
-                        continue;
-                    }
-                    // Never wait for a handle in use: a busy one stays for the next sweep.
-                    let Ok(mut inner) = slot.inner.try_lock() else {
-                        state.clock.push_back(weak);
-                        continue;
-                    };
-                    if inner.pinned || inner.file.is_none() {
-                        continue;
-                    }
-                    if inner.dirty && !allow_dirty {
-                        state.clock.push_back(weak);
-                        continue;
-                    }
-                    let dirty = inner.dirty;
-                    let Some(file) = inner.file.take() else { continue };
-                    if dirty {
-                        // Synced below: what it holds is on disk once that returns.
-                        inner.dirty = false;
-                        inner.unsynced = false;
-                    }
-                    drop(inner);
+                let wanted = count - closed;
+                let PoolState { clock, dirty_clock, .. } = &mut *state;
+                Self::sweep(clock, Some(dirty_clock), wanted, keep, &mut victims, &mut upgraded);
+                if victims.len() < wanted {
+                    Self::sweep(dirty_clock, None, wanted, keep, &mut victims, &mut upgraded);
+                }
+                for (_, _, dirty) in &victims {
                     state.open_files = state.open_files.saturating_sub(1);
                     state.evictions += 1;
-                    if dirty {
+                    if *dirty {
                         state.dirty_evictions += 1;
                     }
-                    victims.push((slot, file, dirty));
                 }
             }
             drop(upgraded);
@@ -289,11 +275,61 @@ impl Pool {
             }
             closed += found;
             if found == 0 {
-                if allow_dirty {
+                // The first round may only have cleared reference bits; a second finds nothing
+                // only when every open handle is pinned, kept or busy.
+                rounds_without_victim += 1;
+                if rounds_without_victim == 2 {
                     break;
                 }
-                allow_dirty = true;
             }
+        }
+    }
+
+    /// One clock's pass of [`Pool::evict`]: takes up to `wanted` victims (less those found so
+    /// far) into `victims`. With `dirty_clock` (the clean clock's pass) a dirty handle is moved
+    /// there; without (the dirty clock's pass) it is taken, to be synced before it closes.
+    fn sweep(
+        clock: &mut VecDeque<Weak<Slot>>,
+        mut dirty_clock: Option<&mut VecDeque<Weak<Slot>>>,
+        wanted: usize,
+        keep: Option<u64>,
+        victims: &mut Vec<(Arc<Slot>, Arc<dyn File>, bool)>,
+        upgraded: &mut Vec<Arc<Slot>>,
+    ) {
+        let mut budget = clock.len().saturating_mul(2).min(EVICTION_SCAN_MAX);
+        while victims.len() < wanted && budget > 0 {
+            let Some(weak) = clock.pop_front() else { break };
+            let Some(slot) = weak.upgrade() else { continue };
+            upgraded.push(Arc::clone(&slot));
+            // Never wait for a handle in use: a busy one stays for the next sweep.
+            let Ok(mut inner) = slot.inner.try_lock() else {
+                budget -= 1;
+                clock.push_back(weak);
+                continue;
+            };
+            if inner.pinned || inner.file.is_none() {
+                continue;
+            }
+            if inner.dirty
+                && let Some(dirty_clock) = dirty_clock.as_deref_mut()
+            {
+                dirty_clock.push_back(weak);
+                continue;
+            }
+            budget -= 1;
+            if Some(slot.id) == keep || slot.referenced.swap(false, Ordering::Relaxed) {
+                clock.push_back(weak);
+                continue;
+            }
+            let dirty = inner.dirty;
+            let Some(file) = inner.file.take() else { continue };
+            if dirty {
+                // Synced by the caller: what it holds is on disk once that returns.
+                inner.dirty = false;
+                inner.unsynced = false;
+            }
+            drop(inner);
+            victims.push((slot, file, dirty));
         }
     }
 

@@ -185,6 +185,42 @@ fn clean_handles_go_before_dirty_ones() {
     assert_eq!(read(dirty.as_ref()), b"x");
 }
 
+/// More dirty handles than one eviction pass looks at stand before the clean ones in the clock
+/// (the active `.log`s of many partitions, written since their last sync, and behind them the
+/// rolled segments the roll flush has synced): evictions still find the clean ones, and no
+/// fsync runs inside an open.
+#[test]
+fn clean_handles_behind_many_dirty_ones_are_found_first() {
+    // Over EVICTION_SCAN_MAX (256), so that one pass cannot look at every handle.
+    const BUDGET: usize = 600;
+    const DIRTY: usize = 500;
+    let (_sim, counting, fs) = setup(BUDGET);
+    let open = |name: String| fs.open(&PathBuf::from(name), OpenMode::CreateNew).unwrap();
+    let mut handles = Vec::new();
+    for i in 0..DIRTY {
+        let log = open(format!("/d/{i}.log"));
+        log.write_all_at(b"batch", 0).unwrap();
+        handles.push(log);
+    }
+    for i in 0..BUDGET - DIRTY {
+        let rolled = open(format!("/d/{i}.rolled"));
+        rolled.write_all_at(b"batch", 0).unwrap();
+        rolled.sync_data().unwrap();
+        handles.push(rolled);
+    }
+    // The next segments' files: each open needs a descriptor of the budget.
+    for i in 0..BUDGET - DIRTY {
+        handles.push(open(format!("/d/{i}.index")));
+    }
+    let stats = fs.stats();
+    assert_eq!(stats.evictions, (BUDGET - DIRTY) as u64, "{stats:?}");
+    assert_eq!(stats.dirty_evictions, 0, "{stats:?}");
+    assert!(counting.peak() <= BUDGET + 1, "{stats:?}");
+    for (i, log) in handles.iter().take(DIRTY).enumerate() {
+        assert_eq!(read(log.as_ref()), b"batch", "log {i}");
+    }
+}
+
 #[test]
 fn a_failed_eviction_sync_is_returned_by_the_next_call_of_its_handle() {
     let (sim, _counting, fs) = setup(1);
