@@ -62,15 +62,28 @@ fn parent_dir(path: &Path) -> &Path {
 /// return the new contents and the rename are durable. A failure is an [`Error::Io`] naming the
 /// call and the path it was made on; it is not retried (the caller takes the directory offline).
 pub fn write_atomically(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> Result<()> {
+    write_replacing(fs, path, bytes)?;
+    let dir = parent_dir(path);
+    fs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))
+}
+
+/// Replaces the file at `path` as [`write_atomically`] does (its bytes are durable before the
+/// rename, so the file is whole at any crash) but without the directory's fsync: after a
+/// crash `path` holds either these bytes or its previous ones. Only for a file whose previous
+/// version is a valid, older state that a load repairs (the leader-epoch checkpoint after a
+/// truncation from the start: a load truncates it again from the log start offset, as Kafka
+/// does, which writes those truncations without any fsync). A directory fsync waits for the
+/// file system's journal, behind every other file's flush; retention deletes a segment of
+/// each partition under its lock, so this keeps one such wait per deleted segment out of the
+/// append path.
+pub fn write_replacing(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = tmp_path(path);
     let file = fs.open(&tmp, OpenMode::CreateOrOpen).map_err(|e| Error::io("open", &tmp, e))?;
     file.set_len(0).map_err(|e| Error::io("set_len", &tmp, e))?;
     file.write_all_at(bytes, 0).map_err(|e| Error::io("write", &tmp, e))?;
     file.sync_data().map_err(|e| Error::io("sync_data", &tmp, e))?;
     drop(file);
-    fs.rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))?;
-    let dir = parent_dir(path);
-    fs.sync_dir(dir).map_err(|e| Error::io("sync_dir", dir, e))
+    fs.rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))
 }
 
 /// The bytes of the file at `path`, or `None` if it does not exist. A file longer than

@@ -10,6 +10,7 @@ use seglog_format::checkpoint::{
 
 use crate::dirs::checkpoint::{
     CHECKPOINT_BYTES_MAX, malformed_checkpoint, read_text_if_exists, write_atomically,
+    write_replacing,
 };
 use crate::error::{Error, Result};
 use crate::io::Fs;
@@ -32,7 +33,10 @@ pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;
 ///
 /// Every change is written to the checkpoint synchronously and atomically before the method
 /// returns. Kafka writes truncations asynchronously (and restores consistency at load by
-/// truncating again); writing them at once is simpler and never leaves stale entries behind.
+/// truncating again); writing them at once never leaves stale entries behind. A truncation
+/// from the start (retention, DeleteRecords) is written whole but without the directory's
+/// fsync ([`write_replacing`]): the older file it may leave after a crash holds only entries
+/// below the log start, which the load truncates again.
 #[derive(Debug)]
 pub struct LeaderEpochFileCache {
     fs: Arc<dyn Fs>,
@@ -213,10 +217,16 @@ impl LeaderEpochFileCache {
         let n_removed = self.entries.partition_point(|entry| entry.start_offset <= start_offset);
         let Some(last_removed_idx) = n_removed.checked_sub(1) else { return Ok(false) };
         let epoch = self.entries[last_removed_idx].epoch;
+        // Kafka reports a change (and rewrites the file) even when the first entry already
+        // starts there, as at every load; the file is left alone then.
+        let unchanged = last_removed_idx == 0 && self.entries[0].start_offset == start_offset;
         self.entries.drain(..last_removed_idx);
         self.entries[0] = EpochEntry { epoch, start_offset };
         self.check_invariant();
-        self.write()?;
+        if !unchanged {
+            let text = write_leader_epoch_checkpoint(&self.entries);
+            write_replacing(self.fs.as_ref(), &self.path, text.as_bytes())?;
+        }
         Ok(true)
     }
 

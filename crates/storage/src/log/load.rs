@@ -220,6 +220,12 @@ pub fn load(
                         report.segments_deleted += 1;
                     }
                 }
+                // The removals are durable before the log takes appends at those offsets again:
+                // were they lost in a crash, the old segments would come back over the new
+                // appends. (The leader-epoch checkpoint's atomic write at load used to fsync
+                // the directory too, which hid this; txn_sim found it when that write stopped
+                // syncing the directory.)
+                fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))?;
                 break;
             }
         }

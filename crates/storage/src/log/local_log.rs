@@ -540,6 +540,7 @@ impl LocalLog {
         now_ms: i64,
     ) -> Result<()> {
         let active_base = self.active().base_offset();
+        let mut renamed_unsynced = false;
         for &base in base_offsets {
             if base == active_base {
                 return Err(Error::InvalidArgument(format!(
@@ -548,12 +549,19 @@ impl LocalLog {
                 )));
             }
             let Some(segment) = self.segments.remove(base) else { continue };
-            let due_ms = if delay { now_ms + self.config.file_delete_delay_ms } else { now_ms };
-            self.retire(segment, due_ms)?;
             // Each segment's renames are durable before the next one's start: unsynced renames
             // survive a crash in any combination, and were an older deleted segment to come back
-            // while a newer one stayed deleted, the log would have a hole in it.
-            self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
+            // while a newer one stayed deleted, the log would have a hole in it. The last
+            // one's need no fsync (Kafka syncs none): a crash before they reach the disk brings
+            // back a whole segment below the log start, which the next retention pass deletes
+            // again. A directory fsync waits behind every flush of the file system's journal,
+            // and this runs under the log's lock.
+            if renamed_unsynced {
+                self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;
+            }
+            let due_ms = if delay { now_ms + self.config.file_delete_delay_ms } else { now_ms };
+            self.retire(segment, due_ms)?;
+            renamed_unsynced = true;
         }
         if !delay {
             self.delete_expired(now_ms)?;
