@@ -24,7 +24,10 @@ stops the workers at the deadline, reads everything back, judges and plots. Work
                   segments, retention.bytes 256 KiB), whose log start offsets must advance.
 
 `soak` rolls every 2 minutes per partition (segment.ms) and `soak-groups` every 128 KiB, so
-rolls run throughout; neither has retention, so that everything acknowledged can be read back.
+rolls run throughout. `soak` keeps 10 minutes (retention.ms; --retention-ms), so that a long run reaches a steady
+number of segments, as a Kafka user's topic does; `soak-groups` has no retention. The checker
+counts an acknowledged record whose offset is below its partition's log start offset at the end
+as expired, not lost; every other acknowledged record must be read back once, at its offset.
 
 Each sample: the broker's RSS, open descriptors and threads (from /proc), the latest 10 s
 produce p99, the steady group's lag, the `.log` files in the log directory and the sum of
@@ -33,8 +36,12 @@ produce p99, the steady group's lag, the `.log` files in the log directory and t
     delivery failure, no worker error;
   - RSS and descriptors flat after the warm-up (the first sixth, at least 1 minute): the least
     squares slope times the time after the warm-up is within max(5% of the median, 16 MiB) for
-    RSS and within 32 for descriptors;
-  - the produce p99 of every minute after the first within 2x the first minute's;
+    RSS (15% when that time is under 10 minutes, as in CI's 3-minute run: there one step of
+    the allocator, a new thread's heap, cannot be told from a leak) and within 32 for
+    descriptors;
+  - the produce p99 of every minute after the first within 2x the first minute's, and every
+    minute's under P99_CEILING_MS (the first minute starts after the first 10 s window, which
+    holds the clients' start: connections, metadata, producer ids; that window is reported);
   - retention ran (soak-retention's log start offsets advanced) and every kind of group member
     was given partitions at least once.
 Writes samples.jsonl, summary.json and the PNG; exits 1 on a failed condition.
@@ -59,6 +66,9 @@ TOPICS = ["soak", "soak-groups"]
 GROUPS_PARTITIONS = 64
 RETENTION_TOPIC = "soak-retention"
 RETENTION_PARTITIONS = 8
+# No minute's produce p99 may pass this, whatever the first minute's was (a debug build's first
+# minute is already seconds).
+P99_CEILING_MS = 250.0
 
 stopping = threading.Event()
 
@@ -95,7 +105,8 @@ class LatencyLog:
 
     def add(self, seconds):
         now = time.time() - self.t0
-        window, minute = int(now // SAMPLE_S), int(now // 60)
+        # Minute -1 is the first 10 s window (the clients' start); minute 0 starts after it.
+        window, minute = int(now // SAMPLE_S), int((now - SAMPLE_S) // 60)
         if window != self.window:
             self.flush_window()
             self.window = window
@@ -427,12 +438,13 @@ def count_log_files(log_dir):
     return count
 
 
-def create_topics(bootstrap, partitions):
+def create_topics(bootstrap, partitions, retention_ms):
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [
         NewTopic("soak", partitions, 1, config={
-            "segment.ms": "120000", "segment.bytes": "1048576", "retention.ms": "-1"}),
+            "segment.ms": "120000", "segment.bytes": "1048576",
+            "retention.ms": str(retention_ms)}),
         NewTopic("soak-groups", GROUPS_PARTITIONS, 1, config={
             "segment.bytes": "131072", "retention.ms": "-1"}),
         NewTopic(RETENTION_TOPIC, RETENTION_PARTITIONS, 1, config={
@@ -469,17 +481,25 @@ def check(bootstrap, work, partitions):
             expected["offset"][seq] = offset
             expected["acked"] += 1
         sources[source] = expected
+    # Retention may advance a log start offset while the check reads: a partition reset to
+    # its earliest offset (not the latest), and expiry is judged by the log starts after it.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-check",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+                         "enable.auto.commit": False, "fetch.wait.max.ms": 50,
+                         "auto.offset.reset": "earliest"})
+
+    def watermarks():
+        found = {}
+        for t, name in enumerate(TOPICS):
+            for p in range(partitions if t == 0 else GROUPS_PARTITIONS):
+                found[(t, p)] = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=30)
+        return found
+
     ends, log_starts = {}, {}
-    for t, name in enumerate(TOPICS):
-        count = partitions if t == 0 else GROUPS_PARTITIONS
-        for p in range(count):
-            low, high = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=30)
-            log_starts[(t, p)] = low
-            if high > 0:
-                ends[(t, p)] = high
-    consumer.assign([TopicPartition(TOPICS[t], p, 0) for (t, p) in ends])
+    for key, (low, high) in watermarks().items():
+        log_starts[key] = low
+        if high > low:
+            ends[key] = high
+    consumer.assign([TopicPartition(TOPICS[t], p, log_starts[(t, p)]) for (t, p) in ends])
     remaining = dict(ends)
     counts = {"read": 0, "doubled": 0, "misplaced": 0, "foreign": 0, "errors": []}
     deadline = time.monotonic() + 900
@@ -506,15 +526,26 @@ def check(bootstrap, work, partitions):
                     expected["topic"][seq], expected["partition"][seq],
                     expected["offset"][seq]) != (t, p, offset):
                 counts["misplaced"] += 1
+    final_log_starts = {key: low for key, (low, _) in watermarks().items()}
     consumer.close()
-    lost = 0
+    lost = expired = 0
     for expected in sources.values():
-        lost += sum(1 for seq, offset in enumerate(expected["offset"])
-                    if offset >= 0 and not expected["seen"][seq])
+        for seq, offset in enumerate(expected["offset"]):
+            if offset < 0 or expected["seen"][seq]:
+                continue
+            key = (expected["topic"][seq], expected["partition"][seq])
+            if offset < final_log_starts.get(key, 0):
+                expired += 1
+            else:
+                lost += 1
     counts.update({
         "acked": sum(e["acked"] for e in sources.values()), "lost": lost,
+        "expired_by_retention": expired,
         "unread_partitions": len(remaining),
-        "log_start_not_zero": sum(1 for v in log_starts.values() if v != 0),
+        # Only `soak` has retention.
+        "log_start_not_zero": sum(1 for (t, _), v in final_log_starts.items() if t != 0 and v),
+        "soak_partitions_with_log_start": sum(
+            1 for (t, _), v in final_log_starts.items() if t == 0 and v),
         "unacked_but_present": sum(
             1 for e in sources.values() for seq, offset in enumerate(e["offset"])
             if offset < 0 and e["seen"][seq])})
@@ -525,7 +556,7 @@ def check(bootstrap, work, partitions):
 def run(args):
     os.makedirs(args.work, exist_ok=True)
     t0 = time.time()
-    create_topics(args.bootstrap, args.partitions)
+    create_topics(args.bootstrap, args.partitions, args.retention_ms)
     print(f"soak: topics created in {time.time() - t0:.1f}s; running {args.minutes} minutes",
           flush=True)
     t0 = time.time()
@@ -648,7 +679,10 @@ def verdict(args, samples, results, failures):
             points = [(s["t"] / 60, s[key]) for s in steady]
             slope = slope_per_minute(points)
             median = statistics.median(v for _, v in points)
-            allowed = floor if key == "fds" else max(floor, 0.05 * median)
+            # Under 10 minutes a step of the allocator (a new thread's heap is tens of MiB)
+            # cannot be told from a leak: such a run allows 15% of the median, a long one 5%.
+            share = 0.15 if span < 10 else 0.05
+            allowed = floor if key == "fds" else max(floor, share * median)
             figures[key] = {"slope_per_minute": round(slope, 3), "median": median,
                             "min": min(v for _, v in points), "max": max(v for _, v in points),
                             "growth_over_run": round(slope * span, 2), "allowed": allowed}
@@ -660,18 +694,28 @@ def verdict(args, samples, results, failures):
     minutes = []
     with open(os.path.join(args.work, "minutes.jsonl")) as f:
         minutes = [json.loads(line) for line in f]
-    minutes = [m for m in minutes if m["minute"] < args.minutes]  # the last, partial flush
+    startup = [m for m in minutes if m["minute"] < 0]
+    # The last minute is partial (the run ends 10 s into it).
+    minutes = [m for m in minutes if 0 <= m["minute"] < args.minutes - 1]
     if minutes:
         first = minutes[0]["p99"]
         worst = max(minutes[1:], key=lambda m: m["p99"], default=minutes[0])
-        figures["p99_ms"] = {"first_minute": round(first * 1000, 2),
+        figures["p99_ms"] = {"startup_window": round(startup[0]["p99"] * 1000, 2)
+                             if startup else None,
+                             "first_minute": round(first * 1000, 2),
                              "worst_later_minute": worst["minute"],
                              "worst_later": round(worst["p99"] * 1000, 2),
+                             "ceiling": P99_CEILING_MS,
                              "per_minute": [round(m["p99"] * 1000, 2) for m in minutes]}
         if worst["p99"] > 2 * first:
             failures.append(f"produce p99 of minute {worst['minute']} is "
                             f"{worst['p99'] * 1000:.1f} ms, over 2x the first minute's "
                             f"{first * 1000:.1f} ms")
+        for m in minutes:
+            if m["p99"] * 1000 > P99_CEILING_MS:
+                failures.append(f"produce p99 of minute {m['minute']} is "
+                                f"{m['p99'] * 1000:.1f} ms, over the ceiling of "
+                                f"{P99_CEILING_MS:.0f} ms")
     else:
         failures.append("no produce latency was recorded")
     return figures
@@ -708,6 +752,8 @@ def main():
     parser.add_argument("--partitions", type=int, default=2000)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--retention-ms", type=int, default=10 * 60 * 1000,
+                        help="retention.ms of `soak`")
     parser.add_argument("--broker-pid", type=int)
     parser.add_argument("--log-dir")
     parser.add_argument("--png")
