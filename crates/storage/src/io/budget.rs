@@ -337,25 +337,26 @@ impl Pool {
         self.lock().by_path.insert((path, slot.id), Arc::downgrade(slot));
     }
 
-    /// The keys of the live handles at `path` and, when `path` is a directory, under it (paths
+    /// The live handles' entries at `path` and, when `path` is a directory, under it (paths
     /// order by components, so these follow `path` in the map).
-    fn keys_at_or_under(state: &PoolState, path: &Path) -> Vec<(Arc<Path>, u64)> {
+    fn entries_at_or_under<'a>(
+        state: &'a PoolState,
+        path: &'a Path,
+    ) -> impl Iterator<Item = (&'a (Arc<Path>, u64), &'a Weak<Slot>)> {
         state
             .by_path
             .range((Arc::from(path), 0)..)
-            .take_while(|((p, _), _)| p.starts_with(path))
-            .map(|(key, _)| key.clone())
-            .collect()
+            .take_while(move |((p, _), _)| p.starts_with(path))
     }
 
-    /// The live handles at `path` and, when `path` is a directory, under it.
+    /// The keys of the live handles at `path` and under it.
+    fn keys_at_or_under(state: &PoolState, path: &Path) -> Vec<(Arc<Path>, u64)> {
+        Self::entries_at_or_under(state, path).map(|(key, _)| key.clone()).collect()
+    }
+
+    /// The live handles at `path` and under it.
     fn handles_at_or_under(state: &PoolState, path: &Path) -> Vec<Arc<Slot>> {
-        state
-            .by_path
-            .range((Arc::from(path), 0)..)
-            .take_while(|((p, _), _)| p.starts_with(path))
-            .filter_map(|(_, weak)| weak.upgrade())
-            .collect()
+        Self::entries_at_or_under(state, path).filter_map(|(_, weak)| weak.upgrade()).collect()
     }
 
     /// Opens and pins the handles of `path` (and under it): their file is about to be removed
