@@ -65,6 +65,8 @@ pub struct BudgetStats {
     pub dirty_evictions: u64,
     /// Opens that failed with EMFILE or ENFILE and were retried after closing handles.
     pub emfile_retries: u64,
+    /// Entries in the eviction clocks, those of dropped handles not yet swept included.
+    pub clock_entries: usize,
 }
 
 /// An [`Fs`] over another that keeps at most `open_files_max` of its files open (see the module
@@ -103,6 +105,7 @@ impl BudgetFs {
             evictions: state.evictions,
             dirty_evictions: state.dirty_evictions,
             emfile_retries: state.emfile_retries,
+            clock_entries: state.clock.len() + state.dirty_clock.len(),
         }
     }
 }
@@ -137,12 +140,45 @@ struct PoolState {
     /// Files whose handles were dropped with changes not synced: a later handle's
     /// `sync_data` must reach the disk for them even when that handle wrote nothing.
     orphans: BTreeSet<PathBuf>,
+    /// Handles dropped since the clocks were last compacted. A dropped handle's entry stays in
+    /// its clock (and keeps the `Slot`'s allocation, through the `Weak`) until a sweep passes
+    /// it, and a pool under its budget never sweeps: so once the dropped outnumber half the
+    /// clocks' entries, [`PoolState::compact_clocks`] drops them all (amortised O(1) a drop).
+    dropped_since_compaction: usize,
     open_files: usize,
     open_files_peak: usize,
     opens: u64,
     evictions: u64,
     dirty_evictions: u64,
     emfile_retries: u64,
+}
+
+/// Dropped handles below which the clocks are never compacted.
+const COMPACTION_DROPPED_MIN: usize = 64;
+
+impl PoolState {
+    /// Notes a dropped handle, and drops the clocks' entries of dropped handles once they may
+    /// be half the clocks.
+    fn note_dropped(&mut self) {
+        self.dropped_since_compaction += 1;
+        let entries = self.clock.len() + self.dirty_clock.len();
+        if self.dropped_since_compaction >= COMPACTION_DROPPED_MIN
+            && self.dropped_since_compaction * 2 >= entries
+        {
+            self.compact_clocks();
+        }
+    }
+
+    fn compact_clocks(&mut self) {
+        self.clock.retain(|weak| weak.strong_count() > 0);
+        self.dirty_clock.retain(|weak| weak.strong_count() > 0);
+        for clock in [&mut self.clock, &mut self.dirty_clock] {
+            if clock.capacity() > 2 * clock.len() + COMPACTION_DROPPED_MIN {
+                clock.shrink_to(clock.len() + COMPACTION_DROPPED_MIN);
+            }
+        }
+        self.dropped_since_compaction = 0;
+    }
 }
 
 /// One handle's state.
@@ -437,6 +473,7 @@ impl Drop for Slot {
             state.open_files = state.open_files.saturating_sub(1);
         }
         state.by_path.remove(&(path, self.id));
+        state.note_dropped();
     }
 }
 

@@ -153,6 +153,34 @@ fn many_files_through_a_small_budget_keep_their_bytes() {
     assert_eq!(fs.stats().open_files, 0);
 }
 
+/// A broker under its budget never evicts, so its clock is never swept: each file opened and
+/// dropped (a checkpoint written, a segment deleted) must not leave an entry behind for good.
+#[test]
+fn handles_opened_and_dropped_under_the_budget_leave_no_clock_entries_behind() {
+    let (_sim, counting, fs) = setup(64);
+    let kept: Vec<Box<dyn File>> = (0..10)
+        .map(|i| fs.open(&PathBuf::from(format!("/d/kept{i}")), OpenMode::CreateNew).unwrap())
+        .collect();
+    let mut clock_entries_max = 0;
+    for i in 0..10_000 {
+        let file = fs.open(&PathBuf::from(format!("/d/f{}", i % 7)), OpenMode::CreateOrOpen).unwrap();
+        file.write_all_at(b"x", 0).unwrap();
+        file.sync_data().unwrap();
+        drop(file);
+        clock_entries_max = clock_entries_max.max(fs.stats().clock_entries);
+    }
+    let stats = fs.stats();
+    assert_eq!(stats.evictions, 0, "under the budget nothing is evicted: {stats:?}");
+    assert_eq!(stats.handles, kept.len());
+    assert!(
+        clock_entries_max <= 2 * 64 + kept.len(),
+        "the clocks held {clock_entries_max} entries for {} live handles after 10,000 opens",
+        kept.len()
+    );
+    drop(kept);
+    assert_eq!(counting.live(), 0);
+}
+
 #[test]
 fn an_evicted_dirty_handle_is_synced_first_so_its_writes_survive_a_crash() {
     let (sim, _counting, fs) = setup(1);
