@@ -36,6 +36,27 @@ pub(crate) fn install() {
     });
 }
 
+/// How often the recorder drains its histograms' samples into their summaries when nothing
+/// scrapes: each sample (24 bytes) is kept until a drain, so without one a broker that nobody
+/// scrapes grows by its request rate.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Drains the histograms every [`UPKEEP_INTERVAL`] until shutdown (the upkeep task
+/// `PrometheusBuilder::build` would spawn; `build_recorder` leaves it to the caller).
+pub(crate) async fn upkeep(mut stopped: watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(UPKEEP_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        if let Some(Some(handle)) = HANDLE.get() {
+            handle.run_upkeep();
+        }
+    }
+}
+
 /// A per-partition gauge's value.
 type PartitionGauge = fn(&PartitionFigures) -> u64;
 

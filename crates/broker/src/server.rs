@@ -227,6 +227,7 @@ impl Server {
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = metrics_listener {
             metrics::install();
+            tasks.spawn(metrics::upkeep(stopped.clone()));
             tasks.spawn(metrics::serve(Arc::clone(&broker), listener, stopped));
         }
         for (listener, addr) in broker.config.listeners.iter().zip(&local_addrs) {
