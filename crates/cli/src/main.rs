@@ -24,7 +24,9 @@ use clap::{Parser, Subcommand};
 
 /// mimalloc reserves huge allocations without committing them (MAP_NORESERVE), so a request
 /// whose declared array count is far beyond its size (which the `kafka-protocol` decoder
-/// preallocates) costs address space, not an abort: see ARCHITECTURE.md.
+/// preallocates) costs address space, not an abort: see ARCHITECTURE.md. A build without the
+/// `mimalloc` feature exists for heap profiling only (docs/scale.md).
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
