@@ -1,6 +1,7 @@
 //! Segment benchmarks: append throughput on a real directory (next to plain positional writes of
 //! the same bytes), offset and timestamp lookup latency on a full index covering 1 GiB of log (with
-//! p50/p99 printed), and recovery (validate + rebuild indexes) throughput from the page cache.
+//! p50/p99 printed), in memory (an active segment's) and sealed (an inactive segment's, read
+//! from its file in the page cache), and recovery (validate + rebuild indexes) throughput from the page cache.
 //! Run: `cargo bench -p seglog-storage`.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::print_stdout, clippy::cast_precision_loss)]
@@ -102,8 +103,12 @@ const ENTRIES: i64 = 262_144;
 fn full_indexes() -> (OffsetIndex, TimeIndex) {
     let fs = SimFs::new();
     fs.create_dir_all(Path::new("/b")).unwrap();
-    let mut offset_index = OffsetIndex::create(&fs, Path::new("/b/0.index"), 0, 10 << 20).unwrap();
-    let mut time_index = TimeIndex::create(&fs, Path::new("/b/0.timeindex"), 0, 10 << 20).unwrap();
+    fill(&fs, Path::new("/b"))
+}
+
+fn fill(fs: &dyn Fs, dir: &Path) -> (OffsetIndex, TimeIndex) {
+    let mut offset_index = OffsetIndex::create(fs, &dir.join("0.index"), 0, 10 << 20).unwrap();
+    let mut time_index = TimeIndex::create(fs, &dir.join("0.timeindex"), 0, 10 << 20).unwrap();
     for entry_idx in 0..ENTRIES {
         offset_index.append(entry_idx * 40, (entry_idx * 4100) as u32).unwrap();
         time_index.maybe_append(1_700_000_000_000 + entry_idx * 10, entry_idx * 40, false).unwrap();
@@ -152,10 +157,31 @@ fn lookups(c: &mut Criterion) {
         });
     });
     group.finish();
-    percentiles("offset lookup", |t| offset_index.lookup(t).offset, ENTRIES * 40);
+    percentiles("offset lookup", |t| offset_index.lookup(t).unwrap().offset, ENTRIES * 40);
     percentiles(
         "timestamp lookup",
-        |t| time_index.lookup(1_700_000_000_000 + t).offset,
+        |t| time_index.lookup(1_700_000_000_000 + t).unwrap().offset,
+        ENTRIES * 10,
+    );
+    // The same indexes sealed, as an inactive segment's: every probe reads the file.
+    let temp = tempfile::tempdir().unwrap();
+    let (mut offset_index, mut time_index) = fill(&StdFs, temp.path());
+    offset_index.file_mut().trim_to_valid_size().unwrap();
+    offset_index.file_mut().seal().unwrap();
+    time_index.file_mut().trim_to_valid_size().unwrap();
+    time_index.file_mut().seal().unwrap();
+    let mut group = c.benchmark_group("lookup_sealed_index_1GiB");
+    group.bench_function("offset", |b| {
+        b.iter(|| {
+            target = (target + 7_919_993) % (ENTRIES * 40);
+            offset_index.lookup(black_box(target)).unwrap()
+        });
+    });
+    group.finish();
+    percentiles("sealed offset lookup", |t| offset_index.lookup(t).unwrap().offset, ENTRIES * 40);
+    percentiles(
+        "sealed timestamp lookup",
+        |t| time_index.lookup(1_700_000_000_000 + t).unwrap().offset,
         ENTRIES * 10,
     );
 }

@@ -1,6 +1,12 @@
 //! The storage shared by both indexes (Kafka's `AbstractIndex`): a fixed-size entry file,
-//! preallocated while the segment is active and trimmed to its valid entries when it is not, with
-//! the entries mirrored in memory and searched with Kafka's warm-section binary search.
+//! preallocated while the segment is active and trimmed to its valid entries when it is not,
+//! searched with Kafka's warm-section binary search.
+//!
+//! An active segment's entries are mirrored in memory. A sealed index (an inactive segment's,
+//! [`IndexFile::seal`]) holds only its entry count and last entry, and searches its file,
+//! one read of an entry per probe through the page cache: so the heap an index holds does not
+//! grow with the data kept, as Kafka's memory maps, paged by the kernel, do not (a 1 GiB
+//! segment's indexes are about 5 MiB). A mutation unseals it first (reads its entries back).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -124,13 +130,23 @@ pub struct IndexFile<E: IndexEntry> {
     path: PathBuf,
     file: Arc<dyn File>,
     base_offset: i64,
+    /// The entries while unsealed; empty while sealed.
     entries: Vec<E>,
+    /// Set while sealed: the entries are read from the file, not kept.
+    sealed: Option<Sealed<E>>,
     /// Entries `[written_entries..]` are not yet in the file.
     written_entries: usize,
     /// Entries the file has room for (its length / entry size).
     max_entries: usize,
     /// Bytes the file is preallocated to while active.
     index_bytes_max: u64,
+}
+
+/// What a sealed index keeps of its entries.
+#[derive(Debug, Clone, Copy)]
+struct Sealed<E> {
+    n_entries: usize,
+    last: Option<E>,
 }
 
 fn rounded(bytes: u64, entry_bytes: usize) -> u64 {
@@ -157,6 +173,7 @@ impl<E: IndexEntry> IndexFile<E> {
             file: Arc::from(file),
             base_offset,
             entries: Vec::new(),
+            sealed: None,
             written_entries: 0,
             max_entries: (len / E::BYTES as u64) as usize,
             index_bytes_max,
@@ -205,6 +222,7 @@ impl<E: IndexEntry> IndexFile<E> {
             file,
             base_offset,
             entries,
+            sealed: None,
             written_entries,
             max_entries,
             index_bytes_max,
@@ -224,7 +242,7 @@ impl<E: IndexEntry> IndexFile<E> {
         }
         // The slot after the valid entries is the one an append would write next: it must be
         // empty (zeros) or past the end. Further slots are never read, so they cannot mislead.
-        let written = (self.written_entries.min(self.entries.len()) * E::BYTES) as u64;
+        let written = (self.written_entries.min(self.n_entries()) * E::BYTES) as u64;
         if written + E::BYTES as u64 <= len {
             let mut slot = vec![0u8; E::BYTES];
             self.file
@@ -272,14 +290,62 @@ impl<E: IndexEntry> IndexFile<E> {
         self.base_offset
     }
 
-    /// The entries.
-    pub fn entries(&self) -> &[E] {
-        &self.entries
+    /// Whether the index is sealed ([`IndexFile::seal`]).
+    pub fn is_sealed(&self) -> bool {
+        self.sealed.is_some()
+    }
+
+    /// Drops the in-memory entries of a trimmed index whose entries are all written: lookups
+    /// read the file from now on, and a mutation reads them back first ([`IndexFile::unseal`]).
+    /// For an inactive segment's indexes. A no-op when already sealed.
+    pub fn seal(&mut self) -> Result<()> {
+        if self.sealed.is_some() {
+            return Ok(());
+        }
+        self.write_pending()?;
+        self.sealed = Some(Sealed { n_entries: self.entries.len(), last: self.entries.last().copied() });
+        self.entries = Vec::new();
+        Ok(())
+    }
+
+    /// Reads a sealed index's entries back into memory, for a mutation (or a segment that is
+    /// active again). A no-op when not sealed.
+    pub fn unseal(&mut self) -> Result<()> {
+        let Some(sealed) = self.sealed else { return Ok(()) };
+        let mut bytes = vec![0u8; sealed.n_entries * E::BYTES];
+        self.file
+            .read_exact_at(&mut bytes, 0)
+            .map_err(|e| Error::io("read index", &self.path, e))?;
+        let mut entries = Vec::with_capacity(sealed.n_entries);
+        for (entry_idx, chunk) in bytes.chunks_exact(E::BYTES).enumerate() {
+            entries.push(self.decode_at(entry_idx, chunk)?);
+        }
+        self.entries = entries;
+        self.written_entries = sealed.n_entries;
+        self.sealed = None;
+        Ok(())
+    }
+
+    fn decode_at(&self, entry_idx: usize, bytes: &[u8]) -> Result<E> {
+        E::decode(bytes).ok_or_else(|| Error::CorruptIndex {
+            path: self.path.clone(),
+            reason: format!("entry {entry_idx} of a sealed index does not decode"),
+        })
+    }
+
+    /// A sealed index's entry at `entry_idx`, read from the file.
+    fn read_entry(&self, entry_idx: usize) -> Result<E> {
+        let mut bytes = [0u8; 16];
+        let bytes = bytes.get_mut(..E::BYTES).unwrap_or_default();
+        self.file
+            .read_exact_at(bytes, (entry_idx * E::BYTES) as u64)
+            .map_err(|e| Error::io("read index", &self.path, e))?;
+        self.decode_at(entry_idx, bytes)
     }
 
     /// Number of entries.
     pub fn n_entries(&self) -> usize {
-        self.entries.len()
+        self.sealed.map_or(self.entries.len(), |sealed| sealed.n_entries)
     }
 
     /// Entries the file has room for.
@@ -289,26 +355,39 @@ impl<E: IndexEntry> IndexFile<E> {
 
     /// Bytes of valid entries (Kafka's `sizeInBytes`).
     pub fn size_bytes(&self) -> u64 {
-        (self.entries.len() * E::BYTES) as u64
+        (self.n_entries() * E::BYTES) as u64
+    }
+
+    /// Bytes of entries held in memory (none while sealed).
+    pub fn heap_bytes(&self) -> usize {
+        self.entries.capacity() * size_of::<E>()
     }
 
     /// The last entry.
-    pub fn last(&self) -> Option<&E> {
-        self.entries.last()
+    pub fn last(&self) -> Option<E> {
+        match self.sealed {
+            Some(sealed) => sealed.last,
+            None => self.entries.last().copied(),
+        }
     }
 
     /// The entry at `entry_idx`.
     pub fn entry(&self, entry_idx: usize) -> Result<E> {
-        self.entries.get(entry_idx).copied().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "attempt to fetch the {entry_idx}th entry from an index of size {}",
-                self.entries.len()
-            ))
-        })
+        let n_entries = self.n_entries();
+        if entry_idx >= n_entries {
+            return Err(Error::InvalidArgument(format!(
+                "attempt to fetch the {entry_idx}th entry from an index of size {n_entries}"
+            )));
+        }
+        match self.entries.get(entry_idx) {
+            Some(entry) if self.sealed.is_none() => Ok(*entry),
+            _ => self.read_entry(entry_idx),
+        }
     }
 
     /// Appends an entry; the caller has checked the index rules.
     pub fn push(&mut self, entry: E) -> Result<()> {
+        self.unseal()?;
         if self.entries.len() >= self.max_entries {
             return Err(Error::InvalidArgument(format!(
                 "attempt to append to a full index (size = {})",
@@ -327,26 +406,66 @@ impl<E: IndexEntry> IndexFile<E> {
         Ok(())
     }
 
-    /// The slot of the largest entry whose `key` is <= `target` (Kafka's `largestLowerBoundSlotFor`,
-    /// warm section first), or `None`.
-    pub fn largest_lower_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Option<usize> {
-        let key_at = |slot: usize| {
-            Ok::<_, std::convert::Infallible>(self.entries.get(slot).map_or(i64::MAX, &key))
-        };
-        let Ok(slot) = largest_lower_bound_slot(self.entries.len(), E::BYTES, target, key_at);
-        slot
+    /// The largest entry whose `key` is <= `target` (Kafka's `largestLowerBoundSlotFor`, warm
+    /// section first), or `None`.
+    pub fn largest_lower_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Result<Option<E>> {
+        if self.sealed.is_none() {
+            let key_at = |slot: usize| {
+                Ok::<_, std::convert::Infallible>(self.entries.get(slot).map_or(i64::MAX, &key))
+            };
+            let Ok(slot) = largest_lower_bound_slot(self.entries.len(), E::BYTES, target, key_at);
+            return Ok(slot.and_then(|slot| self.entries.get(slot).copied()));
+        }
+        let key_at = |slot: usize| self.read_entry(slot).map(|entry| key(&entry));
+        match largest_lower_bound_slot(self.n_entries(), E::BYTES, target, key_at)? {
+            Some(slot) => self.read_entry(slot).map(Some),
+            None => Ok(None),
+        }
     }
 
-    /// The slot of the smallest entry whose `key` is >= `target`, or `None`.
-    pub fn smallest_upper_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Option<usize> {
-        let slot = self.entries.partition_point(|entry| key(entry) < target);
-        (slot < self.entries.len()).then_some(slot)
+    /// The number of leading entries for which `below` holds (entries are ordered so that it
+    /// holds for a prefix): a binary search, of the file when sealed.
+    pub fn partition_point(&self, below: impl Fn(&E) -> bool) -> Result<usize> {
+        if self.sealed.is_none() {
+            return Ok(self.entries.partition_point(below));
+        }
+        let (mut lo, mut hi) = (0, self.n_entries());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(&self.read_entry(mid)?) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// The smallest entry whose `key` is >= `target`, or `None`.
+    pub fn smallest_upper_bound(&self, target: i64, key: impl Fn(&E) -> i64) -> Result<Option<E>> {
+        let slot = self.partition_point(|entry| key(entry) < target)?;
+        if slot < self.n_entries() { self.entry(slot).map(Some) } else { Ok(None) }
     }
 
     /// Removes every entry from `keep` on, and zeroes their bytes in the file so a later reopen
     /// cannot read them back.
     pub fn truncate_entries(&mut self, keep: usize) -> Result<()> {
-        if keep >= self.entries.len() {
+        if keep >= self.n_entries() {
+            return Ok(());
+        }
+        if let Some(sealed) = self.sealed {
+            // Every entry of a sealed index is in the file: zero the dropped ones there, and
+            // stay sealed.
+            let zeros = vec![0u8; (sealed.n_entries - keep) * E::BYTES];
+            self.file
+                .write_all_at(&zeros, (keep * E::BYTES) as u64)
+                .map_err(|e| Error::io("truncate index", &self.path, e))?;
+            let last = match keep.checked_sub(1) {
+                Some(last_idx) => Some(self.read_entry(last_idx)?),
+                None => None,
+            };
+            self.sealed = Some(Sealed { n_entries: keep, last });
+            self.written_entries = keep;
             return Ok(());
         }
         let written_end = self.written_entries.min(self.entries.len());
@@ -368,6 +487,9 @@ impl<E: IndexEntry> IndexFile<E> {
 
     /// Writes entries not yet in the file (without an fsync).
     pub fn write_pending(&mut self) -> Result<()> {
+        if self.sealed.is_some() {
+            return Ok(());
+        }
         let Some(pending) = self.entries.get(self.written_entries..) else { return Ok(()) };
         if pending.is_empty() {
             return Ok(());
@@ -394,7 +516,10 @@ impl<E: IndexEntry> IndexFile<E> {
     pub fn resize(&mut self, bytes: u64) -> Result<bool> {
         let len = rounded(bytes, E::BYTES);
         let new_max = (len / E::BYTES as u64) as usize;
-        if new_max < self.entries.len() {
+        if self.sealed.is_some() && new_max != self.max_entries {
+            self.unseal()?;
+        }
+        if new_max < self.n_entries() {
             self.truncate_entries(new_max)?;
         }
         self.write_pending()?;

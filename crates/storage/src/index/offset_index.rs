@@ -51,13 +51,13 @@ impl OffsetIndex {
     }
 
     /// The largest entry whose offset is <= `target_offset`, or `(base_offset, 0)` when there is
-    /// none (Kafka's `lookup`).
-    pub fn lookup(&self, target_offset: i64) -> OffsetPosition {
+    /// none (Kafka's `lookup`). Fails only when a sealed index's file cannot be read.
+    pub fn lookup(&self, target_offset: i64) -> Result<OffsetPosition> {
         let base = self.file.base_offset();
-        self.file
-            .largest_lower_bound(target_offset, |e| base + i64::from(e.relative_offset))
-            .and_then(|slot| self.file.entries().get(slot))
-            .map_or(OffsetPosition { offset: base, position: 0 }, |entry| self.absolute(*entry))
+        Ok(self
+            .file
+            .largest_lower_bound(target_offset, |e| base + i64::from(e.relative_offset))?
+            .map_or(OffsetPosition { offset: base, position: 0 }, |entry| self.absolute(entry)))
     }
 
     /// The smallest entry whose position is >= `start_position + fetch_size` (Kafka's
@@ -66,12 +66,12 @@ impl OffsetIndex {
         &self,
         start_position: u32,
         fetch_size: u32,
-    ) -> Option<OffsetPosition> {
+    ) -> Result<Option<OffsetPosition>> {
         let target = i64::from(start_position) + i64::from(fetch_size);
-        self.file
-            .smallest_upper_bound(target, |e| i64::from(e.position))
-            .and_then(|slot| self.file.entries().get(slot))
-            .map(|entry| self.absolute(*entry))
+        Ok(self
+            .file
+            .smallest_upper_bound(target, |e| i64::from(e.position))?
+            .map(|entry| self.absolute(entry)))
     }
 
     /// The entry at `entry_idx`, with an absolute offset.
@@ -97,19 +97,18 @@ impl OffsetIndex {
 
     /// The last entry's offset, or the base offset when empty.
     pub fn last_offset(&self) -> i64 {
-        self.file.last().map_or(self.file.base_offset(), |e| self.absolute(*e).offset)
+        self.file.last().map_or(self.file.base_offset(), |e| self.absolute(e).offset)
     }
 
     /// The last entry.
     pub fn last_entry(&self) -> Option<OffsetPosition> {
-        self.file.last().map(|e| self.absolute(*e))
+        self.file.last().map(|e| self.absolute(e))
     }
 
     /// Removes every entry with an offset >= `offset` (Kafka's `truncateTo`).
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
         let base = self.file.base_offset();
-        let keep =
-            self.file.entries().partition_point(|e| base + i64::from(e.relative_offset) < offset);
+        let keep = self.file.partition_point(|e| base + i64::from(e.relative_offset) < offset)?;
         self.file.truncate_entries(keep)
     }
 
@@ -153,7 +152,7 @@ mod tests {
     #[test]
     fn random_lookup() {
         let (_fs, mut index) = index(30 * 8);
-        assert_eq!(index.lookup(BASE + 1000), OffsetPosition { offset: BASE, position: 0 });
+        assert_eq!(index.lookup(BASE + 1000).unwrap(), OffsetPosition { offset: BASE, position: 0 });
         let mut state = 17u64;
         let mut offset = BASE;
         let mut entries = Vec::new();
@@ -171,8 +170,60 @@ mod tests {
                 .map_or(OffsetPosition { offset: BASE, position: 0 }, |&(offset, position)| {
                     OffsetPosition { offset, position }
                 });
-            assert_eq!(index.lookup(target), expected, "target {target}");
+            assert_eq!(index.lookup(target).unwrap(), expected, "target {target}");
         }
+    }
+
+    /// A sealed index (an inactive segment's) answers every lookup, entry and upper bound as it
+    /// did in memory, holds no entries in the heap, and truncates and unseals to take appends
+    /// again; a reopen reads what the sealed truncation left.
+    #[test]
+    fn a_sealed_index_answers_from_its_file_as_it_did_from_memory() {
+        let n_entries = 3_000usize;
+        let (fs, mut index) = index(n_entries as u64 * 8 + 800);
+        let mut state = 99u64;
+        let mut offset = BASE;
+        for position in 0..n_entries as u32 {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            offset += 1 + (state >> 61) as i64;
+            index.append(offset, position * 70).unwrap();
+        }
+        let end = offset;
+        let probe = |index: &OffsetIndex| {
+            let lookups: Vec<_> =
+                (BASE - 3..end + 3).step_by(3).map(|t| index.lookup(t).unwrap()).collect();
+            let bounds: Vec<_> = (0..n_entries as u32 * 70 + 100)
+                .step_by(97)
+                .map(|p| index.fetch_upper_bound_offset(p, 50).unwrap())
+                .collect();
+            let entries: Vec<_> = (0..index.n_entries()).map(|i| index.entry(i).unwrap()).collect();
+            (lookups, bounds, entries, index.last_entry(), index.last_offset(), index.size_bytes())
+        };
+        let in_memory = probe(&index);
+        index.file_mut().trim_to_valid_size().unwrap();
+        index.file_mut().seal().unwrap();
+        assert!(index.file().is_sealed());
+        assert_eq!(index.file().heap_bytes(), 0, "a sealed index keeps no entries");
+        assert_eq!(probe(&index), in_memory, "sealed answers equal the in-memory ones");
+        assert!(index.entry(n_entries).is_err());
+
+        // Truncation stays sealed and zeroes the dropped entries in the file.
+        let cut = in_memory.2[2_000].offset;
+        index.truncate_to(cut).unwrap();
+        assert!(index.file().is_sealed());
+        assert_eq!(index.n_entries(), 2_000);
+        assert_eq!(index.last_entry(), Some(in_memory.2[1_999]));
+        assert_eq!(index.lookup(end).unwrap(), in_memory.2[1_999]);
+        let reopened = OffsetIndex::open(&fs, &path(), BASE, 1 << 20).unwrap();
+        assert_eq!(reopened.n_entries(), 2_000, "the file holds what the sealed truncation kept");
+
+        // An append unseals: the entries come back into memory and the index grows again.
+        index.file_mut().resize_to_max().unwrap();
+        assert!(!index.file().is_sealed());
+        index.append(cut + 5, 2_000 * 70).unwrap();
+        assert_eq!(index.n_entries(), 2_001);
+        assert_eq!(index.lookup(cut + 6).unwrap(), OffsetPosition { offset: cut + 5, position: 140_000 });
+        assert_eq!(index.entry(1_000).unwrap(), in_memory.2[1_000]);
     }
 
     /// `lookupExtremeCases`, `testEntry`, `testEntryOverflow`.
@@ -182,9 +233,9 @@ mod tests {
         assert!(index.entry(0).is_err());
         index.append(BASE + 1, 10).unwrap();
         index.append(BASE + 10, 20).unwrap();
-        assert_eq!(index.lookup(BASE), OffsetPosition { offset: BASE, position: 0 });
-        assert_eq!(index.lookup(BASE + 1), OffsetPosition { offset: BASE + 1, position: 10 });
-        assert_eq!(index.lookup(BASE + 10), OffsetPosition { offset: BASE + 10, position: 20 });
+        assert_eq!(index.lookup(BASE).unwrap(), OffsetPosition { offset: BASE, position: 0 });
+        assert_eq!(index.lookup(BASE + 1).unwrap(), OffsetPosition { offset: BASE + 1, position: 10 });
+        assert_eq!(index.lookup(BASE + 10).unwrap(), OffsetPosition { offset: BASE + 10, position: 20 });
         assert_eq!(index.entry(1).unwrap(), OffsetPosition { offset: BASE + 10, position: 20 });
         assert!(index.entry(2).is_err());
     }
@@ -212,18 +263,18 @@ mod tests {
             index.append(offset, position).unwrap();
         }
         assert_eq!(
-            index.fetch_upper_bound_offset(0, 200),
+            index.fetch_upper_bound_offset(0, 200).unwrap(),
             Some(OffsetPosition { offset: BASE + 2, position: 200 })
         );
         assert_eq!(
-            index.fetch_upper_bound_offset(0, 201),
+            index.fetch_upper_bound_offset(0, 201).unwrap(),
             Some(OffsetPosition { offset: BASE + 3, position: 300 })
         );
         assert_eq!(
-            index.fetch_upper_bound_offset(200, 100),
+            index.fetch_upper_bound_offset(200, 100).unwrap(),
             Some(OffsetPosition { offset: BASE + 3, position: 300 })
         );
-        assert_eq!(index.fetch_upper_bound_offset(200, 101), None);
+        assert_eq!(index.fetch_upper_bound_offset(200, 101).unwrap(), None);
     }
 
     /// `testReopen`: a trimmed, closed index reopens with its entries and refuses appends.
@@ -268,7 +319,7 @@ mod tests {
         index.truncate_to(BASE + 5).unwrap();
         assert_eq!(index.last_offset(), BASE + 4, "between entries keeps the lower");
         index.append(BASE + 5, 100).unwrap();
-        assert_eq!(index.lookup(BASE + 7).offset, BASE + 5, "appends work after truncation");
+        assert_eq!(index.lookup(BASE + 7).unwrap().offset, BASE + 5, "appends work after truncation");
         index.file_mut().flush().unwrap();
         // The truncated entries are gone from the file too.
         let reopened = OffsetIndex::open(&fs, &path(), BASE, 20 * 8).unwrap();

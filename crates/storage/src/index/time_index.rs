@@ -53,17 +53,18 @@ impl TimeIndex {
         TimestampOffset { timestamp: -1, offset: self.file.base_offset() }
     }
 
-    /// The largest entry whose timestamp is <= `timestamp`, or `(-1, base_offset)`.
-    pub fn lookup(&self, timestamp: i64) -> TimestampOffset {
-        self.file
-            .largest_lower_bound(timestamp, |e| e.timestamp)
-            .and_then(|slot| self.file.entries().get(slot))
-            .map_or(self.empty_entry(), |entry| self.absolute(*entry))
+    /// The largest entry whose timestamp is <= `timestamp`, or `(-1, base_offset)`. Fails only
+    /// when a sealed index's file cannot be read.
+    pub fn lookup(&self, timestamp: i64) -> Result<TimestampOffset> {
+        Ok(self
+            .file
+            .largest_lower_bound(timestamp, |e| e.timestamp)?
+            .map_or(self.empty_entry(), |entry| self.absolute(entry)))
     }
 
     /// The last entry, or `(-1, base_offset)` when empty (Kafka's `lastEntry`).
     pub fn last_entry(&self) -> TimestampOffset {
-        self.file.last().map_or(self.empty_entry(), |e| self.absolute(*e))
+        self.file.last().map_or(self.empty_entry(), |e| self.absolute(e))
     }
 
     /// The entry at `entry_idx`.
@@ -112,8 +113,7 @@ impl TimeIndex {
     /// Removes every entry with an offset >= `offset`.
     pub fn truncate_to(&mut self, offset: i64) -> Result<()> {
         let base = self.file.base_offset();
-        let keep =
-            self.file.entries().partition_point(|e| base + i64::from(e.relative_offset) < offset);
+        let keep = self.file.partition_point(|e| base + i64::from(e.relative_offset) < offset)?;
         self.file.truncate_entries(keep)
     }
 
@@ -148,16 +148,16 @@ mod tests {
     fn lookup_and_last_entry() {
         let (_fs, mut index) = index(30);
         let empty = TimestampOffset { timestamp: -1, offset: BASE };
-        assert_eq!(index.lookup(100), empty);
+        assert_eq!(index.lookup(100).unwrap(), empty);
         assert_eq!(index.last_entry(), empty);
         for idx in 1..10 {
             index.maybe_append(idx * 10, idx * 10 + BASE, false).unwrap();
         }
         assert_eq!(index.last_entry(), TimestampOffset { timestamp: 90, offset: 90 + BASE });
-        assert_eq!(index.lookup(9), empty, "below the first");
-        assert_eq!(index.lookup(25), TimestampOffset { timestamp: 20, offset: 20 + BASE });
-        assert_eq!(index.lookup(30), TimestampOffset { timestamp: 30, offset: 30 + BASE });
-        assert_eq!(index.lookup(1000).timestamp, 90);
+        assert_eq!(index.lookup(9).unwrap(), empty, "below the first");
+        assert_eq!(index.lookup(25).unwrap(), TimestampOffset { timestamp: 20, offset: 20 + BASE });
+        assert_eq!(index.lookup(30).unwrap(), TimestampOffset { timestamp: 30, offset: 30 + BASE });
+        assert_eq!(index.lookup(1000).unwrap().timestamp, 90);
     }
 
     /// `testEntry`, `testEntryOverflow`, `testTruncate`.

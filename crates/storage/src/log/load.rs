@@ -253,6 +253,11 @@ pub fn load(
         fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))?;
         log_end_offset = start;
     }
+    // Inactive segments' indexes are sealed (their entries leave the heap), the active one's
+    // grown back to take appends.
+    for segment in segments.iter_mut() {
+        segment.seal_indexes()?;
+    }
     if let Some(active) = segments.active_segment_mut() {
         active.resize_indexes_to_max()?;
     }

@@ -488,7 +488,7 @@ impl LogSegment {
         {
             return Ok(Some(hit));
         }
-        let from = self.offset_index.lookup(offset).position.max(starting_position);
+        let from = self.offset_index.lookup(offset)?.position.max(starting_position);
         let mut scan = HeaderScan::new(self.log.as_ref(), from.min(self.size), self.size);
         while let Some(header) = scan.next_header(&self.log_path)? {
             if header.last_offset >= offset {
@@ -568,8 +568,8 @@ impl LogSegment {
         target: i64,
         starting_offset: i64,
     ) -> Result<Option<TimestampAndOffset>> {
-        let indexed = self.time_index.lookup(target);
-        let from = self.offset_index.lookup(indexed.offset.max(starting_offset)).position;
+        let indexed = self.time_index.lookup(target)?;
+        let from = self.offset_index.lookup(indexed.offset.max(starting_offset))?.position;
         let mut scan = HeaderScan::new(self.log.as_ref(), from, self.size);
         while let Some(header) = scan.next_header(&self.log_path)? {
             if header.max_timestamp < target {
@@ -647,7 +647,7 @@ impl LogSegment {
         self.bytes_since_last_index_entry = 0;
         if self.max_timestamp_so_far.timestamp >= 0 {
             self.max_timestamp_so_far = self.time_index.last_entry();
-            let from = self.offset_index.lookup(self.max_timestamp_so_far.offset).position;
+            let from = self.offset_index.lookup(self.max_timestamp_so_far.offset)?.position;
             let mut scan = HeaderScan::new(self.log.as_ref(), from, self.size);
             while let Some(header) = scan.next_header(&self.log_path)? {
                 if header.max_timestamp > self.max_timestamp_so_far.timestamp {
@@ -692,11 +692,21 @@ impl LogSegment {
                 .set_len(u64::from(self.size))
                 .map_err(|e| Error::io("trim segment", &self.log_path, e))?;
         }
-        Ok(())
+        self.seal_indexes()
+    }
+
+    /// Seals both indexes, as an inactive segment's are: their entries leave the heap and
+    /// lookups read the files (`index/file.rs`). [`LogSegment::resize_indexes_to_max`] and
+    /// every index mutation unseal them.
+    pub fn seal_indexes(&mut self) -> Result<()> {
+        self.offset_index.file_mut().seal()?;
+        self.time_index.file_mut().seal()
     }
 
     /// Grows the indexes back to their full size, for a segment that is active again.
     pub fn resize_indexes_to_max(&mut self) -> Result<()> {
+        self.offset_index.file_mut().unseal()?;
+        self.time_index.file_mut().unseal()?;
         self.offset_index.file_mut().resize_to_max()?;
         self.time_index.file_mut().resize_to_max()?;
         Ok(())

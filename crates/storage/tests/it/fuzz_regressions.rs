@@ -84,7 +84,7 @@ fn index_entry_beyond_i64_max() {
     write(&fs, &path("a.index"), &[0x00, 0x0c, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x0c]);
     let index = OffsetIndex::open(&fs, &path("a.index"), HUGE_BASE, 0x200).unwrap();
     assert_eq!(index.last_offset(), HUGE_BASE);
-    assert_eq!(index.lookup(i64::MAX), OffsetPosition { offset: HUGE_BASE, position: 0 });
+    assert_eq!(index.lookup(i64::MAX).unwrap(), OffsetPosition { offset: HUGE_BASE, position: 0 });
     assert_eq!(index.n_entries(), 0);
     assert!(index.sanity_check().is_err());
 
@@ -93,7 +93,7 @@ fn index_entry_beyond_i64_max() {
     write(&fs, &path("a.timeindex"), &entry);
     let time = TimeIndex::open(&fs, &path("a.timeindex"), HUGE_BASE, 0x200).unwrap();
     assert_eq!(time.last_entry(), TimestampOffset { timestamp: -1, offset: HUGE_BASE });
-    assert_eq!(time.lookup(i64::MAX), TimestampOffset { timestamp: -1, offset: HUGE_BASE });
+    assert_eq!(time.lookup(i64::MAX).unwrap(), TimestampOffset { timestamp: -1, offset: HUGE_BASE });
     assert_eq!(time.n_entries(), 0);
     assert!(time.sanity_check().is_err());
 }
