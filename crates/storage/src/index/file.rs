@@ -303,7 +303,8 @@ impl<E: IndexEntry> IndexFile<E> {
             return Ok(());
         }
         self.write_pending()?;
-        self.sealed = Some(Sealed { n_entries: self.entries.len(), last: self.entries.last().copied() });
+        self.sealed =
+            Some(Sealed { n_entries: self.entries.len(), last: self.entries.last().copied() });
         self.entries = Vec::new();
         Ok(())
     }

@@ -152,7 +152,10 @@ mod tests {
     #[test]
     fn random_lookup() {
         let (_fs, mut index) = index(30 * 8);
-        assert_eq!(index.lookup(BASE + 1000).unwrap(), OffsetPosition { offset: BASE, position: 0 });
+        assert_eq!(
+            index.lookup(BASE + 1000).unwrap(),
+            OffsetPosition { offset: BASE, position: 0 }
+        );
         let mut state = 17u64;
         let mut offset = BASE;
         let mut entries = Vec::new();
@@ -222,7 +225,10 @@ mod tests {
         assert!(!index.file().is_sealed());
         index.append(cut + 5, 2_000 * 70).unwrap();
         assert_eq!(index.n_entries(), 2_001);
-        assert_eq!(index.lookup(cut + 6).unwrap(), OffsetPosition { offset: cut + 5, position: 140_000 });
+        assert_eq!(
+            index.lookup(cut + 6).unwrap(),
+            OffsetPosition { offset: cut + 5, position: 140_000 }
+        );
         assert_eq!(index.entry(1_000).unwrap(), in_memory.2[1_000]);
     }
 
@@ -234,8 +240,14 @@ mod tests {
         index.append(BASE + 1, 10).unwrap();
         index.append(BASE + 10, 20).unwrap();
         assert_eq!(index.lookup(BASE).unwrap(), OffsetPosition { offset: BASE, position: 0 });
-        assert_eq!(index.lookup(BASE + 1).unwrap(), OffsetPosition { offset: BASE + 1, position: 10 });
-        assert_eq!(index.lookup(BASE + 10).unwrap(), OffsetPosition { offset: BASE + 10, position: 20 });
+        assert_eq!(
+            index.lookup(BASE + 1).unwrap(),
+            OffsetPosition { offset: BASE + 1, position: 10 }
+        );
+        assert_eq!(
+            index.lookup(BASE + 10).unwrap(),
+            OffsetPosition { offset: BASE + 10, position: 20 }
+        );
         assert_eq!(index.entry(1).unwrap(), OffsetPosition { offset: BASE + 10, position: 20 });
         assert!(index.entry(2).is_err());
     }
@@ -319,7 +331,11 @@ mod tests {
         index.truncate_to(BASE + 5).unwrap();
         assert_eq!(index.last_offset(), BASE + 4, "between entries keeps the lower");
         index.append(BASE + 5, 100).unwrap();
-        assert_eq!(index.lookup(BASE + 7).unwrap().offset, BASE + 5, "appends work after truncation");
+        assert_eq!(
+            index.lookup(BASE + 7).unwrap().offset,
+            BASE + 5,
+            "appends work after truncation"
+        );
         index.file_mut().flush().unwrap();
         // The truncated entries are gone from the file too.
         let reopened = OffsetIndex::open(&fs, &path(), BASE, 20 * 8).unwrap();

@@ -163,7 +163,8 @@ fn handles_opened_and_dropped_under_the_budget_leave_no_clock_entries_behind() {
         .collect();
     let mut clock_entries_max = 0;
     for i in 0..10_000 {
-        let file = fs.open(&PathBuf::from(format!("/d/f{}", i % 7)), OpenMode::CreateOrOpen).unwrap();
+        let file =
+            fs.open(&PathBuf::from(format!("/d/f{}", i % 7)), OpenMode::CreateOrOpen).unwrap();
         file.write_all_at(b"x", 0).unwrap();
         file.sync_data().unwrap();
         drop(file);

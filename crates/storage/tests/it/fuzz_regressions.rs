@@ -93,7 +93,10 @@ fn index_entry_beyond_i64_max() {
     write(&fs, &path("a.timeindex"), &entry);
     let time = TimeIndex::open(&fs, &path("a.timeindex"), HUGE_BASE, 0x200).unwrap();
     assert_eq!(time.last_entry(), TimestampOffset { timestamp: -1, offset: HUGE_BASE });
-    assert_eq!(time.lookup(i64::MAX).unwrap(), TimestampOffset { timestamp: -1, offset: HUGE_BASE });
+    assert_eq!(
+        time.lookup(i64::MAX).unwrap(),
+        TimestampOffset { timestamp: -1, offset: HUGE_BASE }
+    );
     assert_eq!(time.n_entries(), 0);
     assert!(time.sanity_check().is_err());
 }
