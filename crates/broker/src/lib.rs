@@ -10,6 +10,7 @@ mod apis;
 pub mod config;
 mod dispatch;
 pub mod error;
+mod fetch_session;
 pub mod group;
 mod handlers;
 mod metrics;
@@ -86,6 +87,8 @@ pub struct Broker {
     advertised: Vec<(String, i32)>,
     /// The logs' file system, within `seglog.open.files.max` descriptors.
     log_files: Arc<seglog_storage::io::BudgetFs>,
+    /// KIP-227 fetch sessions (`max.incremental.fetch.session.cache.slots`).
+    fetch_sessions: std::sync::Mutex<fetch_session::FetchSessionCache>,
 }
 
 impl Broker {
@@ -125,6 +128,8 @@ impl Broker {
             config.txns.clone(),
             Arc::clone(&appended),
         );
+        let fetch_sessions =
+            fetch_session::FetchSessionCache::new(config.fetch_session_cache_slots);
         Self {
             config,
             manager,
@@ -137,12 +142,21 @@ impl Broker {
             cluster_id,
             advertised,
             log_files,
+            fetch_sessions: std::sync::Mutex::new(fetch_sessions),
         }
     }
 
     /// The logs' file system and its descriptor budget (`seglog.open.files.max`).
     pub fn log_files(&self) -> &Arc<seglog_storage::io::BudgetFs> {
         &self.log_files
+    }
+
+    /// The fetch session cache, locked (held only to look up or note a session, never across
+    /// a read).
+    pub(crate) fn fetch_sessions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, fetch_session::FetchSessionCache> {
+        self.fetch_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The host and port that the listener of `session` advertises (Kafka answers Metadata

@@ -195,6 +195,8 @@ fn refresh_gauges(broker: &Broker) {
         ("seglog_log_file_evictions", files.evictions as f64),
         ("seglog_log_file_dirty_evictions", files.dirty_evictions as f64),
         ("seglog_log_file_emfile_retries", files.emfile_retries as f64),
+        // KIP-227 fetch sessions held (max.incremental.fetch.session.cache.slots).
+        ("seglog_fetch_sessions", broker.fetch_sessions().len() as f64),
     ] {
         metrics::gauge!(name).set(value);
     }

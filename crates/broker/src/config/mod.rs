@@ -40,6 +40,8 @@ pub const METRICS_LISTENER: &str = "seglog.metrics.listener";
 pub const METRICS_PARTITIONS_MAX: &str = "seglog.metrics.partitions.max";
 /// `replica.fetch.wait.max.ms`-like bound on how long a Fetch may wait, whatever it asks.
 pub const FETCH_MAX_WAIT_MS: &str = "seglog.fetch.max.wait.ms";
+/// `max.incremental.fetch.session.cache.slots`: KIP-227 fetch sessions held at most (0: off).
+pub const FETCH_SESSION_CACHE_SLOTS: &str = "max.incremental.fetch.session.cache.slots";
 
 /// `seglog.topic.partitions.max`: the most partitions one topic may have (CreateTopics,
 /// CreatePartitions), so that one request cannot fill the disk with directories.
@@ -109,6 +111,9 @@ pub struct BrokerConfig {
     pub metrics_partitions_max: u32,
     /// The longest a Fetch waits for `min.bytes` (`seglog.fetch.max.wait.ms`, 30000).
     pub fetch_wait_max_ms: u64,
+    /// KIP-227 fetch sessions held at most (`max.incremental.fetch.session.cache.slots`,
+    /// 1000, as Kafka; 0 turns sessions off).
+    pub fetch_session_cache_slots: u32,
     /// The most partitions one topic may have (`seglog.topic.partitions.max`, 10000).
     pub topic_partitions_max: i32,
     /// The storage settings: `log.dirs`, `num.partitions`, the topic defaults.
@@ -141,6 +146,7 @@ impl Default for BrokerConfig {
             metrics_listener: METRICS_LISTENER_DEFAULT.parse().ok(),
             metrics_partitions_max: 1000,
             fetch_wait_max_ms: 30_000,
+            fetch_session_cache_slots: 1000,
             topic_partitions_max: 10_000,
             log: BrokerLogConfig {
                 log_dirs: vec!["./seglog-data".into()],
@@ -381,6 +387,12 @@ impl BrokerConfig {
                 properties,
                 FETCH_MAX_WAIT_MS,
                 defaults.fetch_wait_max_ms,
+                0,
+            )?,
+            fetch_session_cache_slots: parse_number(
+                properties,
+                FETCH_SESSION_CACHE_SLOTS,
+                defaults.fetch_session_cache_slots,
                 0,
             )?,
             topic_partitions_max: parse_number(

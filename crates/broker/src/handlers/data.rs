@@ -31,6 +31,7 @@ use super::{
 };
 use crate::Broker;
 use crate::error::{Error, NONE, check_leader_epoch, storage_error};
+use crate::fetch_session::SessionContext;
 use crate::replica::{Acks, AppendError};
 use crate::request::{Reply, encode};
 use crate::security::Session;
@@ -336,11 +337,17 @@ pub(crate) async fn fetch(
     version: i16,
 ) -> Result<Reply, Error> {
     let mut response = FetchResponse::default();
-    response.session_id = 0;
-    if request.session_epoch != 0 && request.session_epoch != -1 {
-        response.error_code = ResponseError::FetchSessionIdNotFound.code();
-        return encode(&response, version);
-    }
+    // KIP-227: a full fetch (opening a session or not), or an incremental one of a session.
+    let context = broker.fetch_sessions().begin(&request, version, Instant::now());
+    let (session_id, incremental, request) = match context {
+        SessionContext::Full { session_id } => (session_id, false, request),
+        SessionContext::Incremental { session_id, effective } => (session_id, true, *effective),
+        SessionContext::Error(code) => {
+            response.error_code = code;
+            return encode(&response, version);
+        }
+    };
+    response.session_id = session_id;
     let wait_ms =
         u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0).min(broker.config.fetch_wait_max_ms);
     let deadline = Instant::now() + Duration::from_millis(wait_ms);
@@ -390,6 +397,20 @@ pub(crate) async fn fetch(
         response.responses.push(out);
         debug_assert_eq!(response.responses.len(), idx + 1);
     }
+    let mut reads = reads;
+    if session_id != 0 {
+        let responses: Vec<(usize, &PartitionData)> =
+            reads.iter().map(|read| (read.topic_idx, &read.data)).collect();
+        let mut sessions = broker.fetch_sessions();
+        if incremental {
+            let keep = sessions.finish_incremental(session_id, version, &request, &responses);
+            drop(sessions);
+            let mut keep = keep.into_iter();
+            reads.retain(|_| keep.next().unwrap_or(true));
+        } else {
+            sessions.finish_full(session_id, version, &request, &responses);
+        }
+    }
     let mut bytes_out = 0;
     for read in reads {
         bytes_out += read.bytes;
@@ -405,6 +426,10 @@ pub(crate) async fn fetch(
         if let Some(topic) = response.responses.get_mut(read.topic_idx) {
             topic.partitions.push(read.data);
         }
+    }
+    if incremental {
+        // An incremental response names only the topics with a partition to report.
+        response.responses.retain(|topic| !topic.partitions.is_empty());
     }
     ::metrics::counter!("seglog_fetch_bytes_total").increment(bytes_out as u64);
     encode(&response, version)

@@ -841,7 +841,7 @@ async fn fetch_waits_for_min_bytes_and_wakes_on_append() {
 }
 
 #[tokio::test]
-async fn fetch_errors_and_declined_sessions() {
+async fn fetch_errors_and_unknown_sessions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = start(dir.path(), &[]).await;
     let mut client = Client::connect(&server).await;
@@ -872,9 +872,10 @@ async fn fetch_errors_and_declined_sessions() {
         .await;
     assert_eq!(response.responses[0].partitions[0].error_code, 75, "newer epoch is unknown");
 
-    // A full fetch asking for a session (epoch 0) gets session id 0: sessions are declined.
+    // A full fetch asking for a session (epoch 0) gets one (sessions: below).
     let response = client.send(&fetch_request("f", 0, 0).with_session_epoch(0), 12).await;
-    assert_eq!((response.error_code, response.session_id), (0, 0));
+    assert_eq!(response.error_code, 0);
+    assert_ne!(response.session_id, 0);
     // An incremental fetch names a session that does not exist.
     let response =
         client.send(&fetch_request("f", 0, 0).with_session_id(42).with_session_epoch(1), 12).await;
@@ -1264,5 +1265,142 @@ async fn list_offsets_special_timestamps_need_their_version() {
     // v10's timeout (for remote storage) changes nothing here.
     let response = client.send(&list_offsets_request("special", -1).with_timeout_ms(1), 10).await;
     assert_eq!(response.topics[0].partitions[0].offset, 3);
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// The partitions of a fetch response with their high watermarks and record counts, sorted.
+fn fetched_partitions(response: &FetchResponse) -> Vec<(String, i32, i64, usize)> {
+    let mut out: Vec<_> = response
+        .responses
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(move |p| {
+                let n = records(p.records.as_deref().unwrap_or_default()).len();
+                (topic.topic.0.to_string(), p.partition_index, p.high_watermark, n)
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// KIP-227: a session opened by a full fetch; incremental fetches answer only the partitions
+/// with news (records, a moved high watermark), take added and forgotten partitions, and
+/// refuse a wrong epoch; epoch -1 closes the session.
+#[tokio::test]
+async fn fetch_sessions_send_only_what_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    for topic in ["s1", "s2"] {
+        client.send(&create_topic_request(topic, 3, &[]), 7).await;
+    }
+    let ts = 1_700_000_000_000;
+    let send = |topic: &str, partition: i32, values: &[&str]| {
+        produce_request(topic, partition, batch(Compression::None, values, ts), -1)
+    };
+    client.send(&send("s1", 0, &["a"]), 9).await;
+    let partitions = |topic: &str, offsets: &[(i32, i64)]| {
+        FetchTopic::default().with_topic(name(topic)).with_partitions(
+            offsets
+                .iter()
+                .map(|(partition, offset)| {
+                    FetchPartition::default()
+                        .with_partition(*partition)
+                        .with_fetch_offset(*offset)
+                        .with_partition_max_bytes(1 << 20)
+                })
+                .collect(),
+        )
+    };
+    let base = fetch_request("s1", 0, 0);
+    let full = base.clone().with_session_epoch(0).with_topics(vec![
+        partitions("s1", &[(0, 0), (1, 0), (2, 0)]),
+        partitions("s2", &[(0, 0), (1, 0)]),
+    ]);
+    let response = client.send(&full, 12).await;
+    let session = response.session_id;
+    assert_ne!(session, 0, "a full fetch at epoch 0 opens a session");
+    assert_eq!(
+        fetched_partitions(&response),
+        vec![
+            ("s1".into(), 0, 1, 1),
+            ("s1".into(), 1, 0, 0),
+            ("s1".into(), 2, 0, 0),
+            ("s2".into(), 0, 0, 0),
+            ("s2".into(), 1, 0, 0)
+        ],
+        "the full response names every partition"
+    );
+
+    // Epoch 1, the client moved s1-0 past its record: nothing new anywhere, so nothing is sent.
+    let incremental = |epoch: i32, topics: Vec<FetchTopic>| {
+        base.clone().with_session_id(session).with_session_epoch(epoch).with_topics(topics)
+    };
+    let response = client.send(&incremental(1, vec![partitions("s1", &[(0, 1)])]), 12).await;
+    assert_eq!((response.error_code, response.session_id), (0, session));
+    assert_eq!(fetched_partitions(&response), vec![], "no partition has news");
+
+    // Records on s2-1 and s1-2: only those two come back, with their records.
+    client.send(&send("s2", 1, &["x", "y"]), 9).await;
+    client.send(&send("s1", 2, &["z"]), 9).await;
+    let response = client.send(&incremental(2, vec![]), 12).await;
+    assert_eq!(
+        fetched_partitions(&response),
+        vec![("s1".into(), 2, 1, 1), ("s2".into(), 1, 2, 2)],
+        "only the partitions with records"
+    );
+
+    // The client moves those offsets on and adds s2-2; it forgets s1-1 and s1-0.
+    let mut request =
+        incremental(3, vec![partitions("s1", &[(2, 1)]), partitions("s2", &[(1, 2), (2, 0)])]);
+    request.forgotten_topics_data = vec![
+        kafka_protocol::messages::fetch_request::ForgottenTopic::default()
+            .with_topic(name("s1"))
+            .with_partitions(vec![0, 1]),
+    ];
+    let response = client.send(&request, 12).await;
+    assert_eq!(
+        fetched_partitions(&response),
+        vec![("s2".into(), 2, 0, 0)],
+        "the added partition is answered once (its watermark is news), the moved ones are quiet"
+    );
+    client.send(&send("s1", 0, &["gone"]), 9).await;
+    client.send(&send("s2", 2, &["new"]), 9).await;
+    let response = client.send(&incremental(4, vec![]), 12).await;
+    assert_eq!(
+        fetched_partitions(&response),
+        vec![("s2".into(), 2, 1, 1)],
+        "a forgotten partition is not fetched"
+    );
+
+    // A replayed or skipped epoch is refused; the session survives it.
+    let response = client.send(&incremental(4, vec![]), 12).await;
+    assert_eq!(response.error_code, 71, "INVALID_FETCH_SESSION_EPOCH");
+    let response = client.send(&incremental(5, vec![]), 12).await;
+    assert_eq!(response.error_code, 0);
+
+    // Epoch -1 closes it: a sessionless full fetch, and the id is gone.
+    let response =
+        client.send(&base.clone().with_session_id(session).with_session_epoch(-1), 12).await;
+    assert_eq!((response.error_code, response.session_id), (0, 0));
+    assert_eq!(fetched_partitions(&response).len(), 1, "the sessionless full fetch is served");
+    let response = client.send(&incremental(6, vec![]), 12).await;
+    assert_eq!(response.error_code, 70, "FETCH_SESSION_ID_NOT_FOUND");
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// `max.incremental.fetch.session.cache.slots=0` turns sessions off: a full fetch at epoch 0
+/// is answered in full with session id 0.
+#[tokio::test]
+async fn fetch_sessions_off_with_zero_slots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[("max.incremental.fetch.session.cache.slots", "0")]).await;
+    let mut client = Client::connect(&server).await;
+    client.send(&create_topic_request("z", 1, &[]), 7).await;
+    produce(&mut client, "z", batch(Compression::None, &["a"], 1_700_000_000_000)).await;
+    let response = client.send(&fetch_request("z", 0, 0).with_session_epoch(0), 12).await;
+    assert_eq!((response.error_code, response.session_id), (0, 0));
+    assert_eq!(fetched_partitions(&response), vec![("z".into(), 0, 1, 1)]);
     server.shutdown().await.expect("clean shutdown");
 }
