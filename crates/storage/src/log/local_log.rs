@@ -197,7 +197,11 @@ impl LocalLog {
         start_offset: i64,
         now_ms: i64,
     ) -> Result<Self> {
-        let segment = LogSegment::create(fs.clone(), dir, start_offset, config.segment, now_ms)?;
+        // Every segment draws its roll jitter, the first included (Kafka's
+        // `randomSegmentJitter` for each `LogSegment`): else partitions created together
+        // all roll together the first time, whatever `segment.jitter.ms` says.
+        let segment_config = config.segment_config(dir, start_offset);
+        let segment = LogSegment::create(fs.clone(), dir, start_offset, segment_config, now_ms)?;
         fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))?;
         let mut segments = LogSegments::new();
         segments.add(segment);
@@ -679,7 +683,7 @@ impl LocalLog {
             self.fs.clone(),
             &self.dir,
             new_offset,
-            self.config.segment,
+            self.config.segment_config(&self.dir, new_offset),
             now_ms,
         )?;
         self.fs.sync_dir(&self.dir).map_err(|e| Error::io("fsync dir", &self.dir, e))?;

@@ -557,6 +557,43 @@ fn time_based_roll_jitter() {
     assert_eq!(log.segment_base_offsets().unwrap().len(), 2, "past segment.ms, jitter or not");
 }
 
+/// The first segment of a new log draws its jitter too (Kafka gives every `LogSegment` one):
+/// partitions created together with `segment.jitter.ms` do not all roll at the same moment.
+#[test]
+fn first_segments_of_logs_created_together_roll_at_spread_times() {
+    let fs = SimFs::new();
+    let config = LogConfig {
+        segment_ms: 10_000,
+        segment_jitter_ms: 8_000,
+        segment_index_bytes: 4096,
+        ..LogConfig::default()
+    };
+    let mut first_roll_ms = Vec::new();
+    for partition in 0..20 {
+        let dir = PathBuf::from(format!("/data/orders-{partition}"));
+        fs.create_dir_all(&dir).unwrap();
+        for ancestor in dir.ancestors() {
+            fs.sync_dir(ancestor).unwrap();
+        }
+        let tp = TopicPartition { topic: "orders".into(), partition };
+        let log = PartitionLog::open(Arc::new(fs.clone()), &dir, tp, config.clone(), fresh(true))
+            .unwrap()
+            .0;
+        append(&log, 1, 0);
+        let rolled_at = (1..=10).map(|second| second * 1_000).find(|&ts| {
+            append(&log, 1, ts);
+            log.segment_base_offsets().unwrap().len() > 1
+        });
+        first_roll_ms.push(rolled_at.expect("rolled by segment.ms"));
+    }
+    first_roll_ms.sort_unstable();
+    first_roll_ms.dedup();
+    assert!(
+        first_roll_ms.len() >= 4,
+        "20 first segments rolled at only {first_roll_ms:?} (ms): their jitter was not drawn"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Producer-state snapshots (Kafka's `ProducerStateManagerTest` and the snapshot cases of
 // `UnifiedLogTest` / `LogLoaderTest`)
