@@ -23,9 +23,12 @@ stops the workers at the deadline, reads everything back, judges and plots. Work
                   records of 1 KiB with kcat to `soak-retention` (8 partitions, 64 KiB
                   segments, retention.bytes 256 KiB), whose log start offsets must advance.
 
-`soak` rolls every 2 minutes per partition (segment.ms) and `soak-groups` every 128 KiB, so
-rolls run throughout. `soak` keeps 10 minutes (retention.ms; --retention-ms), so that a long run reaches a steady
-number of segments, as a Kafka user's topic does; `soak-groups` has no retention. The checker
+`soak` rolls each partition every 1 to 3 minutes (segment.ms 3 minutes, --segment-ms, with
+segment.jitter.ms two thirds of it: Kafka's answer to partitions created together rolling
+together, so the rolls and the retention deletes after them are spread over the run, not
+2,000 at once) and `soak-groups` every 128 KiB, so rolls run throughout. `soak` keeps 10
+minutes (retention.ms; --retention-ms), so that a long run reaches a steady number of
+segments, as a Kafka user's topic does; `soak-groups` has no retention. The checker
 counts an acknowledged record whose offset is below its partition's log start offset at the end
 as expired, not lost; every other acknowledged record must be read back once, at its offset.
 
@@ -34,7 +37,10 @@ produce p99, the steady group's lag, the `.log` files in the log directory and t
 `soak-retention`'s log start offsets. The pass conditions:
   - no acknowledged record lost, none doubled, none at another offset than acknowledged, no
     delivery failure, no worker error;
-  - RSS and descriptors flat after the warm-up (the first sixth, at least 1 minute): the least
+  - RSS and descriptors flat after the warm-up (the first sixth, at least 1 minute, and until
+    the segment count of `soak` is steady, retention.ms + segment.ms, up to half the run: each
+    segment holds some heap, so RSS grows with their number until retention deletes as many
+    as rolls make): the least
     squares slope times the time after the warm-up is within max(5% of the median, 16 MiB) for
     RSS (15% when that time is under 10 minutes, as in CI's 3-minute run: there one step of
     the allocator, a new thread's heap, cannot be told from a leak) and within 32 for
@@ -438,13 +444,13 @@ def count_log_files(log_dir):
     return count
 
 
-def create_topics(bootstrap, partitions, retention_ms):
+def create_topics(bootstrap, partitions, retention_ms, segment_ms):
     from confluent_kafka.admin import AdminClient, NewTopic
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [
         NewTopic("soak", partitions, 1, config={
-            "segment.ms": "120000", "segment.bytes": "1048576",
-            "retention.ms": str(retention_ms)}),
+            "segment.ms": str(segment_ms), "segment.jitter.ms": str(segment_ms * 2 // 3),
+            "segment.bytes": "1048576", "retention.ms": str(retention_ms)}),
         NewTopic("soak-groups", GROUPS_PARTITIONS, 1, config={
             "segment.bytes": "131072", "retention.ms": "-1"}),
         NewTopic(RETENTION_TOPIC, RETENTION_PARTITIONS, 1, config={
@@ -556,7 +562,7 @@ def check(bootstrap, work, partitions):
 def run(args):
     os.makedirs(args.work, exist_ok=True)
     t0 = time.time()
-    create_topics(args.bootstrap, args.partitions, args.retention_ms)
+    create_topics(args.bootstrap, args.partitions, args.retention_ms, args.segment_ms)
     print(f"soak: topics created in {time.time() - t0:.1f}s; running {args.minutes} minutes",
           flush=True)
     t0 = time.time()
@@ -670,7 +676,8 @@ def verdict(args, samples, results, failures):
     if samples and samples[-1]["retention_log_start"] == 0:
         failures.append(f"{RETENTION_TOPIC}: retention never advanced a log start offset")
 
-    warmup_min = max(1.0, args.minutes / 6)
+    steady_min = (args.retention_ms + args.segment_ms) / 60_000
+    warmup_min = max(1.0, args.minutes / 6, min(args.minutes / 2, steady_min))
     steady = [s for s in samples if s["t"] / 60 >= warmup_min]
     figures = {"warmup_minutes": warmup_min, "samples": len(samples), "read_back": counts}
     if len(steady) >= 3:
@@ -754,6 +761,8 @@ def main():
     parser.add_argument("--record-bytes", type=int, default=100)
     parser.add_argument("--retention-ms", type=int, default=10 * 60 * 1000,
                         help="retention.ms of `soak`")
+    parser.add_argument("--segment-ms", type=int, default=3 * 60 * 1000,
+                        help="segment.ms of `soak` (segment.jitter.ms is two thirds of it)")
     parser.add_argument("--broker-pid", type=int)
     parser.add_argument("--log-dir")
     parser.add_argument("--png")

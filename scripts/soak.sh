@@ -4,12 +4,14 @@
 # descriptors and produce p99 are judged flat, the broker is stopped cleanly and its log
 # directory verified. What runs and the pass conditions: scripts/soak.py.
 #
-# Usage: scripts/soak.sh [--minutes M] [--partitions N] [--rate R] [--retention-ms MS] [--png PATH]
+# Usage: scripts/soak.sh [--minutes M] [--partitions N] [--rate R] [--retention-ms MS]
+#                        [--segment-ms MS] [--png PATH]
 #
 #   --minutes M     how long the load runs (default 30; CI runs 3)
 #   --partitions N  partitions of the topic `soak` (default 2000)
 #   --rate R        records/s from the librdkafka producer (kafka-python adds R/10; default 1000)
 #   --retention-ms MS  retention.ms of the topic `soak` (default 600000: 10 minutes)
+#   --segment-ms MS    segment.ms of `soak` (default 180000; segment.jitter.ms is 2/3 of it)
 #   --png PATH      where the plot goes (default soak.png in the work directory)
 #
 # Environment:
@@ -27,6 +29,7 @@ minutes=30
 partitions=2000
 rate=1000
 retention_ms=600000
+segment_ms=180000
 png=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -34,8 +37,9 @@ while [ $# -gt 0 ]; do
         --partitions) partitions=$2; shift ;;
         --rate) rate=$2; shift ;;
         --retention-ms) retention_ms=$2; shift ;;
+        --segment-ms) segment_ms=$2; shift ;;
         --png) png=$2; shift ;;
-        -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -93,7 +97,7 @@ echo "soak: broker $broker_pid on $bootstrap, RLIMIT_NOFILE $(ulimit -n), work $
 status=0
 "$python" "$repo_root/scripts/soak.py" run "$bootstrap" --broker-pid "$broker_pid" \
     --log-dir "$data" --work "$work" --minutes "$minutes" --partitions "$partitions" \
-    --rate "$rate" --retention-ms "$retention_ms" --png "$png" || status=$?
+    --rate "$rate" --retention-ms "$retention_ms" --segment-ms "$segment_ms" --png "$png" || status=$?
 
 # A clean stop, then the tools' verify over the whole directory.
 kill -TERM "$broker_pid"
