@@ -42,6 +42,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -507,6 +508,10 @@ impl File for BudgetFile {
         let file = self.slot.file()?;
         self.slot.mark_dirty();
         file.write_all_vectored_at(parts, position)
+    }
+
+    fn send_at(&self, out: BorrowedFd<'_>, position: u64, len: usize) -> io::Result<usize> {
+        self.slot.file()?.send_at(out, position, len)
     }
 
     fn len(&self) -> io::Result<u64> {

@@ -15,6 +15,7 @@ mod std_fs;
 
 use std::fmt::Debug;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 pub use budget::{BudgetFs, BudgetStats};
@@ -128,6 +129,24 @@ pub trait File: Send + Sync + Debug {
             at += part.len() as u64;
         }
         Ok(())
+    }
+
+    /// Writes up to `len` bytes of the file, from `position`, to the descriptor `out` (a
+    /// socket), and returns how many it wrote: fewer when `out` takes fewer, 0 at the file's
+    /// end, `WouldBlock` when a non-blocking `out` is full. A real file sends them from the
+    /// page cache without passing through this process's memory (`sendfile`, Kafka's
+    /// `FileChannel.transferTo`); the default reads them into a buffer of at most 64 KiB and
+    /// writes it.
+    fn send_at(&self, out: BorrowedFd<'_>, position: u64, len: usize) -> io::Result<usize> {
+        const CHUNK_BYTES_MAX: usize = 64 * 1024;
+        let file_len = self.len()?;
+        let available = usize::try_from(file_len.saturating_sub(position)).unwrap_or(usize::MAX);
+        let mut chunk = vec![0; len.min(available).min(CHUNK_BYTES_MAX)];
+        if chunk.is_empty() {
+            return Ok(0);
+        }
+        self.read_exact_at(&mut chunk, position)?;
+        Ok(rustix::io::write(out, &chunk)?)
     }
 
     /// The file's length in bytes.

@@ -182,13 +182,8 @@ pub fn load(
     }
     let mut segments = LogSegments::new();
     for &base in &logs {
-        let (segment, recovered) = LogSegment::open(
-            fs.clone(),
-            dir,
-            base,
-            config.segment_config(dir, base),
-            params.now_ms,
-        )?;
+        let at = config.segment_config(dir, base);
+        let (segment, recovered) = LogSegment::open(fs.clone(), dir, base, at, params.now_ms)?;
         if let Some(recovered) = recovered {
             report.segments_recovered += 1;
             report.recovered_base_offsets.push(base);
@@ -254,13 +249,8 @@ pub fn load(
         if fs.exists(&path).map_err(|e| Error::io("stat", &path, e))? {
             remove(fs.as_ref(), &path)?;
         }
-        segments.add(LogSegment::create(
-            fs.clone(),
-            dir,
-            start,
-            config.segment_config(dir, start),
-            params.now_ms,
-        )?);
+        let segment_config = config.segment_config(dir, start);
+        segments.add(LogSegment::create(fs.clone(), dir, start, segment_config, params.now_ms)?);
         fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))?;
         log_end_offset = start;
     }

@@ -11,7 +11,7 @@ use super::segments::LogSegments;
 use crate::error::{Error, Result};
 use crate::io::{Fs, OpenMode};
 use crate::segment::{
-    FetchData, LogOffsetMetadata, LogSegment, SegmentConfig, SegmentSync, segment_path,
+    FetchData, FileSlice, LogOffsetMetadata, LogSegment, SegmentConfig, SegmentSync, segment_path,
 };
 
 /// The suffix of files scheduled for deletion.
@@ -38,6 +38,41 @@ fn whole_batches_len(records: &[u8]) -> usize {
         }
     }
     usize::try_from(batches.next_position()).unwrap_or(0)
+}
+
+/// A read's records: in memory, or left in a segment's file to be sent from there (Kafka's
+/// `FetchDataInfo` over `MemoryRecords` or a `FileRecords` slice).
+#[derive(Debug, Clone)]
+pub enum FetchedRecords {
+    /// Read into memory, as [`LocalLog::read`] returns them.
+    Memory(FetchData),
+    /// Whole batches of one segment, starting with one that holds a record, not read.
+    File {
+        /// Where the read starts.
+        metadata: LogOffsetMetadata,
+        /// The bytes.
+        slice: FileSlice,
+        /// An offset at or past the last of the slice's batches, below every offset after
+        /// them: what a read_committed read collects aborted transactions below.
+        upper_bound_offset: i64,
+    },
+}
+
+impl FetchedRecords {
+    /// The records' length in bytes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Memory(fetch) => fetch.records.len(),
+            Self::File { slice, .. } => slice.len(),
+        }
+    }
+
+    /// Whether there is no record byte.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Settings of a local log.
@@ -515,6 +550,67 @@ impl LocalLog {
             pending = Some(fetch);
         }
         Ok(pending.unwrap_or_else(|| empty(self.next_offset_metadata)))
+    }
+
+    /// [`read`](Self::read), answered where it can be without reading the records: a read
+    /// that starts in a segment with a batch holding a record (the usual read) is that
+    /// segment's range of its file; any other (empty, a cut first batch, empty batches to read
+    /// past) is read into memory by `read`. The bytes either way are the same.
+    pub fn read_file_slice(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        min_one_message: bool,
+        max_offset_metadata: LogOffsetMetadata,
+    ) -> Result<FetchedRecords> {
+        let in_memory = || {
+            self.read(start_offset, max_bytes, min_one_message, max_offset_metadata)
+                .map(FetchedRecords::Memory)
+        };
+        if start_offset >= max_offset_metadata.message_offset
+            || start_offset > self.log_end_offset()
+        {
+            return in_memory();
+        }
+        let Some(floor) = self.segments.floor_segment(start_offset) else { return in_memory() };
+        let max_position = match floor.base_offset().cmp(&max_offset_metadata.segment_base_offset) {
+            std::cmp::Ordering::Less => floor.size_bytes(),
+            std::cmp::Ordering::Equal => max_offset_metadata.relative_position,
+            std::cmp::Ordering::Greater => return in_memory(),
+        };
+        let Some((metadata, slice, first_entry_incomplete)) =
+            floor.read_slice(start_offset, max_bytes, Some(max_position), min_one_message)?
+        else {
+            return in_memory();
+        };
+        if slice.is_empty()
+            || first_entry_incomplete
+            || !floor.batch_holds_a_record(metadata.relative_position)?
+        {
+            return in_memory();
+        }
+        let end = slice.position() + slice.len() as u64;
+        let next_segment_base = || {
+            self.segments
+                .higher_segment(floor.base_offset())
+                .map_or(self.log_end_offset(), LogSegment::base_offset)
+        };
+        let upper_bound_offset = if end == u64::from(max_position)
+            && floor.base_offset() == max_offset_metadata.segment_base_offset
+        {
+            max_offset_metadata.message_offset
+        } else if end >= u64::from(floor.size_bytes()) {
+            next_segment_base()
+        } else {
+            // Cut by the byte limit: Kafka's bound, the first indexed offset at or past the
+            // slice's end.
+            let len = u32::try_from(slice.len()).unwrap_or(u32::MAX);
+            floor
+                .offset_index()
+                .fetch_upper_bound_offset(metadata.relative_position, len)?
+                .map_or_else(next_segment_base, |entry| entry.offset)
+        };
+        Ok(FetchedRecords::File { metadata, slice, upper_bound_offset })
     }
 
     /// Renames a removed segment's files `.deleted` and queues them for removal at `due_ms`.

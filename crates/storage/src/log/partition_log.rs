@@ -28,7 +28,7 @@ use seglog_format::{Compression, DecodeLimits};
 
 use super::epoch_cache::LeaderEpochFileCache;
 use super::load::{LoadParams, LoadReport, load};
-use super::local_log::{LocalLog, LocalLogConfig};
+use super::local_log::{FetchedRecords, LocalLog, LocalLogConfig};
 use super::producer_rebuild::rebuild_producer_state;
 use super::producer_state::{BatchMetadata, ProducerCheck, ProducerStateManager};
 use super::validator::{
@@ -48,8 +48,8 @@ pub use background::BackgroundQueue;
 pub(crate) use cleaning::{CleanerView, SegmentView};
 pub use lazy::CheckpointOffsets;
 use txn::{
-    aborted_transactions, last_stable_offset, last_stable_offset_metadata, set_high_watermark,
-    update_producers,
+    aborted_transactions, aborted_transactions_below, last_stable_offset,
+    last_stable_offset_metadata, set_high_watermark, update_producers,
 };
 
 /// `ListOffsets` special timestamp: the log end (or the high watermark, for consumers).
@@ -113,10 +113,10 @@ pub struct AppendInfo {
 /// and the offsets that bounded them, so a Fetch never reports a watermark other than the one
 /// its read stopped at.
 #[derive(Debug)]
-pub struct LogReadInfo {
+pub struct LogReadInfo<D = FetchData> {
     /// The records, or why they could not be read (an offset out of range): the offsets below
     /// are answered either way.
-    pub data: Result<FetchData>,
+    pub data: Result<D>,
     /// The high watermark.
     pub high_watermark: i64,
     /// The last stable offset: the first offset of the earliest open transaction, bounded by
@@ -616,6 +616,48 @@ impl PartitionLog {
         isolation: Isolation,
         min_one_message: bool,
     ) -> Result<LogReadInfo> {
+        self.read_info_with(
+            start_offset,
+            isolation,
+            |local, bound| local.read(start_offset, max_bytes, min_one_message, bound),
+            |local, fetch| aborted_transactions(local, start_offset, fetch),
+        )
+    }
+
+    /// [`read_info`](Self::read_info) whose records may be left in their segment's file, to be
+    /// sent from there ([`LocalLog::read_file_slice`]): the same bytes and offsets, the
+    /// aborted transactions of a sliced read_committed read collected up to the slice's
+    /// upper bound (Kafka's `collectAbortedTransactions` bound: at most a few more than a
+    /// read into memory lists, which the consumer ignores).
+    pub fn read_info_file_slice(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: Isolation,
+        min_one_message: bool,
+    ) -> Result<LogReadInfo<FetchedRecords>> {
+        self.read_info_with(
+            start_offset,
+            isolation,
+            |local, bound| local.read_file_slice(start_offset, max_bytes, min_one_message, bound),
+            |local, fetched| match fetched {
+                FetchedRecords::Memory(fetch) => aborted_transactions(local, start_offset, fetch),
+                FetchedRecords::File { upper_bound_offset, .. } => {
+                    aborted_transactions_below(local, start_offset, *upper_bound_offset)
+                }
+            },
+        )
+    }
+
+    /// A read under one read lock: `read` bounded by the isolation's offset, the offsets
+    /// around it, and for read_committed the aborted transactions `aborted` lists.
+    fn read_info_with<D>(
+        &self,
+        start_offset: i64,
+        isolation: Isolation,
+        read: impl FnOnce(&LocalLog, LogOffsetMetadata) -> Result<D>,
+        aborted: impl FnOnce(&LocalLog, &D) -> Vec<AbortedTransaction>,
+    ) -> Result<LogReadInfo<D>> {
         let state = self.read_state()?;
         let log_end_offset = state.local.log_end_offset();
         let data = if start_offset < state.log_start_offset || start_offset > log_end_offset {
@@ -630,14 +672,10 @@ impl PartitionLog {
                 Isolation::HighWatermark => Ok(state.high_watermark),
                 Isolation::TxnCommitted => last_stable_offset_metadata(&state),
             };
-            bound
-                .and_then(|bound| state.local.read(start_offset, max_bytes, min_one_message, bound))
+            bound.and_then(|bound| read(&state.local, bound))
         };
-        let aborted_transactions = (isolation == Isolation::TxnCommitted).then(|| {
-            data.as_ref()
-                .map(|fetch| aborted_transactions(&state.local, start_offset, fetch))
-                .unwrap_or_default()
-        });
+        let aborted_transactions = (isolation == Isolation::TxnCommitted)
+            .then(|| data.as_ref().map(|fetch| aborted(&state.local, fetch)).unwrap_or_default());
         Ok(LogReadInfo {
             data,
             high_watermark: state.high_watermark.message_offset,

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use seglog_format::{AbortedTxn, Batches, ControlRecordType, DecodeLimits, FileKind};
 
 use super::load::{LoadParams, LoadReport};
+use super::local_log::FetchedRecords;
 use super::partition_log::{
     AbortedTransaction, ActiveProducer, AppendInfo, Isolation, PartitionLog, TopicPartition,
 };
@@ -175,9 +176,25 @@ fn read_committed(
     let mut next = from;
     loop {
         let info = log.read_info(next, max_bytes, Isolation::TxnCommitted, true).unwrap();
+        let sliced = log.read_info_file_slice(next, max_bytes, Isolation::TxnCommitted, true);
+        let sliced = sliced.unwrap();
         let listed = info.aborted_transactions.expect("read_committed lists aborted transactions");
         let fetch = info.data.unwrap();
         let read = batches_of(&fetch.records);
+        // The read left in its file: the same bytes and offsets; its aborted transactions at
+        // least those of the read into memory, which give the same committed view.
+        assert_eq!(
+            (sliced.high_watermark, sliced.last_stable_offset),
+            (info.high_watermark, info.last_stable_offset)
+        );
+        let sliced_listed = sliced.aborted_transactions.expect("a sliced read lists them too");
+        let sliced_bytes = match sliced.data.unwrap() {
+            FetchedRecords::Memory(fetch) => fetch.records,
+            FetchedRecords::File { slice, .. } => slice.read().unwrap(),
+        };
+        assert!(sliced_bytes == fetch.records, "sliced read from {next} (max {max_bytes})");
+        assert!(listed.iter().all(|txn| sliced_listed.contains(txn)), "{sliced_listed:?}");
+        assert_eq!(committed_view(&read, &sliced_listed), committed_view(&read, &listed));
         if read.is_empty() {
             assert!(listed.is_empty(), "an empty read lists nothing: {listed:?}");
             return (batches, aborted);

@@ -87,6 +87,85 @@ pub struct FetchData {
     pub first_entry_incomplete: bool,
 }
 
+/// A range of a segment's `.log`, whole batches to be sent as they are on disk (Kafka's
+/// `FileRecords.slice`): a fetch answered from the file, not from a copy in memory.
+#[derive(Debug, Clone)]
+pub struct FileSlice {
+    file: Arc<dyn File>,
+    path: PathBuf,
+    position: u64,
+    len: usize,
+}
+
+impl FileSlice {
+    /// The slice's length in bytes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice holds no byte.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where the slice starts in its `.log`.
+    #[must_use]
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// The `.log` it is a range of.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The slice's bytes, copied into memory (for a connection that must encrypt them).
+    pub fn read(&self) -> Result<Vec<u8>> {
+        let mut bytes = vec![0; self.len];
+        self.file
+            .read_exact_at(&mut bytes, self.position)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        Ok(bytes)
+    }
+
+    /// Sends the slice's bytes from `from` (an offset within the slice) to `out`, as much as
+    /// `out` takes at once ([`File::send_at`]); returns how many were sent. A file that ends
+    /// before the slice does (truncated since the read) is an `UnexpectedEof` error: the
+    /// response's size is already promised, so the connection must be closed (as Kafka's
+    /// `FileRecords.writeTo` does).
+    pub fn send_to(&self, out: std::os::fd::BorrowedFd<'_>, from: usize) -> std::io::Result<usize> {
+        let left = self.len.saturating_sub(from);
+        if left == 0 {
+            return Ok(0);
+        }
+        let sent = self.file.send_at(out, self.position + from as u64, left)?;
+        if sent == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} ended before the {} bytes at position {} being sent",
+                    self.path.display(),
+                    self.len,
+                    self.position
+                ),
+            ));
+        }
+        Ok(sent)
+    }
+}
+
+/// The bytes a segment read covers: `position..end` of the `.log`.
+#[derive(Debug, Clone, Copy)]
+struct ReadRange {
+    metadata: LogOffsetMetadata,
+    position: u32,
+    end: u32,
+    first_entry_incomplete: bool,
+}
+
 /// A record found by timestamp (Kafka's `TimestampAndOffset`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampAndOffset {
@@ -519,6 +598,74 @@ impl LogSegment {
         max_position: Option<u32>,
         min_one_message: bool,
     ) -> Result<Option<FetchData>> {
+        let Some(range) =
+            self.read_range(start_offset, max_bytes, max_position, min_one_message)?
+        else {
+            return Ok(None);
+        };
+        let mut records = vec![0u8; (range.end - range.position) as usize];
+        self.log
+            .read_exact_at(&mut records, u64::from(range.position))
+            .map_err(|e| Error::io("read", &self.log_path, e))?;
+        Ok(Some(FetchData {
+            metadata: range.metadata,
+            position: range.position,
+            records,
+            first_entry_incomplete: range.first_entry_incomplete,
+        }))
+    }
+
+    /// [`read`](Self::read) without reading: the same bytes as a range of the `.log`, with
+    /// where the read starts and whether its first batch was cut.
+    pub fn read_slice(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        max_position: Option<u32>,
+        min_one_message: bool,
+    ) -> Result<Option<(LogOffsetMetadata, FileSlice, bool)>> {
+        let Some(range) =
+            self.read_range(start_offset, max_bytes, max_position, min_one_message)?
+        else {
+            return Ok(None);
+        };
+        let slice = FileSlice {
+            file: Arc::clone(&self.log),
+            path: self.log_path.clone(),
+            position: u64::from(range.position),
+            len: (range.end - range.position) as usize,
+        };
+        Ok(Some((range.metadata, slice, range.first_entry_incomplete)))
+    }
+
+    /// Whether the batch at `position` (a batch boundary below the segment's size) holds a
+    /// record: a v2 batch's record count is read from its header (one 61-byte read), a
+    /// magic 0 or 1 entry always holds one.
+    pub fn batch_holds_a_record(&self, position: u32) -> Result<bool> {
+        const RECORDS_COUNT_END: usize = 61;
+        let mut header = [0u8; RECORDS_COUNT_END];
+        let available = self.size.saturating_sub(position) as usize;
+        let Some(header) = header.get_mut(..available.min(RECORDS_COUNT_END)) else {
+            return Ok(false);
+        };
+        self.log
+            .read_exact_at(header, u64::from(position))
+            .map_err(|e| Error::io("read", &self.log_path, e))?;
+        Ok(match (header.get(16), header.get(57..61)) {
+            (Some(2), Some(&[a, b, c, d])) => i32::from_be_bytes([a, b, c, d]) != 0,
+            (Some(2) | None, _) => false,
+            (Some(_), _) => true,
+        })
+    }
+
+    /// What a read from `start_offset` covers (Kafka's `LogSegment.read` up to its slice).
+    fn read_range(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        max_position: Option<u32>,
+        min_one_message: bool,
+    ) -> Result<Option<ReadRange>> {
         let Some(start) = self.translate_offset(start_offset, 0)? else { return Ok(None) };
         let metadata = LogOffsetMetadata {
             message_offset: start_offset,
@@ -527,10 +674,10 @@ impl LogSegment {
         };
         let adjusted_max =
             if min_one_message { max_bytes.max(start.size_bytes) } else { max_bytes };
-        let empty = FetchData {
+        let empty = ReadRange {
             metadata,
             position: start.position,
-            records: Vec::new(),
+            end: start.position,
             first_entry_incomplete: false,
         };
         let Some(max_position) = max_position else { return Ok(Some(empty)) };
@@ -539,14 +686,10 @@ impl LogSegment {
         }
         let fetch_bytes = max_position.saturating_sub(start.position).min(adjusted_max);
         let end = (start.position + fetch_bytes).min(self.size);
-        let mut records = vec![0u8; (end - start.position) as usize];
-        self.log
-            .read_exact_at(&mut records, u64::from(start.position))
-            .map_err(|e| Error::io("read", &self.log_path, e))?;
-        Ok(Some(FetchData {
+        Ok(Some(ReadRange {
             metadata,
             position: start.position,
-            records,
+            end,
             first_entry_incomplete: adjusted_max < start.size_bytes,
         }))
     }

@@ -184,6 +184,18 @@ pub(super) fn aborted_transactions(
             .higher_segment(first.base_offset())
             .map_or(local.log_end_offset(), LogSegment::base_offset)
     });
+    aborted_transactions_below(local, start_offset, upper_bound_offset)
+}
+
+/// The aborted transactions that overlap `start_offset..upper_bound_offset`, from the
+/// `.txnindex` of the segment holding `start_offset` and those after it.
+pub(super) fn aborted_transactions_below(
+    local: &LocalLog,
+    start_offset: i64,
+    upper_bound_offset: i64,
+) -> Vec<AbortedTransaction> {
+    let segments = local.segments();
+    let Some(first) = segments.floor_segment(start_offset) else { return Vec::new() };
     let mut aborted = Vec::new();
     for segment in std::iter::once(first).chain(segments.higher_segments(first.base_offset())) {
         let found = segment.collect_aborted_txns(start_offset, upper_bound_offset);
