@@ -152,6 +152,32 @@ fn clean_leftovers(fs: &dyn Fs, dir: &Path, report: &mut LoadReport) -> Result<(
     fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))
 }
 
+/// Opens the segments at `bases` (each with its roll jitter), reporting those whose open
+/// recovered a torn tail.
+fn open_segments(
+    fs: &Arc<dyn Fs>,
+    dir: &Path,
+    bases: &BTreeSet<i64>,
+    config: &LocalLogConfig,
+    now_ms: i64,
+    report: &mut LoadReport,
+) -> Result<LogSegments> {
+    let mut segments = LogSegments::new();
+    for &base in bases {
+        let segment_config = config.segment_config(dir, base);
+        let (segment, recovered) =
+            LogSegment::open(Arc::clone(fs), dir, base, segment_config, now_ms)?;
+        if let Some(recovered) = recovered {
+            report.segments_recovered += 1;
+            report.recovered_base_offsets.push(base);
+            report.bytes_truncated += recovered.truncated_bytes;
+            report.leader_epochs.extend(recovered.leader_epochs);
+        }
+        segments.add(segment);
+    }
+    Ok(segments)
+}
+
 /// Loads the partition in `dir` (Kafka's `LogLoader.load`).
 pub fn load(
     fs: Arc<dyn Fs>,
@@ -180,18 +206,7 @@ pub fn load(
             report.files_cleaned += 1;
         }
     }
-    let mut segments = LogSegments::new();
-    for &base in &logs {
-        let at = config.segment_config(dir, base);
-        let (segment, recovered) = LogSegment::open(fs.clone(), dir, base, at, params.now_ms)?;
-        if let Some(recovered) = recovered {
-            report.segments_recovered += 1;
-            report.recovered_base_offsets.push(base);
-            report.bytes_truncated += recovered.truncated_bytes;
-            report.leader_epochs.extend(recovered.leader_epochs);
-        }
-        segments.add(segment);
-    }
+    let mut segments = open_segments(&fs, dir, &logs, &config, params.now_ms, &mut report)?;
 
     // recoverLog: after an unclean shutdown, scan from the segment holding the recovery point.
     if !params.had_clean_shutdown {

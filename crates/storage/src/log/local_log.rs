@@ -40,6 +40,16 @@ fn whole_batches_len(records: &[u8]) -> usize {
     usize::try_from(batches.next_position()).unwrap_or(0)
 }
 
+/// How far into `segment` a read bounded by `max_offset_metadata` may go: all of a segment
+/// below the bound's, up to the bound in its own, nothing past it.
+fn max_position_in(segment: &LogSegment, max_offset_metadata: LogOffsetMetadata) -> Option<u32> {
+    match segment.base_offset().cmp(&max_offset_metadata.segment_base_offset) {
+        std::cmp::Ordering::Less => Some(segment.size_bytes()),
+        std::cmp::Ordering::Equal => Some(max_offset_metadata.relative_position),
+        std::cmp::Ordering::Greater => None,
+    }
+}
+
 /// A read's records: in memory, or left in a segment's file to be sent from there (Kafka's
 /// `FetchDataInfo` over `MemoryRecords` or a `FileRecords` slice).
 #[derive(Debug, Clone)]
@@ -56,23 +66,6 @@ pub enum FetchedRecords {
         /// them: what a read_committed read collects aborted transactions below.
         upper_bound_offset: i64,
     },
-}
-
-impl FetchedRecords {
-    /// The records' length in bytes.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        match self {
-            Self::Memory(fetch) => fetch.records.len(),
-            Self::File { slice, .. } => slice.len(),
-        }
-    }
-
-    /// Whether there is no record byte.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// Settings of a local log.
@@ -506,12 +499,7 @@ impl LocalLog {
         // ("might be too large to fetch").
         let mut pending: Option<FetchData> = None;
         for segment in std::iter::once(floor).chain(self.segments.higher_segments(floor_base)) {
-            let max_position =
-                match segment.base_offset().cmp(&max_offset_metadata.segment_base_offset) {
-                    std::cmp::Ordering::Less => Some(segment.size_bytes()),
-                    std::cmp::Ordering::Equal => Some(max_offset_metadata.relative_position),
-                    std::cmp::Ordering::Greater => None,
-                };
+            let max_position = max_position_in(segment, max_offset_metadata);
             let (offset, budget, min_one) = match &pending {
                 None => (start_offset, max_bytes, min_one_message),
                 Some(so_far) => (
@@ -573,10 +561,8 @@ impl LocalLog {
             return in_memory();
         }
         let Some(floor) = self.segments.floor_segment(start_offset) else { return in_memory() };
-        let max_position = match floor.base_offset().cmp(&max_offset_metadata.segment_base_offset) {
-            std::cmp::Ordering::Less => floor.size_bytes(),
-            std::cmp::Ordering::Equal => max_offset_metadata.relative_position,
-            std::cmp::Ordering::Greater => return in_memory(),
+        let Some(max_position) = max_position_in(floor, max_offset_metadata) else {
+            return in_memory();
         };
         let Some((metadata, slice, first_entry_incomplete)) =
             floor.read_slice(start_offset, max_bytes, Some(max_position), min_one_message)?

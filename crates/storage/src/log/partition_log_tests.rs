@@ -114,6 +114,55 @@ fn high_watermark_bounds_reads() {
     assert_eq!((log.high_watermark().unwrap(), log.log_end_offset().unwrap()), (7, 7));
 }
 
+/// A read left in its file ([`PartitionLog::read_info_file_slice`]) has the bytes and offsets
+/// of the read into memory, from every offset, with every limit and isolation; the usual read
+/// (records at the start offset, below the bound) is a slice, the rest read into memory.
+#[test]
+fn reads_left_in_their_file_match_reads_into_memory() {
+    use super::local_log::FetchedRecords;
+    let fs = SimFs::new();
+    let log = open(&fs, small_segments(3));
+    for n in 1..=8 {
+        append(&log, n, 0);
+    }
+    log.update_high_watermark(20).unwrap();
+    let log_end = log.log_end_offset().unwrap();
+    let mut sliced = 0;
+    for isolation in [Isolation::LogEnd, Isolation::HighWatermark] {
+        for from in 0..=log_end {
+            for max_bytes in [0, 1, 100, 300, u32::MAX] {
+                for min_one in [false, true] {
+                    let context = format!("{isolation:?} from {from} max {max_bytes} {min_one}");
+                    let memory = log.read_info(from, max_bytes, isolation, min_one).unwrap();
+                    let file = log.read_info_file_slice(from, max_bytes, isolation, min_one);
+                    let file = file.unwrap();
+                    assert_eq!(file.high_watermark, memory.high_watermark, "{context}");
+                    assert_eq!(file.log_start_offset, memory.log_start_offset, "{context}");
+                    let memory = memory.data.unwrap();
+                    let bytes = match file.data.unwrap() {
+                        FetchedRecords::Memory(fetch) => {
+                            assert_eq!(fetch, memory, "{context}");
+                            continue;
+                        }
+                        FetchedRecords::File { metadata, slice, .. } => {
+                            sliced += 1;
+                            assert_eq!(metadata, memory.metadata, "{context}");
+                            assert_eq!(slice.position(), u64::from(memory.position), "{context}");
+                            slice.read().unwrap()
+                        }
+                    };
+                    assert!(bytes == memory.records, "{context}: the slice's bytes");
+                    assert!(!bytes.is_empty() && !memory.first_entry_incomplete, "{context}");
+                }
+            }
+        }
+    }
+    // At least every unlimited read that starts below its bound (the high watermark, 20, or
+    // the log end, 36), with min_one on and off, is a slice.
+    assert_eq!(log_end, 36);
+    assert!(sliced >= 2 * (20 + 36), "only {sliced} reads were slices");
+}
+
 /// `testSizeBasedLogRoll` and `testReadOutOfRange`.
 #[test]
 fn size_based_roll_and_out_of_range_reads() {

@@ -116,12 +116,6 @@ impl FileSlice {
         self.position
     }
 
-    /// The `.log` it is a range of.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The slice's bytes, copied into memory (for a connection that must encrypt them).
     pub fn read(&self) -> Result<Vec<u8>> {
         let mut bytes = vec![0; self.len];
@@ -642,18 +636,22 @@ impl LogSegment {
     /// record: a v2 batch's record count is read from its header (one 61-byte read), a
     /// magic 0 or 1 entry always holds one.
     pub fn batch_holds_a_record(&self, position: u32) -> Result<bool> {
-        const RECORDS_COUNT_END: usize = 61;
-        let mut header = [0u8; RECORDS_COUNT_END];
+        use seglog_format::batch::{MAGIC_OFFSET, RECORD_BATCH_OVERHEAD, RECORDS_COUNT_OFFSET};
+        let mut header = [0u8; RECORD_BATCH_OVERHEAD];
         let available = self.size.saturating_sub(position) as usize;
-        let Some(header) = header.get_mut(..available.min(RECORDS_COUNT_END)) else {
+        let Some(header) = header.get_mut(..available.min(RECORD_BATCH_OVERHEAD)) else {
             return Ok(false);
         };
         self.log
             .read_exact_at(header, u64::from(position))
             .map_err(|e| Error::io("read", &self.log_path, e))?;
-        Ok(match (header.get(16), header.get(57..61)) {
-            (Some(2), Some(&[a, b, c, d])) => i32::from_be_bytes([a, b, c, d]) != 0,
-            (Some(2) | None, _) => false,
+        let count = header.get(RECORDS_COUNT_OFFSET..RECORD_BATCH_OVERHEAD);
+        Ok(match (header.get(MAGIC_OFFSET).map(|&m| m as i8), count) {
+            (Some(seglog_format::batch::MAGIC_V2), Some(&[a, b, c, d])) => {
+                i32::from_be_bytes([a, b, c, d]) != 0
+            }
+            // A v2 header cut short (or no byte at all): the read into memory judges it.
+            (Some(seglog_format::batch::MAGIC_V2) | None, _) => false,
             (Some(_), _) => true,
         })
     }
