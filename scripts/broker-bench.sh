@@ -17,9 +17,12 @@ Measures `seglog serve` and Tansu (in-memory storage) with librdkafka's
 rdkafka_performance: for record sizes 1024 B and 100 B, produce with acks=-1,
 then consume everything back from offset 0 of partition 0. Also measures the
 sequential write bandwidth (dd, conv=fdatasync) of the disk holding seglog's
-log directory. Prints a table, the ratios, and a last machine-readable line:
+log directory and, as the consume's reference, a dd read of seglog's .log files
+from the page cache, with a bare Fetch loop (scripts/fetch-bench.py) beside it.
+Prints a table, the ratios, and a last machine-readable line:
 
   ratio_produce_vs_tansu_1k=X ratio_produce_vs_tansu_100b=Y ratio_produce_vs_raw_1k=Z
+  ratio_consume_vs_page_cache_1k=W ratio_fetch_vs_page_cache_1k=V
 
 Prerequisites it sets up by itself (reused between runs):
   - rdkafka_performance, built from the librdkafka sources that the rdkafka-sys
@@ -414,6 +417,21 @@ produce() {
     printf '%s\n' "$line"
 }
 
+# page_cache_read_mbs DIR -> MB/s (10^6 B/s) of reading DIR's .log files, just
+# written and so in the page cache, with dd into /dev/null: the hardware's bound for a
+# consume of the same records.
+page_cache_read_mbs() {
+    local dir=$1 bytes t0 t1 f
+    bytes=$(cat "$dir"/*.log 2>/dev/null | wc -c)
+    t0=$(date +%s%N)
+    for f in "$dir"/*.log; do
+        dd if="$f" of=/dev/null bs=1M status=none
+    done
+    t1=$(date +%s%N)
+    awk -v b="$bytes" -v a="$t0" -v z="$t1" \
+        'BEGIN { if (z > a && b > 0) printf "%.2f\n", b / ((z - a) / 1e9) / 1e6; else print "n/a" }'
+}
+
 # run_size NAME PORT PID SIZE COUNT
 run_size() {
     local name=$1 port=$2 pid=$3 size=$4 count=$5
@@ -466,6 +484,16 @@ run_size() {
     R[$name,$size,c_cnt]=$(sed -nE 's/^% ([0-9]+) messages \(.*/\1/p' <<<"$line")
     if [[ ${R[$name,$size,c_cnt]:-0} != "$count" ]]; then
         log "$name $size B: consumed ${R[$name,$size,c_cnt]:-0} of $count records"
+    fi
+
+    # 2b. seglog: the same bytes read from the page cache by dd, the consume's reference.
+    # And a bare Fetch loop that decodes only batch headers (scripts/fetch-bench.py): the
+    # broker's serving rate without librdkafka's record parsing on the same two cores.
+    if [[ $name == seglog ]]; then
+        R[$name,$size,r_mbs]=$(page_cache_read_mbs "$seglog_dir/$topic-0")
+        line=$(python3 "$script_dir/fetch-bench.py" "127.0.0.1:$port" "$topic" 2>&1 | tail -n 1)
+        R[$name,$size,f_mbs]=$(sed -nE 's/.* mbs=([0-9.]+) .*/\1/p' <<<"$line")
+        [[ -n ${R[$name,$size,f_mbs]} ]] || log "$name: fetch-bench failed: $line"
     fi
 
     # 3. Latency: a separate, shorter produce run with per-message stamps
@@ -971,5 +999,9 @@ r_raw=$(ratio "$(v seglog,1024,p_mbs)" "$raw_mbs")
 echo "seglog/tansu produce MB/s, 1 KiB: $r_t1k (target >= 1.5)"
 echo "seglog/tansu produce MB/s, 100 B: $r_t100 (target >= 1.5)"
 echo "seglog produce MB/s / raw disk write MB/s, 1 KiB: $r_raw (target >= 0.60)"
+r_pc=$(ratio "$(v seglog,1024,c_mbs)" "$(v seglog,1024,r_mbs)")
+r_fpc=$(ratio "$(v seglog,1024,f_mbs)" "$(v seglog,1024,r_mbs)")
+echo "seglog consume MB/s / page-cache read MB/s of its .log files (dd), 1 KiB: $r_pc (target >= 0.5; $(v seglog,1024,r_mbs) MB/s read; consume counts payload bytes only)"
+echo "seglog bare fetch MB/s (fetch-bench.py, record bytes) / page-cache read MB/s, 1 KiB: $r_fpc ($(v seglog,1024,f_mbs) MB/s)"
 echo "elapsed: ${elapsed} s; load average at start: $load_start, at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') ($(nproc 2>/dev/null || echo '?') CPUs)"
-echo "ratio_produce_vs_tansu_1k=$r_t1k ratio_produce_vs_tansu_100b=$r_t100 ratio_produce_vs_raw_1k=$r_raw"
+echo "ratio_produce_vs_tansu_1k=$r_t1k ratio_produce_vs_tansu_100b=$r_t100 ratio_produce_vs_raw_1k=$r_raw ratio_consume_vs_page_cache_1k=$r_pc ratio_fetch_vs_page_cache_1k=$r_fpc"

@@ -23,6 +23,9 @@ pub(crate) enum Outcome {
     /// Write this frame: the size prefix with the response header, then the body (kept apart
     /// so that a large Fetch body is written as is, not copied behind its header).
     Respond(Bytes, Bytes),
+    /// Write these pieces: the size prefix with the response header, then the body's bytes
+    /// and file ranges (a Fetch whose records are sent from their segments' files).
+    RespondPieces(Vec<crate::file_send::Piece>),
     /// Nothing to send (a produce with acks=0).
     NoResponse,
     /// Close the connection, as Kafka does for a request it cannot parse.
@@ -60,6 +63,17 @@ pub(crate) fn frame(
     correlation_id: i32,
     body: BytesMut,
 ) -> Result<(Bytes, Bytes), Error> {
+    let prefix = frame_prefix(api_key, version, correlation_id, body.len())?;
+    Ok((prefix, body.freeze()))
+}
+
+/// The size prefix and response header of a response whose body is `body_len` bytes.
+fn frame_prefix(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body_len: usize,
+) -> Result<Bytes, Error> {
     let header_version = if api_key == ApiKey::ApiVersions {
         // Always v0, so that a client that sent an unsupported version can read the answer.
         0
@@ -71,11 +85,11 @@ pub(crate) fn frame(
         .with_correlation_id(correlation_id)
         .encode(&mut header, header_version)
         .map_err(|error| Error::Encode { what: "response header", source: error.into() })?;
-    let size = i32::try_from(header.len() + body.len()).map_err(|_| Error::ResponseTooLarge)?;
+    let size = i32::try_from(header.len() + body_len).map_err(|_| Error::ResponseTooLarge)?;
     let mut prefix = BytesMut::with_capacity(4 + header.len());
     prefix.put_i32(size);
     prefix.put_slice(&header);
-    Ok((prefix.freeze(), body.freeze()))
+    Ok(prefix.freeze())
 }
 
 /// The ApiVersions answer to a version we do not speak: error 35 with our version list, in v0.
@@ -149,7 +163,24 @@ pub(crate) async fn handle_throttled(
     ::metrics::counter!("seglog_requests_total", "api" => name).increment(1);
     ::metrics::histogram!("seglog_request_seconds", "api" => name)
         .record(started.elapsed().as_secs_f64());
+    let result = match result {
+        // Quotas rewrite the body (a throttled Fetch is answered without records): one that
+        // may be rewritten is read into memory.
+        Ok(Reply::Files(files)) if broker.security.quotas_configured() => {
+            files.into_memory().map(Reply::Body)
+        }
+        result => result,
+    };
     match result {
+        Ok(Reply::Files(files)) => {
+            let correlation_id = request.header.correlation_id;
+            match frame_prefix(api_key, request.version, correlation_id, files.len()) {
+                Ok(prefix) => {
+                    (Outcome::RespondPieces(files.into_pieces(prefix)), Throttle::default())
+                }
+                Err(reason) => (Outcome::Close(reason), Throttle::default()),
+            }
+        }
         Ok(Reply::Body(mut body)) => {
             let throttle =
                 throttle::apply(broker, &request, request_bytes, &mut body, started.elapsed());

@@ -54,6 +54,10 @@ pub enum Error {
         #[source]
         source: Cause,
     },
+    /// A Fetch response's records, left in their segment's file, could not be read from it
+    /// (for a response that had to be sent from memory after all).
+    #[error("fetched records could not be read from their file: {0}")]
+    FileSend(#[source] seglog_storage::Error),
     /// A response whose size does not fit the frame's `i32`.
     #[error("response larger than 2 GiB")]
     ResponseTooLarge,

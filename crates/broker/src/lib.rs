@@ -11,6 +11,7 @@ pub mod config;
 mod dispatch;
 pub mod error;
 mod fetch_session;
+mod file_send;
 pub mod group;
 mod handlers;
 mod metrics;
@@ -51,6 +52,7 @@ pub async fn handle_frame_as(
             frame.extend_from_slice(&body);
             Some(frame.freeze())
         }
+        dispatch::Outcome::RespondPieces(pieces) => file_send::pieces_into_bytes(pieces).ok(),
         dispatch::Outcome::NoResponse | dispatch::Outcome::Close(_) => None,
     }
 }

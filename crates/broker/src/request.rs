@@ -18,9 +18,11 @@ pub(crate) struct Request {
     pub(crate) session: std::sync::Arc<crate::security::Session>,
 }
 
-/// What a handler returns: an encoded body, or no response at all.
+/// What a handler returns: an encoded body, one whose records stay in their files until
+/// they are sent (a Fetch on a plaintext listener), or no response at all.
 pub(crate) enum Reply {
     Body(BytesMut),
+    Files(crate::file_send::FileResponse),
     None,
 }
 

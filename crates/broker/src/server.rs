@@ -668,7 +668,25 @@ async fn read_frame<S: AsyncRead + Unpin>(
     Ok(Some(frame.freeze()))
 }
 
-async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+/// A connection's stream, and the socket under it where bytes go out as they are.
+trait ConnectionStream: AsyncRead + AsyncWrite + Unpin {
+    /// The TCP socket of a plaintext connection, where file ranges go with `sendfile`.
+    fn plaintext_socket(&self) -> Option<&TcpStream>;
+}
+
+impl ConnectionStream for TcpStream {
+    fn plaintext_socket(&self) -> Option<&TcpStream> {
+        Some(self)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> ConnectionStream for tokio_rustls::server::TlsStream<S> {
+    fn plaintext_socket(&self) -> Option<&TcpStream> {
+        None
+    }
+}
+
+async fn serve_connection<S: ConnectionStream>(
     broker: &Arc<Broker>,
     mut stream: S,
     mut auth: Authentication,
@@ -721,6 +739,16 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 // One vectored write of header and body, no copy of the body.
                 stream.write_all_buf(&mut bytes::Buf::chain(prefix, body)).await?;
                 stream.flush().await?;
+            }
+            Outcome::RespondPieces(pieces) => {
+                ::metrics::counter!("seglog_bytes_out_total")
+                    .increment(crate::file_send::pieces_len(&pieces) as u64);
+                if let Some(socket) = stream.plaintext_socket() {
+                    crate::file_send::write_pieces(socket, pieces).await?;
+                } else {
+                    crate::file_send::write_pieces_copied(&mut stream, pieces).await?;
+                    stream.flush().await?;
+                }
             }
             Outcome::NoResponse => {}
             Outcome::Close(reason) => return Err(CloseReason::Invalid(reason)),

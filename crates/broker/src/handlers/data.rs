@@ -23,8 +23,10 @@ use kafka_protocol::messages::{
     ProducerId,
 };
 use seglog_storage::Error as StorageError;
-use seglog_storage::log::partition_log::{Isolation, TopicPartition};
+use seglog_storage::log::local_log::FetchedRecords;
+use seglog_storage::log::partition_log::{Isolation, LogReadInfo, PartitionLog, TopicPartition};
 use seglog_storage::log::validator::AppendOrigin;
+use seglog_storage::segment::FileSlice;
 
 use super::{
     TopicIds, blocking, cluster_allowed, now_ms, str_bytes, topic_allowed, txn_id_allowed,
@@ -32,6 +34,7 @@ use super::{
 use crate::Broker;
 use crate::error::{Error, NONE, check_leader_epoch, storage_error};
 use crate::fetch_session::SessionContext;
+use crate::file_send::{FileResponse, placeholder};
 use crate::replica::{Acks, AppendError};
 use crate::request::{Reply, encode};
 use crate::security::Session;
@@ -316,12 +319,21 @@ struct PartitionRead {
     topic_idx: usize,
     data: PartitionData,
     bytes: usize,
+    /// The records, when they stay in their file until sent: `data.records` is then a
+    /// placeholder of the same length.
+    file: Option<FileSlice>,
 }
+
+/// The fewest record bytes of one partition that are sent from their file rather than read
+/// into the response: below it one read into memory costs less than the extra writes of the
+/// pieces around a file range.
+const SENDFILE_BYTES_MIN: usize = 16 << 10;
 
 /// Fetch with long polling: reads every partition, and while fewer than `min_bytes` came back
 /// and no partition failed, waits for an append (or `max_wait_ms`) and reads again. Fetch
-/// sessions (KIP-227) are declined the way Kafka allows: every response carries session id 0,
-/// so clients keep sending full fetches; an incremental fetch gets FETCH_SESSION_ID_NOT_FOUND.
+/// sessions (KIP-227) are served by `FetchSessionCache`: an incremental fetch reads its
+/// session's partitions and answers those with news. On a plaintext listener without quotas, a
+/// partition's records of [`SENDFILE_BYTES_MIN`] or more are sent from their file.
 ///
 /// Versions: from v13 (KIP-516) topics are named by id, in the request and the response; an id
 /// no topic has is UNKNOWN_TOPIC_ID for each of its partitions. From v16 (KIP-951) a partition
@@ -352,6 +364,10 @@ pub(crate) async fn fetch(
         u64::try_from(request.max_wait_ms.max(0)).unwrap_or(0).min(broker.config.fetch_wait_max_ms);
     let deadline = Instant::now() + Duration::from_millis(wait_ms);
     let min_bytes = usize::try_from(request.min_bytes.max(0)).unwrap_or(0);
+    // Records go from their files to the socket on a plaintext listener, unless quotas may
+    // rewrite the response (Kafka's `PlaintextTransportLayer.transferFrom`).
+    let send_files =
+        broker.security.tls(session.listener).is_none() && !broker.security.quotas_configured();
     let request = Arc::new(request);
     let shared_session = Arc::new(session.clone());
     // Each topic's name (or the error of all its partitions), resolved and authorized once (by
@@ -374,7 +390,13 @@ pub(crate) async fn fetch(
                 );
                 Arc::new(names)
             });
-            let reads = read_partitions(&broker_for_read, &request_for_read, &resolved, version);
+            let reads = read_partitions(
+                &broker_for_read,
+                &request_for_read,
+                &resolved,
+                version,
+                send_files,
+            );
             (resolved, reads)
         })
         .await?;
@@ -411,9 +433,24 @@ pub(crate) async fn fetch(
             sessions.finish_full(session_id, version, &request, &responses);
         }
     }
+    respond(broker, session, response, reads, incremental, version)
+}
+
+/// The response of the reads that answer: each partition under its topic, the endpoint of
+/// their leader (this node), records in memory or left in their files.
+fn respond(
+    broker: &Broker,
+    session: &Session,
+    mut response: FetchResponse,
+    reads: Vec<PartitionRead>,
+    incremental: bool,
+    version: i16,
+) -> Result<Reply, Error> {
     let mut bytes_out = 0;
+    let mut files = Vec::new();
     for read in reads {
         bytes_out += read.bytes;
+        files.extend(read.file);
         if read.data.current_leader.leader_id.0 >= 0 && response.node_endpoints.is_empty() {
             // Every partition's leader is this node: one endpoint covers them all.
             response.node_endpoints.push(
@@ -432,7 +469,14 @@ pub(crate) async fn fetch(
         response.responses.retain(|topic| !topic.partitions.is_empty());
     }
     ::metrics::counter!("seglog_fetch_bytes_total").increment(bytes_out as u64);
-    encode(&response, version)
+    let file_bytes: usize = files.iter().map(FileSlice::len).sum();
+    ::metrics::counter!("seglog_fetch_file_bytes_total").increment(file_bytes as u64);
+    if files.is_empty() {
+        return encode(&response, version);
+    }
+    // Partitions are encoded in the order they were read, so the placeholders meet their
+    // files in `files`' order.
+    FileResponse::encode_fetch(&mut response, version, files).map(Reply::Files)
 }
 
 /// The name of each fetched topic: as sent before v13, found by its id from v13 (UNKNOWN_TOPIC_ID
@@ -470,6 +514,7 @@ fn read_partitions(
     request: &FetchRequest,
     names: &[Result<String, i16>],
     version: i16,
+    send_files: bool,
 ) -> Vec<PartitionRead> {
     let isolation = if request.isolation_level == 1 {
         Isolation::TxnCommitted
@@ -493,11 +538,12 @@ fn read_partitions(
             data.aborted_transactions = (request.isolation_level == 1).then(Vec::new);
             data.records = Some(Bytes::new());
             let mut bytes = 0;
+            let mut file = None;
             let name = match &name {
                 Ok(name) => name,
                 Err(code) => {
                     data.error_code = *code;
-                    reads.push(PartitionRead { topic_idx, data, bytes });
+                    reads.push(PartitionRead { topic_idx, data, bytes, file: None });
                     continue;
                 }
             };
@@ -508,17 +554,19 @@ fn read_partitions(
                         .unwrap_or(0)
                         .min(remaining);
                     // The records and the offsets that bounded them, under one lock.
-                    let read = log.read_info(
+                    let read = read_partition(
+                        &log,
                         partition.fetch_offset,
                         u32::try_from(limit).unwrap_or(u32::MAX),
                         isolation,
                         min_one_message,
+                        send_files,
                     );
                     let read = match read {
                         Ok(read) => read,
                         Err(error) => {
                             data.error_code = storage_error(&error).code();
-                            reads.push(PartitionRead { topic_idx, data, bytes });
+                            reads.push(PartitionRead { topic_idx, data, bytes, file: None });
                             continue;
                         }
                     };
@@ -537,13 +585,19 @@ fn read_partitions(
                     }
                     if epoch_check == NONE {
                         match read.data {
-                            Ok(fetched) => {
-                                bytes = fetched.records.len();
+                            Ok(records) => {
+                                bytes = records.len();
                                 if bytes > 0 {
                                     min_one_message = false;
                                 }
                                 remaining = remaining.saturating_sub(bytes);
-                                data.records = Some(Bytes::from(fetched.records));
+                                match records {
+                                    Records::Memory(records) => data.records = Some(records),
+                                    Records::File(slice, placeholder) => {
+                                        data.records = Some(placeholder);
+                                        file = Some(slice);
+                                    }
+                                }
                             }
                             Err(error) => data.error_code = storage_error(&error).code(),
                         }
@@ -561,10 +615,52 @@ fn read_partitions(
                     }
                 }
             }
-            reads.push(PartitionRead { topic_idx, data, bytes });
+            reads.push(PartitionRead { topic_idx, data, bytes, file });
         }
     }
     reads
+}
+
+/// One partition's records for a Fetch response.
+enum Records {
+    Memory(Bytes),
+    /// Left in their file, with the placeholder that stands for them in the response.
+    File(FileSlice, Bytes),
+}
+
+impl Records {
+    fn len(&self) -> usize {
+        match self {
+            Self::Memory(bytes) => bytes.len(),
+            Self::File(slice, _) => slice.len(),
+        }
+    }
+}
+
+/// Reads one partition: into memory, or, with `send_files`, left in the segment's file when
+/// the slice is at least [`SENDFILE_BYTES_MIN`] (a smaller one is read in).
+fn read_partition(
+    log: &PartitionLog,
+    fetch_offset: i64,
+    max_bytes: u32,
+    isolation: Isolation,
+    min_one_message: bool,
+    send_files: bool,
+) -> seglog_storage::Result<LogReadInfo<Records>> {
+    if !send_files {
+        let read = log.read_info(fetch_offset, max_bytes, isolation, min_one_message)?;
+        return Ok(read.map_data(|fetched| Ok(Records::Memory(Bytes::from(fetched.records)))));
+    }
+    let read = log.read_info_file_slice(fetch_offset, max_bytes, isolation, min_one_message)?;
+    Ok(read.map_data(|fetched| match fetched {
+        FetchedRecords::Memory(fetched) => Ok(Records::Memory(Bytes::from(fetched.records))),
+        FetchedRecords::File { slice, .. } => match placeholder(slice.len()) {
+            Some(placeholder) if slice.len() >= SENDFILE_BYTES_MIN => {
+                Ok(Records::File(slice, placeholder))
+            }
+            _ => slice.read().map(|records| Records::Memory(Bytes::from(records))),
+        },
+    }))
 }
 
 /// The aborted transactions of a read_committed read, as Fetch carries them.

@@ -134,6 +134,22 @@ pub struct LogReadInfo<D = FetchData> {
     pub leader_epoch: Option<i32>,
 }
 
+impl<D> LogReadInfo<D> {
+    /// The same read with its records turned into `E` by `f` (a read that failed stays
+    /// failed; a failure of `f` becomes the read's).
+    pub fn map_data<E>(self, f: impl FnOnce(D) -> Result<E>) -> LogReadInfo<E> {
+        LogReadInfo {
+            data: self.data.and_then(f),
+            high_watermark: self.high_watermark,
+            last_stable_offset: self.last_stable_offset,
+            aborted_transactions: self.aborted_transactions,
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset,
+            leader_epoch: self.leader_epoch,
+        }
+    }
+}
+
 /// An aborted transaction a read_committed fetch must skip (Kafka's
 /// `FetchResponseData.AbortedTransaction`): its producer and first offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
