@@ -493,12 +493,20 @@ def check(bootstrap, work, partitions):
                          "enable.auto.commit": False, "fetch.wait.max.ms": 50,
                          "auto.offset.reset": "earliest"})
 
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    keys = [(t, p) for t, _ in enumerate(TOPICS)
+            for p in range(partitions if t == 0 else GROUPS_PARTITIONS)]
+
     def watermarks():
-        found = {}
-        for t, name in enumerate(TOPICS):
-            for p in range(partitions if t == 0 else GROUPS_PARTITIONS):
-                found[(t, p)] = consumer.get_watermark_offsets(TopicPartition(name, p), timeout=30)
-        return found
+        """(log start, high watermark) of every partition: two batched ListOffsets, not one
+        request per partition and offset."""
+        found = {key: [None, None] for key in keys}
+        for side, spec in enumerate((OffsetSpec.earliest(), OffsetSpec.latest())):
+            asked = {TopicPartition(TOPICS[t], p): spec for t, p in keys}
+            for tp, future in admin.list_offsets(asked, request_timeout=60).items():
+                found[(TOPICS.index(tp.topic), tp.partition)][side] = future.result().offset
+        return {key: tuple(value) for key, value in found.items()}
 
     ends, log_starts = {}, {}
     for key, (low, high) in watermarks().items():
