@@ -448,6 +448,15 @@ fn respond(
 ) -> Result<Reply, Error> {
     let mut bytes_out = 0;
     let mut files = Vec::new();
+    let mut answered = vec![0usize; response.responses.len()];
+    for read in &reads {
+        if let Some(n) = answered.get_mut(read.topic_idx) {
+            *n += 1;
+        }
+    }
+    for (topic, n) in response.responses.iter_mut().zip(answered) {
+        topic.partitions.reserve_exact(n);
+    }
     for read in reads {
         bytes_out += read.bytes;
         files.extend(read.file);
@@ -524,7 +533,10 @@ fn read_partitions(
     let mut remaining =
         usize::try_from(request.max_bytes.clamp(0, FETCH_RESPONSE_BYTES_MAX)).unwrap_or(0);
     let mut min_one_message = true;
-    let mut reads = Vec::new();
+    // Sized once: a fetch of thousands of partitions would otherwise grow it by reallocation,
+    // each step a fresh large block (and page faults) for the allocator.
+    let mut reads =
+        Vec::with_capacity(request.topics.iter().map(|topic| topic.partitions.len()).sum());
     for (topic_idx, topic) in request.topics.iter().enumerate() {
         let name =
             names.get(topic_idx).cloned().unwrap_or(Err(ResponseError::UnknownTopicId.code()));
