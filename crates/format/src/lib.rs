@@ -23,6 +23,7 @@ pub mod legacy;
 pub mod names;
 pub mod producer_snapshot;
 pub mod record;
+pub mod scan;
 pub mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -43,4 +44,5 @@ pub use producer_snapshot::{
     ProducerSnapshotEntry, decode_producer_snapshot, encode_producer_snapshot,
 };
 pub use record::{Header, HeaderRef, Headers, Record};
+pub use scan::PlainRecordsScan;
 pub use schema::group;

@@ -7,3 +7,4 @@ mod fixtures;
 mod kafka_python;
 mod proptest;
 mod regressions;
+mod scan;

@@ -558,7 +558,8 @@ fn check_record(
 
 /// The decoded records of an append and what the validator learned from them.
 struct Scan<'a> {
-    /// Every batch's records, kept for a rebuild.
+    /// Every batch's records, kept for a rebuild (empty after `scan_plain`, whose appends are
+    /// stamped in place).
     decoded: Vec<BatchRecords<'a>>,
     n_records: usize,
     /// The largest record timestamp, or -1.
@@ -628,6 +629,50 @@ fn scan_records<'a>(
     }
 }
 
+/// The fast path of [`scan_records`] for the usual produce: one uncompressed v2 batch of
+/// CreateTime records, stored as it came, whose records pass in one pass without being built
+/// (`RecordBatch::scan_plain_records`). `Ok(None)` when the append is anything else, or when a
+/// record may break a rule: the full scan then decides, with its errors. The batch rules come
+/// first, as in the full scan.
+fn scan_plain<'a>(
+    entries: &[PositionedBatch<'a>],
+    origin: AppendOrigin,
+    now_ms: i64,
+    config: &ValidationConfig,
+    target_compression: Compression,
+) -> Result<Option<Scan<'a>>, ValidationError> {
+    let [entry] = entries else { return Ok(None) };
+    let Batch::V2(batch) = entry.batch else { return Ok(None) };
+    // A control batch's marker is read from its decoded record; a rewrite needs them all.
+    if batch.is_control_batch() || target_compression != Compression::None {
+        return Ok(None);
+    }
+    validate_batch(&entry.batch, &entry.batch, origin)?;
+    let Some(found) = batch.scan_plain_records() else { return Ok(None) };
+    if i64::from(batch.last_offset_delta()) + 1 != i64::from(found.count)
+        || (config.compact && found.has_null_key)
+    {
+        return Ok(None);
+    }
+    // `check_record`'s timestamp rule for a CreateTime batch, on the extremes: if the oldest and
+    // the newest pass, every record does (a -1 among them may only send this to the full scan).
+    if config.topic_timestamp_type() == TimestampType::CreateTime {
+        let (before_max, after_max) =
+            (i128::from(config.timestamp_before_max_ms), i128::from(config.timestamp_after_max_ms));
+        let oldest_age_ms = i128::from(now_ms) - i128::from(found.min_timestamp);
+        let newest_age_ms = i128::from(now_ms) - i128::from(found.max_timestamp);
+        if oldest_age_ms > before_max || -newest_age_ms > after_max {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Scan {
+        decoded: Vec::new(),
+        n_records: usize::try_from(found.count).unwrap_or(0),
+        max_timestamp: found.max_timestamp.max(NO_TIMESTAMP),
+        offsets_contiguous: true,
+    }))
+}
+
 /// Validates a leader append and assigns its offsets from `next_offset` (the log end offset):
 /// Kafka's `UnifiedLog.analyzeAndValidateRecords` followed by
 /// `LogValidator.validateMessagesAndAssignOffsets`, for a target magic of 2.
@@ -642,6 +687,37 @@ pub fn validate_and_assign_offsets<'a>(
     now_ms: i64,
     origin: AppendOrigin,
     config: &ValidationConfig,
+) -> Result<ValidatedAppend<'a>, ValidationError> {
+    validate_leader_append(
+        records,
+        next_offset,
+        partition_leader_epoch,
+        now_ms,
+        origin,
+        config,
+        Scanning::PlainFirst,
+    )
+}
+
+/// How [`validate_leader_append`] checks the records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scanning {
+    /// `scan_plain` when it vouches for the append, else the full scan (what appends use).
+    PlainFirst,
+    /// Always the full scan (tests compare the two).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the tests compare the two scans"))]
+    FullOnly,
+}
+
+/// [`validate_and_assign_offsets`], with the records scan chosen.
+fn validate_leader_append<'a>(
+    records: &'a [u8],
+    next_offset: i64,
+    partition_leader_epoch: i32,
+    now_ms: i64,
+    origin: AppendOrigin,
+    config: &ValidationConfig,
+    scanning: Scanning,
 ) -> Result<ValidatedAppend<'a>, ValidationError> {
     assert!(
         (0..=i64::MAX - i64::from(i32::MAX)).contains(&next_offset),
@@ -667,7 +743,14 @@ pub fn validate_and_assign_offsets<'a>(
     if entries.len() > 1 && (first.magic() >= MAGIC_V2 || source_compression != Compression::None) {
         return Err(invalid("Compressed outer record has more than one batch"));
     }
-    let scan = scan_records(&entries, origin, now_ms, config)?;
+    let plain = match scanning {
+        Scanning::PlainFirst => scan_plain(&entries, origin, now_ms, config, target_compression)?,
+        Scanning::FullOnly => None,
+    };
+    let scan = match plain {
+        Some(scan) => scan,
+        None => scan_records(&entries, origin, now_ms, config)?,
+    };
     if scan.n_records == 0 {
         return Err(invalid("Invalid reported count for record batch: 0"));
     }
@@ -906,6 +989,12 @@ fn rebuild(
                 .map_err(unencodable)?;
         }
     }
+    // Only the full scan keeps the decoded records; the plain scan is for in-place appends.
+    assert_eq!(
+        usize::try_from(builder.n_records()).ok(),
+        Some(scan.n_records),
+        "a rebuild needs every record decoded"
+    );
     builder.build().map_err(unencodable)
 }
 

@@ -914,3 +914,96 @@ fn an_in_place_stamp_copies_only_the_header_unless_the_crc_changes() {
     batch.validate_records(DecodeLimits::default()).unwrap();
     assert_eq!(batch.max_timestamp(), NOW);
 }
+
+/// Damage to a producer batch's records section or record count, CRC recomputed (so the
+/// records themselves are what is wrong): what a hostile or broken producer sends.
+fn damaged(mut bytes: Vec<u8>, damages: &[(usize, u8, u8)]) -> Vec<u8> {
+    for &(at, kind, byte) in damages {
+        let section = bytes.len() - 61;
+        match kind % 5 {
+            0 if section > 0 => bytes[61 + at % section] ^= byte | 1,
+            1 if section > 0 => bytes[61 + at % section] = byte,
+            2 => bytes.truncate(61 + at % (section + 1)),
+            3 => bytes.extend_from_slice(&[byte, byte ^ 0x80]),
+            4 => {
+                let count = i32::from_be_bytes(bytes[57..61].try_into().unwrap());
+                let delta = i32::from(byte as i8);
+                bytes[57..61].copy_from_slice(&count.wrapping_add(delta).to_be_bytes());
+            }
+            _ => {}
+        }
+    }
+    let length = i32::try_from(bytes.len() - 12).unwrap();
+    bytes[8..12].copy_from_slice(&length.to_be_bytes());
+    RecordBatchMut::new(&mut bytes).unwrap().update_crc();
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The plain scan is only a shortcut: every append, well formed or damaged, under every
+    /// topic rule, gets exactly what the full scan gives it (the same bytes and figures, or the
+    /// same error).
+    #[test]
+    fn the_plain_scan_gives_every_append_what_the_full_scan_gives_it(
+        recs in proptest::collection::vec(rec_strategy(), 1..12),
+        null_timestamp in any::<bool>(),
+        damages in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 0..3),
+        compact in any::<bool>(),
+        log_append_time in any::<bool>(),
+        before_max_ms in prop_oneof![Just(i64::MAX), 0i64..200_000],
+        after_max_ms in prop_oneof![Just(i64::MAX), 0i64..200_000],
+        origin in proptest::sample::select(vec![AppendOrigin::Client, AppendOrigin::Coordinator]),
+        target in prop_oneof![
+            Just(TargetCompression::Producer),
+            Just(TargetCompression::Codec(Compression::None)),
+            Just(TargetCompression::Codec(Compression::Gzip)),
+        ],
+    ) {
+        let mut recs = recs;
+        if null_timestamp {
+            recs[0].timestamp = NO_TIMESTAMP;
+        }
+        let input = damaged(v2_batch(Compression::None, &recs), &damages);
+        let config = ValidationConfig {
+            compact,
+            timestamp_type: if log_append_time {
+                TimestampType::LogAppendTime
+            } else {
+                TimestampType::CreateTime
+            },
+            timestamp_before_max_ms: before_max_ms,
+            timestamp_after_max_ms: after_max_ms,
+            ..with_target(target)
+        };
+        let validate = |scanning| {
+            validate_leader_append(&input, NEXT_OFFSET, EPOCH, NOW, origin, &config, scanning)
+        };
+        prop_assert_eq!(validate(Scanning::PlainFirst), validate(Scanning::FullOnly));
+    }
+}
+
+/// The plain scan takes the usual produce (so the fast path is the one appends use) and
+/// declines what it cannot vouch for.
+#[test]
+fn the_plain_scan_takes_the_usual_produce_and_declines_the_rest() {
+    let plain = |input: &[u8], config: &ValidationConfig| {
+        let (entries, _) = walk(input).unwrap();
+        let target = config.target_compression.resolve(Compression::None);
+        scan_plain(&entries, AppendOrigin::Client, NOW, config, target)
+            .unwrap()
+            .map(|scan| (scan.n_records, scan.max_timestamp, scan.decoded.len()))
+    };
+    let input = v2_batch(Compression::None, &three_recs(NOW - 10));
+    assert_eq!(plain(&input, &config()), Some((3, NOW - 10, 0)));
+    // A record a topic rule rejects, a rewrite and a compressed batch go the full way.
+    let keyless_on_compacted = ValidationConfig { compact: true, ..config() };
+    assert_eq!(plain(&input, &keyless_on_compacted), None);
+    let too_old = ValidationConfig { timestamp_before_max_ms: 5, ..config() };
+    assert_eq!(plain(&input, &too_old), None);
+    let recompressed = with_target(TargetCompression::Codec(Compression::Zstd));
+    assert_eq!(plain(&input, &recompressed), None);
+    assert_eq!(plain(&v2_batch(Compression::Snappy, &three_recs(NOW)), &config()), None);
+    assert_eq!(plain(&v2_with_deltas(Compression::None, &[0, 2, 1], 2), &config()), None);
+}
