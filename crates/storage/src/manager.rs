@@ -854,8 +854,9 @@ impl LogManager {
                 self.fs
                     .create_dir_all(&path)
                     .map_err(|e| Error::io("create partition dir", &path, e))?;
-                // Written before any data, as Kafka does (spec §3.6).
-                PartitionMetadata::new(topic_id).write(self.fs.as_ref(), &path)?;
+                // Written before any data, as Kafka does (spec §3.6); the new directory's
+                // one fsync, after its first segment is made (the load's), covers its entry.
+                PartitionMetadata::new(topic_id).write_before_dir_sync(self.fs.as_ref(), &path)?;
                 let tp = TopicPartition { topic: topic.to_owned(), partition };
                 let params = LoadParams {
                     had_clean_shutdown: true,

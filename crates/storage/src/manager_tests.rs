@@ -9,6 +9,7 @@ use std::sync::Arc;
 use seglog_format::{Compression, RecordBatchBuilder};
 
 use crate::config::BrokerLogConfig;
+use crate::dirs::meta::PartitionMetadata;
 use crate::error::Error;
 use crate::io::{FaultKind, FaultPlan, Fs, SimFs};
 use crate::log::partition_log::{Isolation, TopicPartition};
@@ -332,6 +333,22 @@ fn open_for_creation(fs: &SimFs) -> LogManager {
         .0
 }
 
+/// The live partition directories of `topic` in every log directory.
+fn partition_dirs(fs: &SimFs, topic: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in dirs() {
+        for entry in fs.list(&dir).unwrap() {
+            let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+            if let Some(partition) = name.strip_prefix(&format!("{topic}-"))
+                && partition.parse::<i32>().is_ok()
+            {
+                found.push(entry);
+            }
+        }
+    }
+    found
+}
+
 /// The entries for `topic` on disk (partition directories and creation markers) in every log
 /// directory.
 fn topic_on_disk(fs: &SimFs, topic: &str) -> Vec<String> {
@@ -420,6 +437,17 @@ fn a_crash_during_a_topic_creation_leaves_all_of_it_or_none() {
         );
         let grown = count("grown");
         assert!(grown == 1 || grown == 2, "crash at op {n}: grown has {grown} partitions");
+        // A partition that survived has its partition.metadata, with its topic's one id.
+        for topic in ["orders", "grown"] {
+            let ids: Vec<_> = partition_dirs(&fs, topic)
+                .iter()
+                .map(|dir| PartitionMetadata::read(&fs, dir).unwrap().map(|meta| meta.topic_id))
+                .collect();
+            assert!(
+                ids.iter().all(|id| id.is_some() && *id == ids[0]),
+                "crash at op {n}: the topic ids of {topic}: {ids:?}"
+            );
+        }
         if created && grew {
             // Both calls returned: both are durable.
             assert_eq!((orders, grown), (3, 2), "crash at op {n}");

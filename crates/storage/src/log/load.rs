@@ -94,7 +94,13 @@ fn next_offset_of(fs: &dyn Fs, path: &Path, base: i64) -> Result<i64> {
 /// Passes 1 to 3 of Kafka's loader: delete `.deleted` files; drop `.cleaned` files and any
 /// `.swap` at or above the smallest `.cleaned` offset (an incomplete split); for the remaining
 /// swaps, delete the old files they replace and rename them into place.
-fn clean_leftovers(fs: &dyn Fs, dir: &Path, report: &mut LoadReport) -> Result<()> {
+fn clean_leftovers(
+    fs: &dyn Fs,
+    dir: &Path,
+    had_clean_shutdown: bool,
+    report: &mut LoadReport,
+) -> Result<()> {
+    let files_cleaned_before = report.files_cleaned;
     let files = fs.list(dir).map_err(|e| Error::io("list partition", dir, e))?;
     let mut min_cleaned = i64::MAX;
     let mut swaps = Vec::new();
@@ -144,12 +150,20 @@ fn clean_leftovers(fs: &dyn Fs, dir: &Path, report: &mut LoadReport) -> Result<(
             }
         }
     }
+    let renamed_swaps = !kept_swaps.is_empty();
     for (_, path) in kept_swaps {
         let text = path.to_string_lossy();
         let live = PathBuf::from(text.strip_suffix(FileState::Swap.suffix()).unwrap_or(&text));
         fs.rename(&path, &live).map_err(|e| Error::io("rename swap", &path, e))?;
     }
-    fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))
+    // What this load changed is made durable before anything builds on it. After an unclean
+    // shutdown the entries found may themselves be unsynced (the process died, not the
+    // machine), so they are synced even when nothing changed; a clean shutdown synced them.
+    let changed = renamed_swaps || report.files_cleaned != files_cleaned_before;
+    if changed || !had_clean_shutdown {
+        fs.sync_dir(dir).map_err(|e| Error::io("fsync dir", dir, e))?;
+    }
+    Ok(())
 }
 
 /// Opens the segments at `bases` (each with its roll jitter), reporting those whose open
@@ -186,7 +200,7 @@ pub fn load(
     params: LoadParams,
 ) -> Result<LoadedLog> {
     let mut report = LoadReport::default();
-    clean_leftovers(fs.as_ref(), dir, &mut report)?;
+    clean_leftovers(fs.as_ref(), dir, params.had_clean_shutdown, &mut report)?;
 
     // Pass 4: orphan indexes go; every .log opens as a segment.
     let files = fs.list(dir).map_err(|e| Error::io("list partition", dir, e))?;

@@ -313,7 +313,8 @@ impl LogManager {
             self.fs.create_dir_all(&path).map_err(|e| Error::io("create future dir", &path, e))?;
             self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))?;
             if let Some(topic_id) = topic_id {
-                PartitionMetadata::new(topic_id).write(self.fs.as_ref(), &path)?;
+                // The load's fsync of the new directory, after its first segment, covers it.
+                PartitionMetadata::new(topic_id).write_before_dir_sync(self.fs.as_ref(), &path)?;
             }
             let params = LoadParams {
                 had_clean_shutdown: true,
