@@ -299,7 +299,7 @@ fn count_records(log: &PartitionLog) -> Result<u64> {
 fn raw_reference(plan: &Plan<'_>, bytes: u64) -> Result<(f64, f64)> {
     let path = plan.root.join("raw.bin");
     let n_chunks = bytes.div_ceil(plan.batch.len() as u64).max(1);
-    let write = raw_write(&path, &plan.batch, n_chunks)?;
+    let write = raw_write(&path, &plan.batch, n_chunks)?.durable_mb_per_s;
     let read = raw_read(&path)?;
     std::fs::remove_file(&path)?;
     Ok((write, read))

@@ -164,17 +164,31 @@ fn producer_batch(
 }
 
 /// The hardware's sequential write limit: `chunk` written `n_chunks` times with `write_all` to
-/// a new file at `path`, then one `fsync`; MB/s.
-fn raw_write(path: &Path, chunk: &[u8], n_chunks: u64) -> Result<f64> {
+/// a new file at `path`, then one `fsync`; timed to the last write and to the fsync.
+fn raw_write(path: &Path, chunk: &[u8], n_chunks: u64) -> Result<RawWrite> {
     let started = Instant::now();
-    {
+    let page_cache_elapsed = {
         let mut file = std::fs::File::create(path)?;
         for _ in 0..n_chunks {
             file.write_all(chunk)?;
         }
+        let page_cache_elapsed = started.elapsed();
         file.sync_data()?;
-    }
-    Ok(mb_per_s(n_chunks * chunk.len() as u64, started.elapsed()))
+        page_cache_elapsed
+    };
+    let bytes = n_chunks * chunk.len() as u64;
+    Ok(RawWrite {
+        durable_mb_per_s: mb_per_s(bytes, started.elapsed()),
+        page_cache_mb_per_s: mb_per_s(bytes, page_cache_elapsed),
+    })
+}
+
+/// What [`raw_write`] measured, MB/s.
+struct RawWrite {
+    /// Until the final fsync returned.
+    durable_mb_per_s: f64,
+    /// Until the last `write_all` returned: the page cache's limit for any append.
+    page_cache_mb_per_s: f64,
 }
 
 /// The file at `path` read back (from the page cache) in 1 MiB reads; MB/s.

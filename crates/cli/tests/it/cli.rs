@@ -294,6 +294,8 @@ fn bench_runs_and_prints_the_ratio_line() {
     for key in [
         "ratio_vs_raw_write=",
         "ratio_vs_commitlog_records=",
+        "ratio_page_cache_append_vs_raw=",
+        "ratio_commitlog_vs_raw_page_cache=",
         "ratio_read_vs_commitlog=",
         "ratio_read_vs_raw=",
     ] {
@@ -302,6 +304,7 @@ fn bench_runs_and_prints_the_ratio_line() {
     let figures: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(figures["append_mb_per_s"].as_f64().unwrap() > 0.0);
+    assert!(figures["raw_page_cache_write_mb_per_s"].as_f64().unwrap() > 0.0);
     assert!(!temp.path().join("b").exists(), "the run directory is removed");
 }
 

@@ -115,3 +115,49 @@ fn the_broker_serves_a_topic_with_far_more_files_than_descriptors() {
     // Everything is there after the clean shutdown, within the same limit.
     ok(&seglog_limited(512, &["verify", "--log-dir", &dir]), "verify");
 }
+
+/// Issue 19's acceptance at full size: `seglog topics create --partitions 100000` under this
+/// machine's own open-files limit, then the broker serves the topic: Metadata lists all 100,000
+/// partitions, confluent-kafka produces three records to each of 1,000 random partitions
+/// (acks=all, idempotent) and reads each back exactly, and the broker keeps its log files within
+/// the descriptor budget (a tenth of RLIMIT_NOFILE) while doing it.
+#[test]
+fn one_hundred_thousand_partitions_are_created_and_served_under_the_default_limit() {
+    const PARTITIONS: &str = "100000";
+    let Some(python) = python() else { return };
+    let temp = tempfile::tempdir().unwrap();
+    let dir = log_dir(temp.path());
+    let created = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["topics", "create", "--log-dir", &dir, "--topic", "wide", "--partitions"])
+        .arg(PARTITIONS)
+        .output()
+        .expect("seglog runs");
+    assert!(ok(&created, "topics create").contains("100000 partitions"));
+    let broker = Broker::start(temp.path());
+    let output = Command::new(&python)
+        .arg(python_script("wide.py"))
+        .args([&broker.addr, "wide", PARTITIONS, "1000", "100"])
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "wide.py: {}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // The budget is a tenth of the limit the broker raised itself to (its hard limit, which
+    // this process shares); the rest of its descriptors are sockets, lock files and the like.
+    let hard_limit = hard_nofile_limit();
+    let open = std::fs::read_dir(format!("/proc/{}/fd", broker.child.id())).unwrap().count();
+    let budget = usize::try_from(hard_limit / 10).unwrap().max(64);
+    assert!(open <= budget + 64, "{open} descriptors open, budget {budget} log files");
+    let status = broker.terminate();
+    assert!(status.success(), "seglog serve exited with {status}");
+}
+
+/// RLIMIT_NOFILE's hard limit, from `ulimit -Hn`.
+fn hard_nofile_limit() -> u64 {
+    let output = Command::new("sh").args(["-c", "ulimit -Hn"]).output().expect("sh runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.trim().parse().unwrap_or(u64::MAX / 16)
+}
