@@ -99,17 +99,7 @@ fn the_broker_serves_a_topic_with_far_more_files_than_descriptors() {
         "topics create",
     );
     let broker = Broker::start_limited(temp.path(), 512, &[]);
-    let output = Command::new(&python)
-        .arg(python_script("wide.py"))
-        .args([&broker.addr, "wide", "2000", "300", "19"])
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "wide.py: {}\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        String::from_utf8_lossy(&output.stdout)
-    );
+    wide_py(&python, &broker.addr, "2000", "300", "19");
     let status = broker.terminate();
     assert!(status.success(), "seglog serve exited with {status}");
     // Everything is there after the clean shutdown, within the same limit.
@@ -134,17 +124,7 @@ fn one_hundred_thousand_partitions_are_created_and_served_under_the_default_limi
         .expect("seglog runs");
     assert!(ok(&created, "topics create").contains("100000 partitions"));
     let broker = Broker::start(temp.path());
-    let output = Command::new(&python)
-        .arg(python_script("wide.py"))
-        .args([&broker.addr, "wide", PARTITIONS, "1000", "100"])
-        .output()
-        .expect("python runs");
-    assert!(
-        output.status.success(),
-        "wide.py: {}\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        String::from_utf8_lossy(&output.stdout)
-    );
+    wide_py(&python, &broker.addr, PARTITIONS, "1000", "100");
     // The budget is a tenth of the limit the broker raised itself to (its hard limit, which
     // this process shares); the rest of its descriptors are sockets, lock files and the like.
     let hard_limit = hard_nofile_limit();
@@ -153,6 +133,22 @@ fn one_hundred_thousand_partitions_are_created_and_served_under_the_default_limi
     assert!(open <= budget + 64, "{open} descriptors open, budget {budget} log files");
     let status = broker.terminate();
     assert!(status.success(), "seglog serve exited with {status}");
+}
+
+/// `wide.py`: Metadata lists all `partitions` of the topic `wide`, and three records to each of
+/// `sample` random partitions (seeded by `seed`) are produced and read back exactly.
+fn wide_py(python: &Path, addr: &str, partitions: &str, sample: &str, seed: &str) {
+    let output = Command::new(python)
+        .arg(python_script("wide.py"))
+        .args([addr, "wide", partitions, sample, seed])
+        .output()
+        .expect("python runs");
+    assert!(
+        output.status.success(),
+        "wide.py: {}\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        String::from_utf8_lossy(&output.stdout)
+    );
 }
 
 /// RLIMIT_NOFILE's hard limit, from `ulimit -Hn`.
