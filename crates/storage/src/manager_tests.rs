@@ -242,7 +242,7 @@ fn partition_metadata_is_written_before_data() {
     let ids: Vec<[u8; 16]> = (0..2)
         .map(|p| {
             let dir = manager.get_log(&tp("ids", p)).unwrap().dir();
-            crate::dirs::meta::PartitionMetadata::read(&fs, &dir).unwrap().unwrap().topic_id
+            PartitionMetadata::read(&fs, &dir).unwrap().unwrap().topic_id
         })
         .collect();
     assert_eq!(ids[0], ids[1], "one id per topic");
