@@ -14,6 +14,7 @@ pub(crate) fn workspace_root() -> PathBuf {
 const LAYERS: &[(&str, &str)] = &[
     ("format", "seglog-format"),
     ("storage", "seglog-storage"),
+    ("remote", "seglog-remote"),
     ("broker", "seglog-broker"),
     ("cli", "seglog"),
 ];
