@@ -34,6 +34,8 @@ mod manifest;
 mod writer;
 
 #[cfg(test)]
+mod faults;
+#[cfg(test)]
 mod model_tests;
 
 pub use error::{RemoteError, Result};

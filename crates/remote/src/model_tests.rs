@@ -21,6 +21,8 @@ use futures::TryStreamExt;
 use object_store::memory::InMemory;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use crate::error::RemoteError;
+use crate::faults::{FaultCounts, FaultStore};
 use crate::layout::{ObjectKind, PartitionLayout};
 use crate::manifest::{Change, SegmentEntry};
 use crate::writer::{
@@ -59,13 +61,17 @@ fn layout() -> PartitionLayout {
     PartitionLayout::new("bucket-prefix", "model", 0, "AAAAAAAAAAAAAAAAAAAAAQ")
 }
 
-async fn upload(store: &dyn ObjectStore, base: i64, last: i64) -> SegmentEntry {
+async fn upload(
+    store: &dyn ObjectStore,
+    base: i64,
+    last: i64,
+) -> Result<SegmentEntry, RemoteError> {
     let objects = [
         (ObjectKind::Log, Bytes::from(format!("{base}..={last}"))),
         (ObjectKind::Index, Bytes::from_static(b"i")),
         (ObjectKind::TimeIndex, Bytes::from_static(b"t")),
     ];
-    upload_segment(store, &layout(), base, last, base * 10, &objects).await.expect("upload")
+    upload_segment(store, &layout(), base, last, base * 10, &objects).await
 }
 
 /// The invariants, against the bucket; returns the stored version.
@@ -103,31 +109,68 @@ struct Counts {
     replacements: u64,
     crashes: u64,
     orphans_collected: u64,
+    /// Steps cut short by an injected store error (the writer is then dropped, as a broker
+    /// would back off and take the partition again).
+    faulted_steps: u64,
+    /// Commits whose outcome the writer could not learn: the model took whichever the bucket
+    /// showed, and it had to be one of the two.
+    ambiguous_commits: u64,
 }
 
-/// One sequence's state: the bucket, the choices, the model and the live writer (none after a
-/// crash, until the next step restarts one).
+/// One sequence's state: the bucket (through a fault-injecting store), the choices, the model
+/// and the live writer (none after a crash or a fault, until the next step restarts one).
 struct Sequence {
     seed: u64,
-    store: Arc<dyn ObjectStore>,
+    /// What the writers use: faults injected.
+    store: Arc<FaultStore>,
+    /// The same bucket without faults, for the checks.
+    bucket: Arc<dyn ObjectStore>,
     rng: Rng,
     model: Model,
+    /// The model after a commit whose outcome is unknown (an error after it may have been
+    /// stored): the bucket must show it or `model`.
+    maybe: Option<Model>,
     writer: Option<ManifestWriter>,
     version: u64,
 }
 
+type Step = Result<(), RemoteError>;
+
 impl Sequence {
+    fn store(&self) -> &dyn ObjectStore {
+        self.store.as_ref()
+    }
+
     /// A (re)start: the new writer reads the bucket and fences the last.
-    async fn restart(&mut self) {
-        let acquired = ManifestWriter::acquire(Arc::clone(&self.store), layout()).await;
-        let acquired = acquired.expect("acquire");
+    async fn restart(&mut self) -> Step {
+        let store: Arc<dyn ObjectStore> = Arc::clone(&self.store) as Arc<dyn ObjectStore>;
+        let acquired = ManifestWriter::acquire(store, layout()).await?;
         assert!(acquired.manifest().manifest_version > self.version, "seed {}", self.seed);
         self.version = acquired.manifest().manifest_version;
         self.writer = Some(acquired);
+        Ok(())
     }
 
     fn writer(&mut self) -> &mut ManifestWriter {
         self.writer.as_mut().expect("a live writer")
+    }
+
+    /// Commits `change`, the model becoming `after`; an error leaves the outcome unknown.
+    async fn commit(
+        &mut self,
+        change: &Change,
+        after: Model,
+    ) -> Result<Vec<SegmentEntry>, RemoteError> {
+        match self.writer().commit(change).await {
+            Ok(removed) => {
+                self.model = after;
+                Ok(removed)
+            }
+            Err(error) => {
+                self.maybe = Some(after);
+                Err(error)
+            }
+        }
     }
 
     /// Deletes the objects of entries a commit dropped, unless the process "crashes" first.
@@ -136,52 +179,53 @@ impl Sequence {
         removed: &[SegmentEntry],
         crash: bool,
         counts: &mut Counts,
-    ) {
+    ) -> Step {
         if crash {
             self.writer = None;
             counts.crashes += 1;
-            return;
+            return Ok(());
         }
         for entry in removed {
-            delete_segment_objects(self.store.as_ref(), &layout(), entry).await.expect("delete");
+            delete_segment_objects(self.store(), &layout(), entry).await?;
         }
+        Ok(())
     }
 
     /// Uploads the next closed segment; a crash before its commit leaves orphans.
-    async fn upload(&mut self, crash: bool, counts: &mut Counts) {
+    async fn upload(&mut self, crash: bool, counts: &mut Counts) -> Step {
         let length = 1 + self.rng.below(20) as i64;
         let end = self.model.end;
-        let entry = upload(self.store.as_ref(), end, end + length - 1).await;
+        let entry = upload(self.store(), end, end + length - 1).await?;
         if crash {
             self.writer = None;
             counts.crashes += 1;
-            return;
+            return Ok(());
         }
-        self.writer().commit(&Change::Add(entry)).await.expect("add");
-        self.model.end += length;
+        let after = Model { end: end + length, ..self.model };
+        self.commit(&Change::Add(entry), after).await?;
         counts.commits += 1;
+        Ok(())
     }
 
     /// Retention or DeleteRecords: the manifest first, then the objects.
-    async fn expire(&mut self, crash: bool, counts: &mut Counts) {
+    async fn expire(&mut self, crash: bool, counts: &mut Counts) -> Step {
         let Model { log_start, end } = self.model;
         if end == log_start {
-            return;
+            return Ok(());
         }
         let start = log_start + 1 + self.rng.below((end - log_start) as u64) as i64;
         let change = Change::Expire { log_start_offset: start };
-        let removed = self.writer().commit(&change).await.expect("expire");
-        self.model.log_start = start;
+        let removed = self.commit(&change, Model { log_start: start, end }).await?;
         counts.commits += 1;
-        self.delete_or_crash(&removed, crash, counts).await;
+        self.delete_or_crash(&removed, crash, counts).await
     }
 
     /// Compaction: a run of 1 to 3 segments re-uploaded as 1 or 2, swapped in one change, the
     /// old objects deleted after it; a crash may come before the swap or after it.
-    async fn replace(&mut self, crash: bool, counts: &mut Counts) {
+    async fn replace(&mut self, crash: bool, counts: &mut Counts) -> Step {
         let segments = self.writer().manifest().segments.clone();
         if segments.is_empty() {
-            return;
+            return Ok(());
         }
         let first = self.rng.below(segments.len() as u64) as usize;
         let count = (1 + self.rng.below(3) as usize).min(segments.len() - first);
@@ -193,34 +237,30 @@ impl Sequence {
         let mut with = Vec::new();
         if last > low && self.rng.chance(50) {
             let middle = low + self.rng.below((last - low) as u64) as i64;
-            with.push(upload(self.store.as_ref(), base, middle).await);
-            with.push(upload(self.store.as_ref(), middle + 1, last).await);
+            with.push(upload(self.store(), base, middle).await?);
+            with.push(upload(self.store(), middle + 1, last).await?);
         } else {
-            with.push(upload(self.store.as_ref(), base, last).await);
+            with.push(upload(self.store(), base, last).await?);
         }
         if crash && self.rng.chance(50) {
             self.writer = None;
             counts.crashes += 1;
-            return;
+            return Ok(());
         }
         let replaced = run.iter().map(|entry| entry.id).collect();
-        let removed =
-            self.writer().commit(&Change::Replace { replaced, with }).await.expect("replace");
+        let removed = self.commit(&Change::Replace { replaced, with }, self.model).await?;
         counts.commits += 1;
         counts.replacements += 1;
-        self.delete_or_crash(&removed, crash, counts).await;
+        self.delete_or_crash(&removed, crash, counts).await
     }
 
     /// Collects the orphans (nothing is in flight between steps), then checks by listing the
-    /// folder (not with find_orphans, which is under test) that only named objects are left.
-    async fn collect(&mut self, counts: &mut Counts) {
-        let (store, seed) = (Arc::clone(&self.store), self.seed);
+    /// bucket (not with find_orphans, which is under test) that only named objects are left.
+    async fn collect(&mut self, counts: &mut Counts) -> Step {
         let manifest = self.writer().manifest().clone();
-        let orphans = find_orphans(store.as_ref(), &layout(), &manifest, &BTreeSet::new())
-            .await
-            .expect("list");
+        let orphans = find_orphans(self.store(), &layout(), &manifest, &BTreeSet::new()).await?;
         for key in orphans {
-            store.delete(&key).await.expect("delete orphan");
+            self.store().delete(&key).await.map_err(|e| RemoteError::store("delete", &key, e))?;
             counts.orphans_collected += 1;
         }
         let named: BTreeSet<String> = manifest
@@ -233,46 +273,77 @@ impl Sequence {
                     .map(|kind| layout().object_key(entry.base_offset, entry.id, *kind).to_string())
             })
             .collect();
-        let left: Vec<String> = store
+        let left: Vec<String> = self
+            .bucket
             .list(Some(&layout().segments_dir()))
             .map_ok(|meta| meta.location.to_string())
             .try_collect()
             .await
             .expect("list");
+        let seed = self.seed;
         let unnamed: Vec<&String> = left.iter().filter(|key| !named.contains(*key)).collect();
         assert!(unnamed.is_empty(), "seed {seed}: orphans left after a collection: {unnamed:?}");
         assert_eq!(left.len(), named.len(), "seed {seed}: a named object is missing");
+        Ok(())
+    }
+
+    /// After a commit of unknown outcome, the bucket decides which model holds (it must be one
+    /// of the two).
+    async fn settle(&mut self, counts: &mut Counts) {
+        let Some(after) = self.maybe.take() else { return };
+        counts.ambiguous_commits += 1;
+        let stored = read_manifest(self.bucket.as_ref(), &layout()).await.expect("read");
+        let stored = stored.expect("a manifest");
+        let covers = |model: Model| {
+            (stored.log_start_offset.min(stored.end_offset()), stored.end_offset())
+                == (model.log_start.min(model.end), model.end)
+        };
+        if covers(after) && !covers(self.model) {
+            self.model = after;
+        }
     }
 }
 
-async fn run(seed: u64, counts: &mut Counts) {
+async fn run(seed: u64, fault_percent: u64, counts: &mut Counts) {
+    let bucket: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let store = Arc::new(FaultStore::new(Arc::clone(&bucket), seed ^ 0xFA17, fault_percent));
     let mut sequence = Sequence {
         seed,
-        store: Arc::new(InMemory::new()),
+        store,
+        bucket,
         rng: Rng(seed),
         model: Model { log_start: 0, end: 0 },
+        maybe: None,
         writer: None,
         version: 0,
     };
     for _ in 0..30 {
-        if sequence.writer.is_none() {
-            sequence.restart().await;
-            continue;
+        let step = if sequence.writer.is_none() {
+            sequence.restart().await
+        } else {
+            let crash = sequence.rng.chance(15);
+            match sequence.rng.below(4) {
+                0 => sequence.upload(crash, counts).await,
+                1 => sequence.expire(crash, counts).await,
+                2 => sequence.replace(crash, counts).await,
+                _ => sequence.collect(counts).await,
+            }
+        };
+        if let Err(error) = step {
+            let is_injected = error.to_string().contains("(injected)");
+            assert!(is_injected, "seed {seed}: {error}");
+            sequence.writer = None;
+            counts.faulted_steps += 1;
         }
-        let crash = sequence.rng.chance(15);
-        match sequence.rng.below(4) {
-            0 => sequence.upload(crash, counts).await,
-            1 => sequence.expire(crash, counts).await,
-            2 => sequence.replace(crash, counts).await,
-            _ => sequence.collect(counts).await,
-        }
-        let stored = check(sequence.store.as_ref(), sequence.model, sequence.version, seed).await;
+        sequence.settle(counts).await;
+        let stored = check(sequence.bucket.as_ref(), sequence.model, sequence.version, seed).await;
         sequence.version = sequence.version.max(stored);
     }
+    let injected = sequence.store.counts();
+    assert!(fault_percent > 0 || injected == FaultCounts::default(), "seed {seed}");
 }
 
-#[test]
-fn seeded_sequences_keep_the_remote_log_whole_and_its_bucket_clean() {
+fn run_seeds(fault_percent: u64, default_sequences: u64) -> Counts {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let seeds: Vec<u64> = if let Ok(seed) = std::env::var("SEED") {
         vec![seed.parse().expect("SEED is a number")]
@@ -280,23 +351,38 @@ fn seeded_sequences_keep_the_remote_log_whole_and_its_bucket_clean() {
         let n = std::env::var("SEGLOG_REMOTE_SEQUENCES")
             .ok()
             .and_then(|n| n.parse().ok())
-            .unwrap_or(10_000);
+            .unwrap_or(default_sequences);
         (0..n).collect()
     };
     let mut counts = Counts::default();
-    let n_seeds = seeds.len() as u64;
     for seed in seeds {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            runtime.block_on(run(seed, &mut counts));
+            runtime.block_on(run(seed, fault_percent, &mut counts));
         }));
         assert!(ran.is_ok(), "the sequence of seed {seed} failed (run it alone with SEED={seed})");
     }
+    counts
+}
+
+#[test]
+fn seeded_sequences_keep_the_remote_log_whole_and_its_bucket_clean() {
+    let counts = run_seeds(0, 10_000);
     // Every path ran, many times over.
     assert!(
-        counts.commits > 5 * n_seeds
-            && counts.replacements > n_seeds
-            && counts.crashes > n_seeds
-            && counts.orphans_collected > n_seeds,
-        "{counts:?} over {n_seeds} sequences"
+        counts.commits > 50_000
+            && counts.replacements > 10_000
+            && counts.crashes > 10_000
+            && counts.orphans_collected > 10_000,
+        "{counts:?}"
+    );
+}
+
+#[test]
+fn store_errors_and_lost_answers_lose_or_double_no_entry() {
+    // 8% of the requests fail with 503 SlowDown, a third of the failed PUTs after storing.
+    let counts = run_seeds(8, 2_000);
+    assert!(
+        counts.faulted_steps > 2_000 && counts.ambiguous_commits > 200 && counts.commits > 5_000,
+        "{counts:?}"
     );
 }

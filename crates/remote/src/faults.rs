@@ -1,0 +1,156 @@
+//! A fault-injecting object store for tests: around another store, each request fails with a
+//! seeded probability, as S3 does under load (`503 SlowDown`), and a failed PUT may have been
+//! stored before its answer was lost (a timeout after the write).
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+
+/// What the store did to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct FaultCounts {
+    /// Requests failed before reaching the store.
+    pub(crate) failed: u64,
+    /// PUTs stored whose answer was then lost.
+    pub(crate) answers_lost: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    rng: u64,
+    percent: u64,
+    counts: FaultCounts,
+}
+
+/// Fails `percent` of the requests to `inner` (a third of the failed PUTs after storing them).
+#[derive(Debug)]
+pub(crate) struct FaultStore {
+    inner: Arc<dyn ObjectStore>,
+    state: Mutex<State>,
+}
+
+/// The error S3 gives a client it wants to slow down.
+fn slow_down(op: &str, location: &Path) -> object_store::Error {
+    object_store::Error::Generic {
+        store: "FaultStore",
+        source: format!("503 SlowDown (injected) on {op} {location}").into(),
+    }
+}
+
+impl FaultStore {
+    pub(crate) fn new(inner: Arc<dyn ObjectStore>, seed: u64, percent: u64) -> Self {
+        Self {
+            inner,
+            state: Mutex::new(State { rng: seed, percent, counts: FaultCounts::default() }),
+        }
+    }
+
+    pub(crate) fn counts(&self) -> FaultCounts {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).counts
+    }
+
+    /// A draw in 0..100 (SplitMix64).
+    fn draw(&self) -> (u64, u64) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.rng = state.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) % 100, state.percent)
+    }
+
+    fn count(&self, lost: bool) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if lost {
+            state.counts.answers_lost += 1;
+        } else {
+            state.counts.failed += 1;
+        }
+    }
+
+    /// Whether this request fails.
+    fn fails(&self) -> bool {
+        let (draw, percent) = self.draw();
+        draw < percent
+    }
+}
+
+impl fmt::Display for FaultStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FaultStore({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FaultStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        if self.fails() {
+            let lost = self.draw().0 < 33;
+            if lost {
+                self.inner.put_opts(location, payload, opts).await?;
+            }
+            self.count(lost);
+            return Err(slow_down("put", location));
+        }
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if self.fails() {
+            self.count(false);
+            return Err(slow_down("get", location));
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        if self.fails() {
+            self.count(false);
+            return locations
+                .map(|location| location.and_then(|path| Err(slow_down("delete", &path))))
+                .boxed();
+        }
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        if self.fails() {
+            self.count(false);
+            let error = slow_down("list", prefix.unwrap_or(&Path::default()));
+            return futures::stream::once(async move { Err(error) }).boxed();
+        }
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
