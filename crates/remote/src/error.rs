@@ -17,6 +17,17 @@ pub enum RemoteError {
         #[source]
         source: object_store::Error,
     },
+    /// A local segment file could not be read for an upload.
+    #[error("local segment file: {op} {}: {source}", path.display())]
+    Local {
+        /// The operation: `open`, `stat`, `read`.
+        op: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A manifest that is not one this crate wrote, or breaks its rules.
     #[error("malformed manifest {key}: {reason}")]
     Malformed {

@@ -30,17 +30,23 @@
 
 mod error;
 mod layout;
+mod local;
 mod manifest;
+mod reader;
 mod writer;
 
 #[cfg(test)]
 mod faults;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod round_trip_tests;
 
 pub use error::{RemoteError, Result};
 pub use layout::{ObjectKind, PartitionLayout, SegmentId};
+pub use local::read_segment_files;
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
+pub use reader::{RemoteRead, RemoteReader};
 pub use writer::{
     ManifestWriter, delete_segment_objects, find_orphans, probe_conditional_put, read_manifest,
     upload_segment,

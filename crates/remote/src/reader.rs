@@ -1,0 +1,216 @@
+//! Reading records from the bucket at an offset (Kafka's `RemoteLogReader`): the manifest names
+//! the segment, its offset index object (cached, within a byte bound) gives a position, and
+//! one ranged GET of the `.log` object returns whole batches from there.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use object_store::{ObjectStore, ObjectStoreExt};
+use seglog_format::index::OFFSET_INDEX_ENTRY_BYTES;
+use seglog_format::{Batches, OffsetIndexEntry};
+
+use crate::error::{RemoteError, Result};
+use crate::layout::{ObjectKind, PartitionLayout, SegmentId};
+use crate::manifest::{Manifest, SegmentEntry};
+
+/// The smallest ranged GET: batches of up to this size come in one request.
+const READ_WINDOW_BYTES_MIN: u64 = 64 * 1024;
+
+/// Records read from a remote segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteRead {
+    /// The segment they come from.
+    pub segment: SegmentEntry,
+    /// Whole batches, the first holding the offset asked for; at least one batch, then as
+    /// many as fit `max_bytes` (Kafka's `minOneMessage`).
+    pub records: Bytes,
+}
+
+/// Offset index objects held in memory, least recently used first out, within a byte bound
+/// (Kafka's `RemoteIndexCache`, `remote.log.index.file.cache.total.size.bytes`).
+#[derive(Debug, Default)]
+struct IndexCache {
+    entries: BTreeMap<SegmentId, (u64, Bytes)>,
+    bytes: usize,
+    clock: u64,
+}
+
+/// Reads a partition's remote segments.
+#[derive(Debug)]
+pub struct RemoteReader {
+    layout: PartitionLayout,
+    index_cache: Mutex<IndexCache>,
+    index_cache_bytes_max: usize,
+}
+
+impl RemoteReader {
+    /// A reader of `layout`'s segments keeping at most `index_cache_bytes_max` bytes of offset
+    /// indexes.
+    pub fn new(layout: PartitionLayout, index_cache_bytes_max: usize) -> Self {
+        Self { layout, index_cache: Mutex::new(IndexCache::default()), index_cache_bytes_max }
+    }
+
+    /// Bytes of offset indexes held now.
+    pub fn index_cache_bytes(&self) -> usize {
+        self.index_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bytes
+    }
+
+    /// The batches from the one holding `offset`, up to `max_bytes` (at least one batch), from
+    /// the segment of `manifest` that holds it; `None` when no committed segment does (below
+    /// the remote log start, or at or past its end).
+    pub async fn read(
+        &self,
+        store: &dyn ObjectStore,
+        manifest: &Manifest,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<Option<RemoteRead>> {
+        if offset < manifest.log_start_offset {
+            return Ok(None);
+        }
+        let found = manifest.segments.partition_point(|entry| entry.last_offset < offset);
+        let Some(segment) = manifest.segments.get(found).filter(|s| s.base_offset <= offset) else {
+            return Ok(None);
+        };
+        let position = self.index_position(store, segment, offset).await?;
+        let log_key = self.layout.object_key(segment.base_offset, segment.id, ObjectKind::Log);
+        let get = |start: u64, end: u64| {
+            let key = log_key.clone();
+            async move {
+                store
+                    .get_range(&key, start..end)
+                    .await
+                    .map_err(|source| RemoteError::store("get", &key, source))
+            }
+        };
+        let mut start = position;
+        loop {
+            if start >= segment.log_bytes {
+                return Err(RemoteError::Malformed {
+                    key: log_key.to_string(),
+                    reason: format!("no batch holds offset {offset}"),
+                });
+            }
+            let window = (max_bytes as u64).max(READ_WINDOW_BYTES_MIN);
+            let bytes = get(start, (start + window).min(segment.log_bytes)).await?;
+            let mut batches = Batches::new(&bytes);
+            let mut first_needed = None;
+            let mut end = 0;
+            for entry in batches.by_ref() {
+                let entry = entry.map_err(|error| RemoteError::Malformed {
+                    key: log_key.to_string(),
+                    reason: format!("at position {start}: {error}"),
+                })?;
+                let entry_end = entry.position as usize + entry.batch.size_bytes();
+                match first_needed {
+                    None if entry.batch.last_offset() < offset => {}
+                    None => {
+                        first_needed = Some(entry.position as usize);
+                        end = entry_end;
+                    }
+                    Some(first) if entry_end - first <= max_bytes => end = entry_end,
+                    Some(_) => break,
+                }
+            }
+            if let Some(first) = first_needed {
+                return Ok(Some(RemoteRead {
+                    segment: segment.clone(),
+                    records: bytes.slice(first..end),
+                }));
+            }
+            // The window ended inside or before the batch that holds the offset: go on from
+            // the first batch not read whole (fetched whole however large it is).
+            let next = start + batches.next_position();
+            if next == start {
+                let header = get(start, (start + 12).min(segment.log_bytes)).await?;
+                let length = header
+                    .get(8..12)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(i32::from_be_bytes)
+                    .filter(|length| *length > 0)
+                    .ok_or_else(|| RemoteError::Malformed {
+                        key: log_key.to_string(),
+                        reason: format!("no batch header at position {start}"),
+                    })?;
+                let whole = get(start, start + 12 + u64::from(length.unsigned_abs())).await?;
+                return Ok(Some(RemoteRead { segment: segment.clone(), records: whole }));
+            }
+            start = next;
+        }
+    }
+
+    /// The position in the `.log` to scan from for `offset` (the largest index entry at or
+    /// below it, or 0).
+    async fn index_position(
+        &self,
+        store: &dyn ObjectStore,
+        segment: &SegmentEntry,
+        offset: i64,
+    ) -> Result<u64> {
+        if !segment.objects.contains(&ObjectKind::Index) {
+            return Ok(0);
+        }
+        let index = self.index(store, segment).await?;
+        let target = offset - segment.base_offset;
+        let n_entries = index.len() / OFFSET_INDEX_ENTRY_BYTES;
+        let key = || self.layout.object_key(segment.base_offset, segment.id, ObjectKind::Index);
+        let entry_at = |entry_idx: usize| {
+            OffsetIndexEntry::read(&index, entry_idx).map_err(|error| RemoteError::Malformed {
+                key: key().to_string(),
+                reason: error.to_string(),
+            })
+        };
+        // Binary search for the last entry whose offset is at or below the target.
+        let (mut low, mut high) = (0, n_entries);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if i64::from(entry_at(middle)?.relative_offset) <= target {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        Ok(match low.checked_sub(1) {
+            Some(entry_idx) => u64::from(entry_at(entry_idx)?.position),
+            None => 0,
+        })
+    }
+
+    /// The segment's offset index object, from the cache or the bucket.
+    async fn index(&self, store: &dyn ObjectStore, segment: &SegmentEntry) -> Result<Bytes> {
+        {
+            let mut cache =
+                self.index_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            cache.clock += 1;
+            let clock = cache.clock;
+            if let Some((used, bytes)) = cache.entries.get_mut(&segment.id) {
+                *used = clock;
+                return Ok(bytes.clone());
+            }
+        }
+        let key = self.layout.object_key(segment.base_offset, segment.id, ObjectKind::Index);
+        let got =
+            store.get(&key).await.map_err(|source| RemoteError::store("get", &key, source))?;
+        let bytes = got.bytes().await.map_err(|source| RemoteError::store("get", &key, source))?;
+        let mut cache = self.index_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bytes.len() <= self.index_cache_bytes_max {
+            while cache.bytes + bytes.len() > self.index_cache_bytes_max {
+                let Some((&oldest, _)) = cache.entries.iter().min_by_key(|(_, (used, _))| *used)
+                else {
+                    break;
+                };
+                if let Some((_, evicted)) = cache.entries.remove(&oldest) {
+                    cache.bytes -= evicted.len();
+                }
+            }
+            cache.clock += 1;
+            let clock = cache.clock;
+            cache.bytes += bytes.len();
+            if let Some((_, replaced)) = cache.entries.insert(segment.id, (clock, bytes.clone())) {
+                cache.bytes -= replaced.len();
+            }
+        }
+        Ok(bytes)
+    }
+}
