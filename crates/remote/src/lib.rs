@@ -33,6 +33,7 @@ mod layout;
 mod local;
 mod manifest;
 mod reader;
+mod store;
 mod writer;
 
 #[cfg(test)]
@@ -47,6 +48,7 @@ pub use layout::{ObjectKind, PartitionLayout, SegmentId};
 pub use local::read_segment_files;
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
 pub use reader::{RemoteRead, RemoteReader};
+pub use store::{S3Config, open_s3};
 pub use writer::{
     ManifestWriter, delete_segment_objects, find_orphans, probe_conditional_put, read_manifest,
     upload_segment,
