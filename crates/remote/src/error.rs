@@ -48,6 +48,14 @@ pub enum RemoteError {
         /// The epoch in the bucket.
         stored_epoch: u64,
     },
+    /// Other writers kept changing the manifest between this writer's read and write.
+    #[error("{key} changed under every one of {attempts} attempts to take the partition")]
+    Contended {
+        /// The manifest's key.
+        key: String,
+        /// The attempts made.
+        attempts: u32,
+    },
     /// A change that the manifest cannot take (a gap, an overlap, a log start going back).
     #[error("invalid manifest change: {reason}")]
     InvalidChange {

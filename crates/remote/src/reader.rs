@@ -17,6 +17,9 @@ use crate::manifest::{Manifest, SegmentEntry};
 /// The smallest ranged GET: batches of up to this size come in one request.
 const READ_WINDOW_BYTES_MIN: u64 = 64 * 1024;
 
+#[cfg(test)]
+mod tests;
+
 /// Records read from a remote segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteRead {
@@ -120,23 +123,45 @@ impl RemoteReader {
                 }));
             }
             // The window ended inside or before the batch that holds the offset: go on from
-            // the first batch not read whole (fetched whole however large it is).
+            // the first batch not read whole.
             let next = start + batches.next_position();
-            if next == start {
-                let header = get(start, (start + 12).min(segment.log_bytes)).await?;
-                let length = header
-                    .get(8..12)
-                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                    .map(i32::from_be_bytes)
-                    .filter(|length| *length > 0)
-                    .ok_or_else(|| RemoteError::Malformed {
+            if next > start {
+                start = next;
+                continue;
+            }
+            // That batch is larger than the window: its length from its header, then the
+            // batch whole, however large.
+            let header = get(start, (start + 12).min(segment.log_bytes)).await?;
+            let length = header
+                .get(8..12)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(i32::from_be_bytes)
+                .filter(|length| *length > 0)
+                .ok_or_else(|| RemoteError::Malformed {
+                    key: log_key.to_string(),
+                    reason: format!("no batch header at position {start}"),
+                })?;
+            let end = (start + 12 + u64::from(length.unsigned_abs())).min(segment.log_bytes);
+            let whole = get(start, end).await?;
+            let last_offset = match Batches::new(&whole).next() {
+                Some(Ok(entry)) => entry.batch.last_offset(),
+                Some(Err(error)) => {
+                    return Err(RemoteError::Malformed {
                         key: log_key.to_string(),
-                        reason: format!("no batch header at position {start}"),
-                    })?;
-                let whole = get(start, start + 12 + u64::from(length.unsigned_abs())).await?;
+                        reason: format!("at position {start}: {error}"),
+                    });
+                }
+                None => {
+                    return Err(RemoteError::Malformed {
+                        key: log_key.to_string(),
+                        reason: format!("the batch at position {start} is cut short"),
+                    });
+                }
+            };
+            if last_offset >= offset {
                 return Ok(Some(RemoteRead { segment: segment.clone(), records: whole }));
             }
-            start = next;
+            start = end;
         }
     }
 

@@ -16,6 +16,10 @@ use crate::error::{RemoteError, Result};
 use crate::layout::{ObjectKind, PartitionLayout, SegmentId};
 use crate::manifest::{Change, Manifest, SegmentEntry};
 
+/// How many times [`ManifestWriter::acquire`] reads and tries again when other writers change
+/// the manifest between its read and its write.
+const ACQUIRE_ATTEMPTS_MAX: u32 = 16;
+
 /// The manifest as stored and the version to update it from; `None` if there is none.
 async fn get_manifest(
     store: &dyn ObjectStore,
@@ -69,7 +73,7 @@ impl ManifestWriter {
     /// epoch raised by one, which fences every earlier writer.
     pub async fn acquire(store: Arc<dyn ObjectStore>, layout: PartitionLayout) -> Result<Self> {
         let key = layout.manifest_key();
-        loop {
+        for _ in 0..ACQUIRE_ATTEMPTS_MAX {
             let (current, mode) = match get_manifest(store.as_ref(), &layout).await? {
                 Some((manifest, version)) => (manifest, PutMode::Update(version)),
                 None => (
@@ -87,6 +91,7 @@ impl ManifestWriter {
                 Err(source) => return Err(RemoteError::store("put", &key, source)),
             }
         }
+        Err(RemoteError::Contended { key: key.to_string(), attempts: ACQUIRE_ATTEMPTS_MAX })
     }
 
     /// The manifest as this writer last stored it.
