@@ -34,6 +34,7 @@ mod local;
 mod manifest;
 mod reader;
 mod store;
+mod verify;
 mod writer;
 
 #[cfg(test)]
@@ -49,6 +50,7 @@ pub use local::read_segment_files;
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
 pub use reader::{RemoteRead, RemoteReader};
 pub use store::{S3Config, open_s3};
+pub use verify::{RemoteProblem, RemoteReport, verify_remote};
 pub use writer::{
     ManifestWriter, delete_segment_objects, find_orphans, probe_conditional_put, read_manifest,
     upload_segment,
