@@ -13,6 +13,7 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
+use seglog_storage::testing::Rng;
 
 /// What the store did to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,7 +26,7 @@ pub(crate) struct FaultCounts {
 
 #[derive(Debug)]
 struct State {
-    rng: u64,
+    rng: Rng,
     percent: u64,
     counts: FaultCounts,
 }
@@ -49,7 +50,7 @@ impl FaultStore {
     pub(crate) fn new(inner: Arc<dyn ObjectStore>, seed: u64, percent: u64) -> Self {
         Self {
             inner,
-            state: Mutex::new(State { rng: seed, percent, counts: FaultCounts::default() }),
+            state: Mutex::new(State { rng: Rng(seed), percent, counts: FaultCounts::default() }),
         }
     }
 
@@ -57,14 +58,10 @@ impl FaultStore {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).counts
     }
 
-    /// A draw in 0..100 (SplitMix64).
+    /// A draw in 0..100, and the failure percentage.
     fn draw(&self) -> (u64, u64) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.rng = state.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) % 100, state.percent)
+        (state.rng.below(100), state.percent)
     }
 
     fn count(&self, lost: bool) {

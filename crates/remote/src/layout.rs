@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use object_store::path::Path;
+use seglog_storage::splitmix::{GAMMA, mix};
 
 /// A remote segment's id (Kafka's `RemoteLogSegmentId`): 128 bits, written as 32 hex digits.
 /// Ids are made so that two uploads never share one; the create-only PUT of a segment's objects
@@ -20,7 +21,7 @@ impl SegmentId {
             .map_or(0, |elapsed| elapsed.as_nanos() as u64);
         let count = COUNTER.fetch_add(1, Ordering::Relaxed);
         let high = mix(nanos ^ u64::from(std::process::id()).rotate_left(32));
-        let low = mix(high ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let low = mix(high ^ count.wrapping_mul(GAMMA));
         Self((u128::from(high) << 64) | u128::from(low))
     }
 
@@ -51,13 +52,6 @@ impl<'de> serde::Deserialize<'de> for SegmentId {
             serde::de::Error::custom(format!("segment id {text:?} is not 32 hex digits"))
         })
     }
-}
-
-/// SplitMix64's finalizer.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The objects of one remote segment: the local segment's files, its producer snapshot and its

@@ -21,6 +21,8 @@ use futures::TryStreamExt;
 use object_store::memory::InMemory;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use seglog_storage::testing::Rng;
+
 use crate::error::RemoteError;
 use crate::faults::{FaultCounts, FaultStore};
 use crate::layout::{ObjectKind, PartitionLayout};
@@ -28,27 +30,6 @@ use crate::manifest::{Change, SegmentEntry};
 use crate::writer::{
     ManifestWriter, delete_segment_objects, find_orphans, read_manifest, upload_segment,
 };
-
-/// SplitMix64: the test's only source of choices.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// What the remote log should be: the offsets committed, as far as the model knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,14 +216,14 @@ impl Sequence {
         // the one it replaces did).
         let low = base.max(self.model.log_start);
         let mut with = Vec::new();
-        if last > low && self.rng.chance(50) {
+        if last > low && self.rng.coin() {
             let middle = low + self.rng.below((last - low) as u64) as i64;
             with.push(upload(self.store(), base, middle).await?);
             with.push(upload(self.store(), middle + 1, last).await?);
         } else {
             with.push(upload(self.store(), base, last).await?);
         }
-        if crash && self.rng.chance(50) {
+        if crash && self.rng.coin() {
             self.writer = None;
             counts.crashes += 1;
             return Ok(());
@@ -321,7 +302,7 @@ async fn run(seed: u64, fault_percent: u64, counts: &mut Counts) {
         let step = if sequence.writer.is_none() {
             sequence.restart().await
         } else {
-            let crash = sequence.rng.chance(15);
+            let crash = sequence.rng.below(100) < 15;
             match sequence.rng.below(4) {
                 0 => sequence.upload(crash, counts).await,
                 1 => sequence.expire(crash, counts).await,

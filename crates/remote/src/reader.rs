@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt};
+use seglog_format::batch::{LENGTH_OFFSET, LOG_OVERHEAD};
 use seglog_format::index::OFFSET_INDEX_ENTRY_BYTES;
 use seglog_format::{Batches, OffsetIndexEntry};
 
@@ -131,9 +132,10 @@ impl RemoteReader {
             }
             // That batch is larger than the window: its length from its header, then the
             // batch whole, however large.
-            let header = get(start, (start + 12).min(segment.log_bytes)).await?;
+            let header_end = (start + LOG_OVERHEAD as u64).min(segment.log_bytes);
+            let header = get(start, header_end).await?;
             let length = header
-                .get(8..12)
+                .get(LENGTH_OFFSET..LOG_OVERHEAD)
                 .and_then(|b| <[u8; 4]>::try_from(b).ok())
                 .map(i32::from_be_bytes)
                 .filter(|length| *length > 0)
@@ -141,7 +143,7 @@ impl RemoteReader {
                     key: log_key.to_string(),
                     reason: format!("no batch header at position {start}"),
                 })?;
-            let end = (start + 12 + u64::from(length.unsigned_abs())).min(segment.log_bytes);
+            let end = (header_end + u64::from(length.unsigned_abs())).min(segment.log_bytes);
             let whole = get(start, end).await?;
             let last_offset = match Batches::new(&whole).next() {
                 Some(Ok(entry)) => entry.batch.last_offset(),

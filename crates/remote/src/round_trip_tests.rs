@@ -85,14 +85,11 @@ fn closed_segments_go_up_byte_identical_and_every_offset_reads_back_as_locally()
             let entry =
                 upload_segment(store.as_ref(), &layout, base, next - 1, 0, &objects).await.unwrap();
             for (kind, _) in &objects {
-                let suffix = match kind {
-                    ObjectKind::Log => "log",
-                    ObjectKind::Index => "index",
-                    ObjectKind::TimeIndex => "timeindex",
-                    ObjectKind::TxnIndex => "txnindex",
-                    ObjectKind::ProducerSnapshot | ObjectKind::LeaderEpochs => continue,
-                };
-                let local = local_bytes(&fs, &dir().join(format!("{base:020}.{suffix}")));
+                // Files are named by the segment's base offset (the producer snapshot by its
+                // end) and the object's suffix.
+                let offset = if *kind == ObjectKind::ProducerSnapshot { next } else { base };
+                let local =
+                    local_bytes(&fs, &dir().join(format!("{offset:020}.{}", kind.suffix())));
                 let key = layout.object_key(base, entry.id, *kind);
                 let remote = store.get(&key).await.unwrap().bytes().await.unwrap();
                 assert_eq!(remote.as_ref(), local.as_slice(), "{key} differs from its file");

@@ -266,14 +266,12 @@ pub async fn probe_conditional_put(store: &dyn ObjectStore, prefix: &str) -> Res
             Err(source) => return Err(RemoteError::store("put", &key, source)),
         }
         let current = UpdateVersion::from(first);
-        let second =
-            put(PutMode::Update(current.clone()), b"3").await.map_err(|source| match source {
-                StoreError::NotImplemented { .. } => RemoteError::Unsupported {
-                    reason: "conditional updates (If-Match) are not implemented".into(),
-                },
-                source => RemoteError::store("put", &key, source),
-            })?;
-        let _ = second;
+        put(PutMode::Update(current.clone()), b"3").await.map_err(|source| match source {
+            StoreError::NotImplemented { .. } => RemoteError::Unsupported {
+                reason: "conditional updates (If-Match) are not implemented".into(),
+            },
+            source => RemoteError::store("put", &key, source),
+        })?;
         match put(PutMode::Update(current), b"4").await {
             Err(StoreError::Precondition { .. }) => Ok(()),
             Ok(_) => Err(RemoteError::Unsupported {

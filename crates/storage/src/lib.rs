@@ -18,7 +18,7 @@ pub mod io;
 pub mod log;
 pub mod manager;
 pub mod segment;
-mod splitmix;
+pub mod splitmix;
 #[cfg(any(test, feature = "sim"))]
 pub mod testing;
 
