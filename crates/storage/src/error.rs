@@ -59,6 +59,14 @@ pub enum Error {
     #[error("offset {requested} is out of range [{log_start}, {log_end})")]
     OffsetOutOfRange { requested: i64, log_start: i64, log_end: i64 },
 
+    /// An offset of a tiered log below its local segments was asked for: it is in the bucket
+    /// (Kafka's `UnifiedLog.read` throws `OffsetOutOfRangeException` and the `ReplicaManager`
+    /// reads it remotely).
+    #[error(
+        "offset {requested} is below the local log start {local_log_start}: it is in remote storage"
+    )]
+    OffsetNotLocal { requested: i64, local_log_start: i64 },
+
     /// The log directory had an earlier failed write or fsync; nothing in it is touched again
     /// (Kafka's `LogDirFailureChannel`).
     #[error("log directory {} is offline after an earlier i/o error", dir.display())]

@@ -313,6 +313,12 @@ topic_configs! {
     message_timestamp_after_max_ms: i64 = LONG_MAX, MESSAGE_TIMESTAMP_AFTER_MAX_MS "message.timestamp.after.max.ms" Long AtLeast(0), ["log.message.timestamp.after.max.ms" Same], Medium, Some("3600000");
     /// Deprecated: the symmetric bound the `before` and `after` keys fall back to, as given.
     message_timestamp_difference_max_ms: i64 = LONG_MAX, MESSAGE_TIMESTAMP_DIFFERENCE_MAX_MS "message.timestamp.difference.max.ms" Long AtLeast(0), ["log.message.timestamp.difference.max.ms" Same], Medium, None;
+    /// Tiered storage for this topic (KIP-405): closed segments go to the bucket, and local retention applies to what is uploaded.
+    remote_storage_enable: bool = false, REMOTE_STORAGE_ENABLE "remote.storage.enable" Boolean Any, [], Medium, None;
+    /// How long uploaded segments stay on local disk (-2: `retention.ms`; -1: forever), for a tiered topic.
+    local_retention_ms: i64 = -2, LOCAL_RETENTION_MS "local.retention.ms" Long AtLeast(-2), ["log.local.retention.ms" Same], Medium, None;
+    /// How many bytes of uploaded segments stay on local disk (-2: `retention.bytes`; -1: no limit), for a tiered topic.
+    local_retention_bytes: i64 = -2, LOCAL_RETENTION_BYTES "local.retention.bytes" Long AtLeast(-2), ["log.local.retention.bytes" Same], Medium, None;
     /// seglog's own: when an append is durable: `page-cache`, `group-commit` or `fsync-every-append`.
     durability: DurabilityMode = DurabilityMode::PageCache, SEGLOG_DURABILITY "seglog.durability" String Any, ["seglog.durability" Same], High, Some("");
     /// seglog's own: the fsync period of `group-commit` durability.
@@ -356,6 +362,7 @@ impl LogConfig {
                 ),
             ));
         }
+        config.check_local_retention()?;
         Ok(config)
     }
 
@@ -377,6 +384,59 @@ impl LogConfig {
     /// Whether `cleanup.policy` includes `compact`.
     pub fn is_compact(&self) -> bool {
         self.cleanup_policy.contains(&CleanupPolicy::Compact)
+    }
+
+    /// `local.retention.ms` resolved (Kafka's `localRetentionMs`): -2 takes `retention.ms`.
+    pub fn local_retention_ms_resolved(&self) -> i64 {
+        if self.local_retention_ms == -2 { self.retention_ms } else { self.local_retention_ms }
+    }
+
+    /// `local.retention.bytes` resolved (Kafka's `localRetentionBytes`): -2 takes
+    /// `retention.bytes`.
+    pub fn local_retention_bytes_resolved(&self) -> i64 {
+        if self.local_retention_bytes == -2 {
+            self.retention_bytes
+        } else {
+            self.local_retention_bytes
+        }
+    }
+
+    /// Kafka's `LogConfig.validateRemoteStorageRetentionTime` and `...Size` for tiered topics:
+    /// local retention may not keep more than the whole log's retention.
+    fn check_local_retention(&self) -> Result<(), ConfigError> {
+        use topic::{LOCAL_RETENTION_BYTES, LOCAL_RETENTION_MS, RETENTION_BYTES, RETENTION_MS};
+        if !self.remote_storage_enable {
+            return Ok(());
+        }
+        let checks = [
+            (LOCAL_RETENTION_MS, self.local_retention_ms, RETENTION_MS, self.retention_ms),
+            (
+                LOCAL_RETENTION_BYTES,
+                self.local_retention_bytes,
+                RETENTION_BYTES,
+                self.retention_bytes,
+            ),
+        ];
+        for (local_key, local, total_key, total) in checks {
+            if local == -2 || total < 0 {
+                continue;
+            }
+            if local == -1 {
+                return Err(ConfigError::invalid(
+                    local_key,
+                    &local.to_string(),
+                    format!("Value must not be -1 as {total_key} value is set as {total}"),
+                ));
+            }
+            if local > total {
+                return Err(ConfigError::invalid(
+                    local_key,
+                    &local.to_string(),
+                    format!("Value must not be more than {total_key} property value: {total}"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether `cleanup.policy` includes `delete`.

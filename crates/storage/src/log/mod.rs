@@ -20,4 +20,6 @@ mod partition_log_tests;
 #[cfg(test)]
 mod sim_tests;
 #[cfg(test)]
+mod tiered_tests;
+#[cfg(test)]
 mod txn_tests;

@@ -43,11 +43,13 @@ mod background;
 mod cleaning;
 mod lazy;
 mod offsets;
+mod tiered;
 mod txn;
 
 pub use background::BackgroundQueue;
 pub(crate) use cleaning::{CleanerView, SegmentView};
 pub use lazy::CheckpointOffsets;
+pub use tiered::ClosedSegment;
 use txn::{
     aborted_transactions, aborted_transactions_below, last_stable_offset,
     last_stable_offset_metadata, set_high_watermark, update_producers,
@@ -235,7 +237,14 @@ fn validation_config(config: &LogConfig) -> ValidationConfig {
 struct State {
     config: LogConfig,
     local: LocalLog,
+    /// The first offset of the whole log, the remote part of a tiered topic included.
     log_start_offset: i64,
+    /// The first offset of the local segments (Kafka's `localLogStartOffset`): the log start
+    /// unless segments of a tiered topic left local disk after their upload.
+    local_log_start_offset: i64,
+    /// The last offset the bucket holds (Kafka's `highestOffsetInRemoteStorage`), -1 until the
+    /// broker's tiering says; local retention deletes only segments at or below it.
+    highest_offset_in_remote_storage: i64,
     high_watermark: LogOffsetMetadata,
     epoch_cache: LeaderEpochFileCache,
     /// Idempotent producers' recent batches and the `.snapshot` files (see `producer_state`).
@@ -683,6 +692,11 @@ impl PartitionLog {
                 log_start: state.log_start_offset,
                 log_end: log_end_offset,
             })
+        } else if start_offset < state.local_log_start_offset {
+            Err(Error::OffsetNotLocal {
+                requested: start_offset,
+                local_log_start: state.local_log_start_offset,
+            })
         } else {
             let bound = match isolation {
                 Isolation::LogEnd => Ok(state.local.next_offset_metadata()),
@@ -715,7 +729,7 @@ impl PartitionLog {
     /// `updateHighWatermark`). Returns the value set.
     pub fn update_high_watermark(&self, offset: i64) -> Result<i64> {
         let mut state = self.write_state()?;
-        let clamped = offset.clamp(state.log_start_offset, state.local.log_end_offset());
+        let clamped = offset.clamp(state.local_log_start_offset, state.local.log_end_offset());
         let metadata = offset_metadata(&state.local, clamped)?;
         set_high_watermark(&mut state, metadata);
         Ok(clamped)
@@ -751,6 +765,7 @@ impl PartitionLog {
         }
         if new_start > state.log_start_offset {
             state.log_start_offset = new_start;
+            state.local_log_start_offset = state.local_log_start_offset.max(new_start);
             state.producers.on_log_start_offset_incremented(new_start);
             let result = state.epoch_cache.truncate_from_start(new_start);
             poison(&mut state, result)?;
@@ -820,6 +835,7 @@ impl PartitionLog {
             state.epoch_cache.clear()?;
             state.producers.truncate_fully_and_start_at(new_offset)?;
             state.log_start_offset = new_offset;
+            state.local_log_start_offset = new_offset;
             rebuild_producer_state(
                 &mut state.producers,
                 &state.local,
@@ -1060,10 +1076,12 @@ fn truncate_to(state: &mut State, target: i64, now_ms: i64) -> Result<bool> {
         state.epoch_cache.clear()?;
         state.producers.truncate_fully_and_start_at(target)?;
         state.log_start_offset = target;
+        state.local_log_start_offset = target;
     } else {
         state.local.truncate_to(target, now_ms)?;
         state.epoch_cache.truncate_from_end(target)?;
         state.log_start_offset = state.log_start_offset.min(target);
+        state.local_log_start_offset = state.local_log_start_offset.min(target);
     }
     // Snapshots above the new end go; the state is reloaded from the newest one left and the
     // batches after it (Kafka's `rebuildProducerState(targetOffset)`).
@@ -1090,13 +1108,20 @@ enum Retention {
     LogStartOnly,
 }
 
-/// The retention pass of Kafka's `deleteOldSegments`.
+/// The retention pass of Kafka's `deleteOldSegments`. For a tiered topic it is local retention:
+/// `local.retention.ms` and `local.retention.bytes` over the local segments, only segments the
+/// bucket holds go, and the log start stays where the remote part begins.
 fn delete_segments(state: &mut State, now_ms: i64, retention: Retention) -> Result<usize> {
     let high_watermark = state.high_watermark.message_offset;
     let log_end_offset = state.local.log_end_offset();
     let delete_policy = retention == Retention::All && state.config.is_delete();
-    let retention_ms = state.config.retention_ms;
-    let retention_bytes = state.config.retention_bytes;
+    let tiered = state.config.remote_storage_enable;
+    let (retention_ms, retention_bytes) = if tiered {
+        (state.config.local_retention_ms_resolved(), state.config.local_retention_bytes_resolved())
+    } else {
+        (state.config.retention_ms, state.config.retention_bytes)
+    };
+    let uploaded_below = state.highest_offset_in_remote_storage.saturating_add(1);
     let segments: Vec<&LogSegment> = state.local.segments().iter().collect();
     let total_bytes: i64 = segments.iter().map(|s| i64::from(s.size_bytes())).sum();
     let mut size_left = total_bytes.saturating_sub(retention_bytes);
@@ -1119,6 +1144,9 @@ fn delete_segments(state: &mut State, now_ms: i64, retention: Retention) -> Resu
         if !(start_offset_breached || time_breached || size_breached) {
             break;
         }
+        if tiered && !start_offset_breached && upper_bound > uploaded_below {
+            break; // not in the bucket yet: it stays, however old or large
+        }
         if size_breached {
             size_left -= i64::from(segment.size_bytes());
         }
@@ -1139,7 +1167,8 @@ fn delete_segments(state: &mut State, now_ms: i64, retention: Retention) -> Resu
         .higher_segment(*deletable.last().unwrap_or(&0))
         .map_or(log_end_offset, LogSegment::base_offset);
     state.local.remove_and_delete_segments(&deletable, true, now_ms)?;
-    if next_start > state.log_start_offset {
+    state.local_log_start_offset = state.local_log_start_offset.max(next_start);
+    if next_start > state.log_start_offset && !tiered {
         state.log_start_offset = next_start;
         state.epoch_cache.truncate_from_start(next_start)?;
         state.producers.on_log_start_offset_incremented(next_start);

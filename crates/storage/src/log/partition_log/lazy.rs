@@ -290,7 +290,8 @@ impl PartitionLog {
             .map_or(0, crate::segment::LogSegment::base_offset);
         Ok(CheckpointOffsets {
             recovery_point: state.local.recovery_point(),
-            log_start_offset: (state.log_start_offset > first_base)
+            log_start_offset: (state.log_start_offset > first_base
+                || state.config.remote_storage_enable)
                 .then_some(state.log_start_offset),
             high_watermark: Some(state.high_watermark.message_offset),
             durable_leader_epoch: Some(
@@ -330,11 +331,21 @@ fn load_state(pending: &Unloaded, dir: &Path) -> Result<(State, LoadReport)> {
     txn::restore_recovered_txn_indexes(fs.clone(), dir, &mut loaded, log_end_offset)?;
     let mut report = loaded.report;
     report.corrupt_snapshots = producers.take_corrupt_snapshots();
-    let high_watermark = offset_metadata(&loaded.local, loaded.log_start_offset)?;
+    // A tiered log's start is the checkpoint's, below its local segments (Kafka's `LogLoader`:
+    // `if (isRemoteLogEnabled) logStartOffsetCheckpoint`).
+    let local_log_start_offset = loaded.log_start_offset;
+    let log_start_offset = if pending.config.remote_storage_enable {
+        params.log_start_offset_checkpoint.clamp(0, local_log_start_offset)
+    } else {
+        local_log_start_offset
+    };
+    let high_watermark = offset_metadata(&loaded.local, local_log_start_offset)?;
     let mut state = State {
         config: pending.config.clone(),
         local: loaded.local,
-        log_start_offset: loaded.log_start_offset,
+        log_start_offset,
+        local_log_start_offset,
+        highest_offset_in_remote_storage: -1,
         high_watermark,
         epoch_cache,
         producers,
@@ -345,7 +356,7 @@ fn load_state(pending: &Unloaded, dir: &Path) -> Result<(State, LoadReport)> {
     // The checkpointed high watermark (`update_high_watermark`), then this node's leadership
     // (`maybe_increment_leader_high_watermark`), as for a log loaded at open.
     if let Some(checkpointed) = pending.high_watermark {
-        let clamped = checkpointed.clamp(state.log_start_offset, log_end_offset);
+        let clamped = checkpointed.clamp(state.local_log_start_offset, log_end_offset);
         let metadata = offset_metadata(&state.local, clamped)?;
         set_high_watermark(&mut state, metadata);
     }
