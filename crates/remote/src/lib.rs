@@ -48,7 +48,7 @@ pub use error::{RemoteError, Result};
 pub use layout::{ObjectKind, PartitionLayout, SegmentId};
 pub use local::read_segment_files;
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
-pub use reader::{RemoteRead, RemoteReader};
+pub use reader::{RemoteIndexCache, RemoteRead, RemoteReader};
 pub use store::{S3Config, open_s3};
 pub use verify::{RemoteProblem, RemoteReport, verify_remote};
 pub use writer::{

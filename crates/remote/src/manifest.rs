@@ -181,13 +181,15 @@ impl Manifest {
         match change {
             Change::Add(entry) => {
                 if self.segments.is_empty() {
-                    if entry.base_offset < self.log_start_offset {
+                    // The first segment may start below the log start (DeleteRecords inside
+                    // it), not end there.
+                    if entry.last_offset < self.log_start_offset {
                         return Err(RemoteError::invalid(format!(
-                            "segment {} starts at {}, below the log start offset {}",
-                            entry.id, entry.base_offset, self.log_start_offset
+                            "segment {} ends at {}, below the log start offset {}",
+                            entry.id, entry.last_offset, self.log_start_offset
                         )));
                     }
-                    next.log_start_offset = entry.base_offset;
+                    next.log_start_offset = entry.base_offset.max(self.log_start_offset);
                 } else if entry.base_offset != self.end_offset() {
                     return Err(RemoteError::invalid(format!(
                         "segment {} starts at {}, not at the remote log's end {}",
@@ -298,7 +300,9 @@ mod tests {
         // Past the end: empty, and the next upload starts at or after it.
         let (gone, removed) = expired.apply(&Change::Expire { log_start_offset: 40 }).unwrap();
         assert_eq!((gone.segments.len(), gone.log_start_offset, removed.len()), (0, 40, 1));
-        assert!(gone.apply(&Change::Add(entry(6, 39, 45))).is_err());
+        assert!(gone.apply(&Change::Add(entry(6, 30, 39))).is_err(), "wholly below the start");
+        let (resumed, _) = gone.apply(&Change::Add(entry(7, 39, 45))).unwrap();
+        assert_eq!(resumed.log_start_offset, 40, "a segment holding the start, not below it");
     }
 
     #[test]

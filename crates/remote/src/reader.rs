@@ -3,7 +3,7 @@
 //! one ranged GET of the `.log` object returns whole batches from there.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -40,24 +40,49 @@ struct IndexCache {
     clock: u64,
 }
 
+/// Remote offset indexes held in memory for any number of readers, within one byte bound
+/// (Kafka's `RemoteIndexCache`, `remote.log.index.file.cache.total.size.bytes`); segment ids
+/// are unique across partitions, so one cache serves a broker.
+#[derive(Debug)]
+pub struct RemoteIndexCache {
+    entries: Mutex<IndexCache>,
+    bytes_max: usize,
+}
+
+impl RemoteIndexCache {
+    /// A cache of at most `bytes_max` bytes.
+    pub fn new(bytes_max: usize) -> Self {
+        Self { entries: Mutex::new(IndexCache::default()), bytes_max }
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bytes
+    }
+}
+
 /// Reads a partition's remote segments.
 #[derive(Debug)]
 pub struct RemoteReader {
     layout: PartitionLayout,
-    index_cache: Mutex<IndexCache>,
-    index_cache_bytes_max: usize,
+    index_cache: Arc<RemoteIndexCache>,
 }
 
 impl RemoteReader {
     /// A reader of `layout`'s segments keeping at most `index_cache_bytes_max` bytes of offset
-    /// indexes.
+    /// indexes in a cache of its own.
     pub fn new(layout: PartitionLayout, index_cache_bytes_max: usize) -> Self {
-        Self { layout, index_cache: Mutex::new(IndexCache::default()), index_cache_bytes_max }
+        Self::sharing(layout, Arc::new(RemoteIndexCache::new(index_cache_bytes_max)))
     }
 
-    /// Bytes of offset indexes held now.
+    /// A reader of `layout`'s segments whose offset indexes go into `index_cache`.
+    pub fn sharing(layout: PartitionLayout, index_cache: Arc<RemoteIndexCache>) -> Self {
+        Self { layout, index_cache }
+    }
+
+    /// Bytes of offset indexes held now (by every reader sharing the cache).
     pub fn index_cache_bytes(&self) -> usize {
-        self.index_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bytes
+        self.index_cache.bytes()
     }
 
     /// The batches from the one holding `offset`, up to `max_bytes` (at least one batch), from
@@ -208,7 +233,7 @@ impl RemoteReader {
     async fn index(&self, store: &dyn ObjectStore, segment: &SegmentEntry) -> Result<Bytes> {
         {
             let mut cache =
-                self.index_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                self.index_cache.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             cache.clock += 1;
             let clock = cache.clock;
             if let Some((used, bytes)) = cache.entries.get_mut(&segment.id) {
@@ -220,9 +245,11 @@ impl RemoteReader {
         let got =
             store.get(&key).await.map_err(|source| RemoteError::store("get", &key, source))?;
         let bytes = got.bytes().await.map_err(|source| RemoteError::store("get", &key, source))?;
-        let mut cache = self.index_cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if bytes.len() <= self.index_cache_bytes_max {
-            while cache.bytes + bytes.len() > self.index_cache_bytes_max {
+        let bytes_max = self.index_cache.bytes_max;
+        let mut cache =
+            self.index_cache.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if bytes.len() <= bytes_max {
+            while cache.bytes + bytes.len() > bytes_max {
                 let Some((&oldest, _)) = cache.entries.iter().min_by_key(|(_, (used, _))| *used)
                 else {
                     break;
