@@ -61,6 +61,10 @@ pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
 /// `ListOffsets` special timestamp: the record with the largest timestamp.
 pub const MAX_TIMESTAMP: i64 = -3;
+/// `ListOffsets` special timestamp (KIP-405, v8+): the first local offset.
+pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// `ListOffsets` special timestamp (KIP-1005, v9+): the last offset in remote storage.
+pub const LATEST_TIERED_TIMESTAMP: i64 = -5;
 
 /// A topic and partition (Kafka's `TopicPartition`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

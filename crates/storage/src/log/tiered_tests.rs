@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::load::LoadParams;
-use super::partition_log::{ClosedSegment, Isolation, PartitionLog, TopicPartition};
+use super::partition_log::{
+    ClosedSegment, EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, Isolation,
+    LATEST_TIERED_TIMESTAMP, PartitionLog, TopicPartition,
+};
 use super::validator::AppendOrigin;
 use crate::config::{LogConfig, topic};
 use crate::error::Error;
@@ -68,6 +71,12 @@ fn local_retention_deletes_only_what_the_bucket_holds_and_keeps_the_log_start() 
     assert_eq!(log.log_start_offset().expect("start"), 0, "the remote part starts at 0");
     assert_eq!(log.local_log_start_offset().expect("local start"), 3);
     assert_eq!(log.update_highest_offset_in_remote_storage(1).expect("never back"), 2);
+    let offset_for = |timestamp| {
+        log.fetch_offset_by_timestamp(timestamp).expect("list offsets").map(|found| found.offset)
+    };
+    assert_eq!(offset_for(EARLIEST_TIMESTAMP), Some(0));
+    assert_eq!(offset_for(EARLIEST_LOCAL_TIMESTAMP), Some(3));
+    assert_eq!(offset_for(LATEST_TIERED_TIMESTAMP), Some(2));
 
     let below = log.read(1, 1024, Isolation::HighWatermark, true);
     assert!(
@@ -106,6 +115,12 @@ fn a_reopened_tiered_log_starts_at_its_checkpoint_below_the_local_segments() {
     // The same files as an untiered log: the log start is its first segment's.
     let untiered = open(&fs, LogConfig::default(), 0);
     assert_eq!(untiered.log_start_offset().expect("start"), 4);
+    let latest_tiered = untiered.fetch_offset_by_timestamp(LATEST_TIERED_TIMESTAMP).expect("-5");
+    assert_eq!(
+        latest_tiered.map(|found| (found.offset, found.leader_epoch)),
+        Some((-1, Some(-1))),
+        "Kafka's answer for a log without remote storage"
+    );
 }
 
 #[test]

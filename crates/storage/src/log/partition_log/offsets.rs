@@ -2,14 +2,17 @@
 //! `ListOffsets` for the special timestamps and for a real one (spec §7.7).
 
 use super::{
-    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, OffsetAndTimestamp, PartitionLog,
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP,
+    MAX_TIMESTAMP, OffsetAndTimestamp, PartitionLog,
 };
 use crate::error::{Error, Result};
 use crate::segment::LogSegment;
 
 impl PartitionLog {
     /// The offset for a `ListOffsets` timestamp: -1 latest, -2 earliest, -3 the record with the
-    /// largest timestamp, or the first record at or after a real timestamp (spec §7.7).
+    /// largest timestamp, -4 the first local offset, -5 the last offset in remote storage (-1
+    /// with epoch -1 for an untiered log, as Kafka answers), or the first record at or after a
+    /// real timestamp (spec §7.7).
     pub fn fetch_offset_by_timestamp(&self, target: i64) -> Result<Option<OffsetAndTimestamp>> {
         let state = self.read_state()?;
         let log_end_offset = state.local.log_end_offset();
@@ -28,6 +31,22 @@ impl PartitionLog {
                     .filter(|entry| entry.start_offset <= state.log_start_offset)
                     .map(|entry| entry.epoch),
             })),
+            EARLIEST_LOCAL_TIMESTAMP => Ok(Some(OffsetAndTimestamp {
+                timestamp: -1,
+                offset: state.local_log_start_offset,
+                leader_epoch: state.epoch_cache.epoch_for_offset(state.local_log_start_offset),
+            })),
+            LATEST_TIERED_TIMESTAMP if !state.config.remote_storage_enable => {
+                Ok(Some(OffsetAndTimestamp { timestamp: -1, offset: -1, leader_epoch: Some(-1) }))
+            }
+            LATEST_TIERED_TIMESTAMP => {
+                let highest = state.highest_offset_in_remote_storage;
+                Ok(Some(OffsetAndTimestamp {
+                    timestamp: -1,
+                    offset: highest,
+                    leader_epoch: state.epoch_cache.epoch_for_offset(highest),
+                }))
+            }
             MAX_TIMESTAMP => {
                 let best = state
                     .local
