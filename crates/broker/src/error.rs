@@ -130,7 +130,11 @@ pub(crate) fn storage_error(error: &seglog_storage::Error) -> ResponseError {
     use seglog_storage::Error as Storage;
     match error {
         Storage::UnknownTopicOrPartition { .. } => ResponseError::UnknownTopicOrPartition,
-        Storage::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        // Below the local segments: the Fetch reads it from the bucket before it gets here,
+        // unless tiering is off on this broker.
+        Storage::OffsetOutOfRange { .. } | Storage::OffsetNotLocal { .. } => {
+            ResponseError::OffsetOutOfRange
+        }
         Storage::Validation(validation) => ResponseError::try_from_code(validation.error_code())
             .unwrap_or(ResponseError::UnknownServerError),
         Storage::TopicAlreadyExists { .. } => ResponseError::TopicAlreadyExists,

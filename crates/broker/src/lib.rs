@@ -20,6 +20,7 @@ mod replica;
 mod request;
 mod security;
 pub mod server;
+mod tiering;
 pub mod txn;
 
 use std::net::SocketAddr;
@@ -63,7 +64,10 @@ pub use security::SecurityError;
 /// Offline edits of the ACLs and SCRAM users of a stopped broker's directory.
 pub use security::admin as security_admin;
 pub use security::fuzzing;
+/// The object store crate tiered storage speaks through (for [`Server::start_with_remote_store`]).
+pub use seglog_remote::object_store;
 pub use server::{ServeError, Server};
+pub use tiering::TieringStartError;
 
 /// The state every request handler shares (the role of Kafka's `KafkaApis` with its
 /// `ReplicaManager`, for one node that leads every partition).
@@ -91,6 +95,8 @@ pub struct Broker {
     log_files: Arc<seglog_storage::io::BudgetFs>,
     /// KIP-227 fetch sessions (`max.incremental.fetch.session.cache.slots`).
     fetch_sessions: std::sync::Mutex<fetch_session::FetchSessionCache>,
+    /// Tiered storage, when `remote.log.storage.system.enable` is on.
+    tiering: Option<Arc<tiering::Tiering>>,
 }
 
 impl Broker {
@@ -101,6 +107,7 @@ impl Broker {
         security: security::Security,
         dynamic_configs: config::dynamic::DynamicConfigs,
         log_files: Arc<seglog_storage::io::BudgetFs>,
+        tiering: Option<Arc<tiering::Tiering>>,
     ) -> Self {
         let cluster_id = manager.cluster_id().unwrap_or_else(|| "seglog".to_owned());
         let advertised = config
@@ -145,6 +152,7 @@ impl Broker {
             advertised,
             log_files,
             fetch_sessions: std::sync::Mutex::new(fetch_sessions),
+            tiering,
         }
     }
 

@@ -49,6 +49,10 @@ pub enum ServeError {
     /// The dynamic broker configs (`seglog-dynamic-configs`) could not be read or applied.
     #[error("cannot load the dynamic broker configs: {0}")]
     DynamicConfigs(String),
+
+    /// Tiered storage is on and its bucket cannot be used.
+    #[error("cannot use remote storage")]
+    RemoteStorage(#[source] Box<crate::tiering::TieringStartError>),
     /// A thread of the broker's could not start.
     #[error("cannot start the {what} thread")]
     Thread {
@@ -123,6 +127,26 @@ fn warn_corrupt_snapshots(partitions: &std::collections::BTreeMap<TopicPartition
     }
 }
 
+/// Tiered storage, when `remote.log.storage.system.enable` is on: the bucket (or `store`),
+/// probed for conditional PUTs.
+async fn open_tiering(
+    config: &BrokerConfig,
+    store: Option<Arc<dyn seglog_remote::object_store::ObjectStore>>,
+) -> Result<Option<Arc<crate::tiering::Tiering>>, ServeError> {
+    if !config.remote.enabled {
+        return Ok(None);
+    }
+    let tiering = crate::tiering::Tiering::open(&config.remote, store)
+        .await
+        .map_err(|error| ServeError::RemoteStorage(Box::new(error)))?;
+    tracing::info!(
+        bucket = %config.remote.bucket,
+        prefix = %config.remote.prefix,
+        "remote storage open; conditional PUTs honoured"
+    );
+    Ok(Some(Arc::new(tiering)))
+}
+
 /// Starts the thread that loads, in the background, the logs the open left unloaded
 /// ([`LogManager::load_unloaded`]); clients reaching a log first load it themselves.
 fn spawn_log_loader(manager: &Arc<LogManager>) -> Result<(), ServeError> {
@@ -153,6 +177,23 @@ impl Server {
     /// Opens the log directories (recovering them if needed), binds the listeners and starts
     /// serving. Returns once clients can connect.
     pub async fn start(config: BrokerConfig) -> Result<Self, ServeError> {
+        Self::start_with(config, None).await
+    }
+
+    /// [`Server::start`] with tiered storage in `store` rather than the configured bucket
+    /// (tests and benchmarks: an in-memory or fault-injecting store). Tiering must be enabled
+    /// in `config`.
+    pub async fn start_with_remote_store(
+        config: BrokerConfig,
+        store: Arc<dyn seglog_remote::object_store::ObjectStore>,
+    ) -> Result<Self, ServeError> {
+        Self::start_with(config, Some(store)).await
+    }
+
+    async fn start_with(
+        config: BrokerConfig,
+        store: Option<Arc<dyn seglog_remote::object_store::ObjectStore>>,
+    ) -> Result<Self, ServeError> {
         let mut log_config = config.log.clone();
         log_config.node_id = Some(config.node_id);
         // Partitions load in the background and at first use: the broker serves once it has
@@ -201,8 +242,16 @@ impl Server {
         let security = Security::new(&config, &manager).map_err(ServeError::Security)?;
         let dynamic = crate::handlers::load_dynamic_configs(&config, &manager)
             .map_err(ServeError::DynamicConfigs)?;
-        let broker =
-            Arc::new(Broker::new(config, manager, &local_addrs, security, dynamic, log_files));
+        let tiering = open_tiering(&config, store).await?;
+        let broker = Arc::new(Broker::new(
+            config,
+            manager,
+            &local_addrs,
+            security,
+            dynamic,
+            log_files,
+            tiering,
+        ));
         let loading = Arc::clone(&broker);
         let started = Instant::now();
         let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))
@@ -225,6 +274,7 @@ impl Server {
         spawn_accept_loops(&mut tasks, &broker, listeners, &stopped, &connections, connections_max);
         tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
+        tasks.spawn(crate::tiering::run(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = metrics_listener {
             metrics::install();
             tasks.spawn(metrics::upkeep(stopped.clone()));

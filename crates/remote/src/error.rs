@@ -80,6 +80,19 @@ impl RemoteError {
         Self::Store { op, key: key.to_string(), source }
     }
 
+    /// The error's kind, one word, for metrics' labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Store { .. } => "store",
+            Self::Local { .. } => "local",
+            Self::Malformed { .. } => "malformed",
+            Self::Fenced { .. } => "fenced",
+            Self::Contended { .. } => "contended",
+            Self::InvalidChange { .. } => "invalid_change",
+            Self::Unsupported { .. } => "unsupported",
+        }
+    }
+
     /// An invalid change, saying why.
     pub(crate) fn invalid(reason: impl Into<String>) -> Self {
         Self::InvalidChange { reason: reason.into() }

@@ -17,11 +17,11 @@ use seglog_storage::testing::Rng;
 
 /// What the store did to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct FaultCounts {
+pub struct FaultCounts {
     /// Requests failed before reaching the store.
-    pub(crate) failed: u64,
+    pub failed: u64,
     /// PUTs stored whose answer was then lost.
-    pub(crate) answers_lost: u64,
+    pub answers_lost: u64,
 }
 
 #[derive(Debug)]
@@ -33,7 +33,7 @@ struct State {
 
 /// Fails `percent` of the requests to `inner` (a third of the failed PUTs after storing them).
 #[derive(Debug)]
-pub(crate) struct FaultStore {
+pub struct FaultStore {
     inner: Arc<dyn ObjectStore>,
     state: Mutex<State>,
 }
@@ -47,14 +47,21 @@ fn slow_down(op: &str, location: &Path) -> object_store::Error {
 }
 
 impl FaultStore {
-    pub(crate) fn new(inner: Arc<dyn ObjectStore>, seed: u64, percent: u64) -> Self {
+    /// `inner`, failing `percent` of the requests, drawn from `seed`.
+    pub fn new(inner: Arc<dyn ObjectStore>, seed: u64, percent: u64) -> Self {
         Self {
             inner,
             state: Mutex::new(State { rng: Rng(seed), percent, counts: FaultCounts::default() }),
         }
     }
 
-    pub(crate) fn counts(&self) -> FaultCounts {
+    /// Fails `percent` of the requests from now on (0 heals the store).
+    pub fn set_percent(&self, percent: u64) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).percent = percent;
+    }
+
+    /// What it did so far.
+    pub fn counts(&self) -> FaultCounts {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).counts
     }
 

@@ -37,8 +37,8 @@ mod store;
 mod verify;
 mod writer;
 
-#[cfg(test)]
-mod faults;
+#[cfg(any(test, feature = "testing"))]
+pub mod faults;
 #[cfg(test)]
 mod model_tests;
 #[cfg(test)]
@@ -46,8 +46,10 @@ mod round_trip_tests;
 
 pub use error::{RemoteError, Result};
 pub use layout::{ObjectKind, PartitionLayout, SegmentId};
-pub use local::read_segment_files;
+pub use local::{leader_epoch_slice, read_segment_files};
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
+/// The object store crate this one speaks through, for callers that open or wrap a store.
+pub use object_store;
 pub use reader::{RemoteIndexCache, RemoteRead, RemoteReader};
 pub use store::{S3Config, open_s3};
 pub use verify::{RemoteProblem, RemoteReport, verify_remote};

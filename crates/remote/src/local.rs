@@ -73,3 +73,45 @@ pub fn read_segment_files(
     }
     Ok(objects)
 }
+
+/// The `.leader-epoch-checkpoint` object of the segment `[base_offset, last_offset]`, from the
+/// log's leader epochs (`(epoch, start offset)`, ascending): the epoch in force at the base
+/// offset (starting there), then each epoch that starts inside the segment (Kafka's
+/// `RemoteLogSegmentMetadata.segmentLeaderEpochs`). `None` when the log knows no epoch.
+pub fn leader_epoch_slice(
+    epochs: &[(i32, i64)],
+    base_offset: i64,
+    last_offset: i64,
+) -> Option<Bytes> {
+    use seglog_format::checkpoint::{EpochEntry, write_leader_epoch_checkpoint};
+    let at_base = epochs.iter().rev().find(|(_, start)| *start <= base_offset);
+    let mut slice: Vec<EpochEntry> = at_base
+        .map(|(epoch, _)| EpochEntry { epoch: *epoch, start_offset: base_offset })
+        .into_iter()
+        .collect();
+    slice.extend(
+        epochs
+            .iter()
+            .filter(|(_, start)| *start > base_offset && *start <= last_offset)
+            .map(|(epoch, start)| EpochEntry { epoch: *epoch, start_offset: *start }),
+    );
+    (!slice.is_empty()).then(|| Bytes::from(write_leader_epoch_checkpoint(&slice)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::leader_epoch_slice;
+
+    #[test]
+    fn the_slice_holds_the_epoch_at_the_base_and_those_starting_inside() {
+        let epochs = [(0, 0), (3, 40), (5, 90), (6, 200)];
+        let text =
+            |bytes: Option<bytes::Bytes>| bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
+        assert_eq!(
+            text(leader_epoch_slice(&epochs, 50, 120)),
+            Some("0\n2\n3 50\n5 90\n".to_owned())
+        );
+        assert_eq!(text(leader_epoch_slice(&epochs, 0, 39)), Some("0\n1\n0 0\n".to_owned()));
+        assert_eq!(leader_epoch_slice(&[], 0, 10), None);
+    }
+}

@@ -4,6 +4,7 @@
 
 pub(crate) mod dynamic;
 pub mod listeners;
+pub mod remote;
 pub mod security;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use seglog_storage::config::{
 
 use crate::group::GroupConfig;
 pub use listeners::{Listener, SecurityProtocol};
+pub use remote::RemoteStorageConfig;
 pub use security::SecurityConfig;
 
 /// `listeners`: where the broker accepts Kafka clients.
@@ -122,6 +124,8 @@ pub struct BrokerConfig {
     pub groups: GroupConfig,
     /// The transaction coordinator's settings.
     pub txns: crate::txn::TxnConfig,
+    /// Tiered storage: the bucket and the tiering task's settings.
+    pub remote: RemoteStorageConfig,
     /// The keys as given (`server.properties` and overrides), so that DescribeConfigs can tell
     /// a set key (STATIC_BROKER_CONFIG) from a default.
     pub properties: BTreeMap<String, String>,
@@ -154,6 +158,7 @@ impl Default for BrokerConfig {
             },
             groups: GroupConfig::default(),
             txns: crate::txn::TxnConfig::default(),
+            remote: RemoteStorageConfig::default(),
             properties: BTreeMap::new(),
         }
     }
@@ -404,6 +409,7 @@ impl BrokerConfig {
             log,
             groups,
             txns,
+            remote: remote::remote_storage_config(properties)?,
             properties: properties.clone(),
         })
     }

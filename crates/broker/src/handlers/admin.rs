@@ -572,6 +572,8 @@ pub(crate) async fn delete_topics(
                         if version >= 5 {
                             result.error_message = message(error.to_string());
                         }
+                    } else if let Some(tiering) = &broker.tiering {
+                        tiering.forget_topic(&target);
                     }
                 }
             }

@@ -24,7 +24,10 @@ use kafka_protocol::messages::{
 };
 use seglog_storage::Error as StorageError;
 use seglog_storage::log::local_log::FetchedRecords;
-use seglog_storage::log::partition_log::{Isolation, LogReadInfo, PartitionLog, TopicPartition};
+use seglog_storage::log::partition_log::{
+    EARLIEST_LOCAL_TIMESTAMP, Isolation, LATEST_TIERED_TIMESTAMP, LogReadInfo, PartitionLog,
+    TopicPartition,
+};
 use seglog_storage::log::validator::AppendOrigin;
 use seglog_storage::segment::FileSlice;
 
@@ -322,6 +325,45 @@ struct PartitionRead {
     /// The records, when they stay in their file until sent: `data.records` is then a
     /// placeholder of the same length.
     file: Option<FileSlice>,
+    /// The offset is below the partition's local segments: the records come from the bucket.
+    remote: Option<RemoteFetch>,
+}
+
+impl PartitionRead {
+    /// A partition answered without records (an error).
+    fn without_records(topic_idx: usize, data: PartitionData) -> Self {
+        Self { topic_idx, data, bytes: 0, file: None, remote: None }
+    }
+}
+
+/// A partition's read from remote storage, done after the local reads.
+struct RemoteFetch {
+    tp: TopicPartition,
+    offset: i64,
+    max_bytes: usize,
+}
+
+/// Reads from the bucket the partitions that asked for offsets below their local segments
+/// (Kafka's `DelayedRemoteFetch`), each within `remote.fetch.max.wait.ms`: records, or empty
+/// records when the wait ran out (the consumer asks again), OFFSET_OUT_OF_RANGE when the
+/// remote log does not hold the offset, and KAFKA_STORAGE_ERROR, which clients retry, when the
+/// bucket failed (Kafka answers UNKNOWN_SERVER_ERROR, which some clients give up on).
+async fn read_remote(broker: &Broker, reads: &mut [PartitionRead]) {
+    let Some(tiering) = broker.tiering.as_ref() else { return };
+    for read in reads.iter_mut() {
+        let Some(remote) = read.remote.take() else { continue };
+        match tiering.read(broker, &remote.tp, remote.offset, remote.max_bytes).await {
+            Ok(Some(records)) => {
+                read.bytes = records.len();
+                read.data.records = Some(records);
+            }
+            Ok(None) => read.data.error_code = ResponseError::OffsetOutOfRange.code(),
+            Err(error) => {
+                tracing::warn!(partition = %remote.tp, offset = remote.offset, %error, "remote fetch failed");
+                read.data.error_code = ResponseError::KafkaStorageError.code();
+            }
+        }
+    }
 }
 
 /// The fewest record bytes of one partition that are sent from their file rather than read
@@ -403,8 +445,9 @@ pub(crate) async fn fetch(
         names = Some(resolved);
         let total: usize = reads.iter().map(|read| read.bytes).sum();
         let failed = reads.iter().any(|read| read.data.error_code != NONE);
+        let remote = reads.iter().any(|read| read.remote.is_some());
         let now = Instant::now();
-        if total >= min_bytes || failed || now >= deadline {
+        if total >= min_bytes || failed || remote || now >= deadline {
             break reads;
         }
         let _ = tokio::time::timeout(deadline - now, appended).await;
@@ -420,6 +463,7 @@ pub(crate) async fn fetch(
         debug_assert_eq!(response.responses.len(), idx + 1);
     }
     let mut reads = reads;
+    read_remote(broker, &mut reads).await;
     if session_id != 0 {
         let responses: Vec<(usize, &PartitionData)> =
             reads.iter().map(|read| (read.topic_idx, &read.data)).collect();
@@ -551,11 +595,12 @@ fn read_partitions(
             data.records = Some(Bytes::new());
             let mut bytes = 0;
             let mut file = None;
+            let mut remote = None;
             let name = match &name {
                 Ok(name) => name,
                 Err(code) => {
                     data.error_code = *code;
-                    reads.push(PartitionRead { topic_idx, data, bytes, file: None });
+                    reads.push(PartitionRead::without_records(topic_idx, data));
                     continue;
                 }
             };
@@ -578,23 +623,14 @@ fn read_partitions(
                         Ok(read) => read,
                         Err(error) => {
                             data.error_code = storage_error(&error).code();
-                            reads.push(PartitionRead { topic_idx, data, bytes, file: None });
+                            reads.push(PartitionRead::without_records(topic_idx, data));
                             continue;
                         }
                     };
                     let leader_epoch = read.leader_epoch.unwrap_or(0).max(0);
                     let epoch_check =
                         check_leader_epoch(partition.current_leader_epoch, leader_epoch);
-                    data.high_watermark = read.high_watermark;
-                    data.last_stable_offset = read.last_stable_offset;
-                    if request.isolation_level == 1 {
-                        // Kafka's `collectAbortedTransactions`, for the consumer to skip them.
-                        data.aborted_transactions =
-                            Some(aborted_transactions(read.aborted_transactions.as_deref()));
-                    }
-                    if version >= 5 {
-                        data.log_start_offset = read.log_start_offset;
-                    }
+                    set_read_offsets(&mut data, &read, request.isolation_level, version);
                     if epoch_check == NONE {
                         match read.data {
                             Ok(records) => {
@@ -611,26 +647,61 @@ fn read_partitions(
                                     }
                                 }
                             }
+                            Err(seglog_storage::Error::OffsetNotLocal { requested, .. })
+                                if broker.tiering.is_some() =>
+                            {
+                                remote = Some(RemoteFetch {
+                                    tp: tp(name, partition.partition),
+                                    offset: requested,
+                                    max_bytes: limit,
+                                });
+                                min_one_message = false;
+                            }
                             Err(error) => data.error_code = storage_error(&error).code(),
                         }
                     } else {
                         // A fenced or unknown epoch gets no records (read under the same lock).
                         data.error_code = epoch_check;
                     }
-                    let stale_leader = data.error_code == ResponseError::NotLeaderOrFollower.code()
-                        || data.error_code == ResponseError::FencedLeaderEpoch.code();
-                    if version >= 16 && stale_leader {
-                        // KIP-951: tell the client who leads now, so it need not ask Metadata.
-                        data.current_leader = LeaderIdAndEpoch::default()
-                            .with_leader_id(BrokerId(broker.config.node_id))
-                            .with_leader_epoch(leader_epoch);
-                    }
+                    set_current_leader(broker, &mut data, leader_epoch, version);
                 }
             }
-            reads.push(PartitionRead { topic_idx, data, bytes, file });
+            reads.push(PartitionRead { topic_idx, data, bytes, file, remote });
         }
     }
     reads
+}
+
+/// KIP-951 (v16+): a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH tells the
+/// client who leads now, so that it need not ask Metadata.
+fn set_current_leader(broker: &Broker, data: &mut PartitionData, leader_epoch: i32, version: i16) {
+    let stale_leader = data.error_code == ResponseError::NotLeaderOrFollower.code()
+        || data.error_code == ResponseError::FencedLeaderEpoch.code();
+    if version >= 16 && stale_leader {
+        data.current_leader = LeaderIdAndEpoch::default()
+            .with_leader_id(BrokerId(broker.config.node_id))
+            .with_leader_epoch(leader_epoch);
+    }
+}
+
+/// The offsets a partition's read answers with (high watermark, last stable offset, log start
+/// from v5) and, for read_committed, the aborted transactions (Kafka's
+/// `collectAbortedTransactions`, for the consumer to skip them).
+fn set_read_offsets(
+    data: &mut PartitionData,
+    read: &LogReadInfo<Records>,
+    isolation_level: i8,
+    version: i16,
+) {
+    data.high_watermark = read.high_watermark;
+    data.last_stable_offset = read.last_stable_offset;
+    if isolation_level == 1 {
+        data.aborted_transactions =
+            Some(aborted_transactions(read.aborted_transactions.as_deref()));
+    }
+    if version >= 5 {
+        data.log_start_offset = read.log_start_offset;
+    }
 }
 
 /// One partition's records for a Fetch response.
@@ -691,10 +762,11 @@ fn aborted_transactions(
 }
 
 /// ListOffsets: -1 is the high watermark (or the last stable offset for read_committed), -2
-/// the log start, -3 (v7+) the record with the largest timestamp, -4 (v8+,
-/// KIP-405's earliest local offset) the log start too, since nothing is tiered, -5 (v9+, the
-/// latest tiered offset) offset -1 with epoch -1, as Kafka answers for a topic without remote
-/// storage, and a real timestamp the first record at or after it below the high watermark. A
+/// the log start (the remote part's, for a tiered topic), -3 (v7+) the record with the largest
+/// timestamp, -4 (v8+, KIP-405's earliest local offset) the first local offset, -5 (v9+, the
+/// latest tiered offset) the last offset in the bucket (offset -1 with epoch -1 for a topic
+/// without remote storage, as Kafka answers), and a real timestamp the first record at or
+/// after it below the high watermark, among the local segments. A
 /// special timestamp older than the request's version, or unknown, is UNSUPPORTED_VERSION
 /// (Kafka's `ReplicaManager.isListOffsetsTimestampUnsupported`). v10's `timeout_ms` bounds
 /// reads from remote storage, which seglog has not: it is not needed.
@@ -744,11 +816,6 @@ pub(crate) async fn list_offsets(
     encode(&response, version)
 }
 
-/// ListOffsets' earliest local offset (KIP-405), from v8.
-const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
-/// ListOffsets' latest tiered offset (KIP-1005), from v9.
-const LATEST_TIERED_TIMESTAMP: i64 = -5;
-
 /// The first ListOffsets version that knows a special (negative) timestamp.
 fn special_timestamp_version(timestamp: i64) -> Option<i16> {
     match timestamp {
@@ -789,11 +856,6 @@ fn list_offset(
     if out.error_code != NONE {
         return out;
     }
-    if timestamp == LATEST_TIERED_TIMESTAMP {
-        // Nothing is tiered: Kafka's `UnifiedLog.fetchOffsetByTimestamp` without remote storage.
-        out.offset = -1;
-        return out;
-    }
     // The last fetchable offset: the high watermark, or for read_committed (v2+) the last
     // stable offset (Kafka's `fetchOffsetForTimestamp` with its isolation level).
     let bound = if read_committed && version >= 2 {
@@ -808,12 +870,12 @@ fn list_offset(
             return out;
         }
     };
-    // Every segment is local, so the earliest local offset is the log start offset.
-    let target = if timestamp == EARLIEST_LOCAL_TIMESTAMP { -2 } else { timestamp };
+    let target = timestamp;
     match log.fetch_offset_by_timestamp(target) {
         Ok(Some(found)) => {
             let offset = if target == -1 { high_watermark } else { found.offset };
-            if target == -1 || target == -2 || offset < high_watermark {
+            let special = [-2, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP].contains(&target);
+            if target == -1 || special || offset < high_watermark {
                 out.offset = offset;
                 out.timestamp = found.timestamp;
                 if version >= 4 {

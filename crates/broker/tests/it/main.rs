@@ -17,4 +17,5 @@ mod rdkafka;
 mod rdkafka_groups;
 mod rdkafka_security;
 mod rdkafka_txn;
+mod tiered;
 mod txn;

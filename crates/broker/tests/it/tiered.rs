@@ -1,0 +1,206 @@
+//! Tiered storage through the broker, on an in-memory bucket: closed segments go to the bucket,
+//! local retention deletes only what is there, old offsets are fetched from it, ListOffsets
+//! tells -2, -4 and -5 apart, and a failing bucket never stops local serving nor loses data.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use kafka_protocol::messages::CreateTopicsResponse;
+use seglog_broker::object_store::memory::InMemory;
+use seglog_broker::object_store::{ObjectStore, ObjectStoreExt, path::Path as ObjectPath};
+use seglog_broker::{BrokerConfig, Server};
+use seglog_format::Compression;
+use seglog_remote::faults::FaultStore;
+use seglog_remote::{Manifest, ObjectKind};
+
+use crate::common::{Client, batch, records};
+use crate::protocol::{create_topic_request, fetch_request, list_offsets_request, produce};
+
+const TOPIC: &str = "tiered";
+
+async fn start_tiered(dir: &Path, store: Arc<dyn ObjectStore>) -> Server {
+    let properties = [
+        ("listeners", "PLAINTEXT://127.0.0.1:0"),
+        ("log.dirs", &dir.display().to_string()),
+        ("seglog.metrics.listener", ""),
+        ("remote.log.storage.system.enable", "true"),
+        ("seglog.remote.storage.bucket", "in-memory"),
+        ("seglog.remote.storage.prefix", "it"),
+        ("remote.log.manager.task.interval.ms", "20"),
+        ("remote.log.manager.task.retry.backoff.ms", "10"),
+        ("remote.log.manager.task.retry.backoff.max.ms", "50"),
+        ("log.retention.check.interval.ms", "20"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let config = BrokerConfig::from_properties(&properties).expect("test config is valid");
+    Server::start_with_remote_store(config, store).await.expect("broker starts")
+}
+
+/// Creates the tiered topic: 4 KiB segments, one segment's worth kept locally.
+async fn create_tiered_topic(client: &mut Client) {
+    let configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "4096"),
+        ("local.retention.bytes", "4096"),
+    ];
+    let created: CreateTopicsResponse =
+        client.send(&create_topic_request(TOPIC, 1, &configs), 7).await;
+    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+}
+
+/// Produces `batches` batches of 10 records of about 100 bytes; returns every value by offset.
+async fn produce_values(client: &mut Client, batches: usize) -> Vec<(i64, String)> {
+    let mut expected = Vec::new();
+    for batch_idx in 0..batches {
+        let values: Vec<String> =
+            (0..10).map(|i| format!("value-{batch_idx:03}-{i}-{}", "x".repeat(90))).collect();
+        let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+        let codec = [Compression::None, Compression::Gzip, Compression::Zstd][batch_idx % 3];
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
+        let base = produce(client, TOPIC, batch(codec, &refs, now_ms)).await;
+        expected.extend(values.into_iter().enumerate().map(|(i, v)| (base + i as i64, v)));
+    }
+    expected
+}
+
+async fn list_offset(client: &mut Client, timestamp: i64) -> i64 {
+    let response = client.send(&list_offsets_request(TOPIC, timestamp), 9).await;
+    let partition = &response.topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0, "ListOffsets {timestamp}");
+    partition.offset
+}
+
+/// How long the tiering task may take to show an effect.
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// Polls ListOffsets -4 every 20 ms until the first local offset is above `above` (the tiering
+/// task and local retention run on their own clocks; there is nothing to wait on but their
+/// effects), failing after [`WITHIN`].
+async fn wait_for_local_start_above(client: &mut Client, above: i64) -> i64 {
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let earliest_local = list_offset(client, -4).await;
+        if earliest_local > above {
+            return earliest_local;
+        }
+        assert!(Instant::now() < deadline, "the first local offset stayed at {earliest_local}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every record from `offset` on, fetched a partition-max-bytes at a time.
+async fn fetch_all(client: &mut Client, from: i64, end: i64) -> Vec<(i64, String)> {
+    let mut fetched: Vec<(i64, String)> = Vec::new();
+    let mut next = from;
+    let deadline = Instant::now() + WITHIN;
+    while next < end {
+        assert!(Instant::now() < deadline, "the fetches stopped at offset {next}");
+        let response = client.send(&fetch_request(TOPIC, 0, next), 12).await;
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, 0, "fetch at {next}");
+        let bytes = partition.records.clone().unwrap_or_default();
+        let got = records(&bytes);
+        if got.is_empty() {
+            continue; // a remote read that ran past remote.fetch.max.wait.ms: ask again
+        }
+        next = got.last().map_or(next, |(offset, _)| offset + 1);
+        fetched.extend(got.into_iter().filter(|(offset, _)| *offset >= from));
+    }
+    fetched
+}
+
+/// The manifest in the bucket.
+async fn manifest(store: &dyn ObjectStore) -> Manifest {
+    let keys: Vec<ObjectPath> = store
+        .list(Some(&ObjectPath::from("it")))
+        .map(|meta| meta.expect("list").location)
+        .collect()
+        .await;
+    let key = keys.iter().find(|key| key.as_ref().ends_with("/manifest.json")).expect("a manifest");
+    let bytes: Bytes = store.get(key).await.expect("get").bytes().await.expect("body");
+    Manifest::parse(key.as_ref(), &bytes).expect("manifest parses")
+}
+
+/// The `.log` objects in the bucket.
+async fn log_objects(store: &dyn ObjectStore) -> usize {
+    let suffix = format!(".{}", ObjectKind::Log.suffix());
+    store
+        .list(Some(&ObjectPath::from("it")))
+        .filter(|meta| {
+            let is_log = meta.as_ref().is_ok_and(|meta| meta.location.as_ref().ends_with(&suffix));
+            async move { is_log }
+        })
+        .count()
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_segments_go_to_the_bucket_and_old_offsets_are_fetched_from_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let server = start_tiered(dir.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    create_tiered_topic(&mut client).await;
+    let expected = produce_values(&mut client, 40).await;
+    let log_end = expected.len() as i64;
+
+    wait_for_local_start_above(&mut client, log_end / 2).await;
+    let earliest = list_offset(&mut client, -2).await;
+    let earliest_local = list_offset(&mut client, -4).await;
+    let latest_tiered = list_offset(&mut client, -5).await;
+    assert_eq!(earliest, 0, "the log starts in the bucket");
+    assert!(earliest_local > 0 && earliest_local < log_end, "{earliest_local}");
+    assert!(latest_tiered >= earliest_local - 1, "{latest_tiered} < {earliest_local} - 1");
+    assert!(latest_tiered < log_end, "the active segment is never uploaded");
+
+    let remote = manifest(store.as_ref()).await;
+    assert_eq!(remote.log_start_offset, 0);
+    assert!(remote.end_offset() > latest_tiered, "the manifest holds -5's offset");
+    assert_eq!(log_objects(store.as_ref()).await, remote.segments.len(), "no orphan .log");
+
+    let fetched = fetch_all(&mut client, 0, log_end).await;
+    assert_eq!(fetched.len(), expected.len(), "every record once");
+    assert_eq!(fetched, expected, "every record from the bucket and the disk, in order");
+    let middle = fetch_all(&mut client, 15, log_end).await;
+    assert_eq!(middle.first().map(|(offset, _)| *offset), Some(15), "a fetch inside a batch");
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_bucket_keeps_local_data_and_serving_until_it_heals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let faults = Arc::new(FaultStore::new(Arc::new(InMemory::new()), 7, 0));
+    let store: Arc<dyn ObjectStore> = Arc::clone(&faults) as _;
+    let server = start_tiered(dir.path(), Arc::clone(&store)).await;
+    faults.set_percent(100); // after the start's probe: every request gets 503 SlowDown
+    let mut client = Client::connect(&server).await;
+    create_tiered_topic(&mut client).await;
+    let expected = produce_values(&mut client, 30).await;
+    let log_end = expected.len() as i64;
+    let deadline = Instant::now() + WITHIN;
+    while faults.counts().failed < 5 {
+        assert!(Instant::now() < deadline, "tiering rounds do not reach the bucket");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(list_offset(&mut client, -4).await, 0, "nothing left local disk");
+    assert_eq!(fetch_all(&mut client, 0, log_end).await, expected, "local serving goes on");
+    let more = produce_values(&mut client, 5).await;
+    assert_eq!(more.first().map(|(offset, _)| *offset), Some(log_end), "produce goes on");
+
+    faults.set_percent(0);
+    wait_for_local_start_above(&mut client, 0).await;
+    let mut all = expected;
+    all.extend(more);
+    let fetched = fetch_all(&mut client, 0, all.len() as i64).await;
+    assert_eq!(fetched, all, "nothing lost or doubled across the outage");
+    let remote = manifest(store.as_ref()).await;
+    assert_eq!(log_objects(store.as_ref()).await, remote.segments.len(), "orphans collected");
+    server.shutdown().await.expect("clean shutdown");
+}
