@@ -26,7 +26,7 @@ pub mod txn;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use seglog_storage::log::partition_log::PartitionLog;
+use seglog_storage::log::partition_log::{PartitionLog, TopicPartition};
 use seglog_storage::manager::LogManager;
 
 /// Handles one request frame (without its 4-byte size) as a connection would, and returns the
@@ -196,6 +196,12 @@ impl Broker {
     /// The transaction coordinator.
     pub fn txns(&self) -> &txn::TransactionCoordinator {
         &self.txns
+    }
+
+    /// The tiered partitions whose manifest another broker took over: this broker no longer
+    /// tiers them (empty without tiered storage).
+    pub fn fenced_tiered_partitions(&self) -> Vec<TopicPartition> {
+        self.tiering.as_ref().map_or_else(Vec::new, |tiering| tiering.fenced_partitions())
     }
 
     /// The broker's settings.

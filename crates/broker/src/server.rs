@@ -147,6 +147,25 @@ async fn open_tiering(
     Ok(Some(Arc::new(tiering)))
 }
 
+/// How long a start waits for the bucket's manifests before serving without them.
+const RESTORE_TIMEOUT: Duration = Duration::from_mins(1);
+
+/// Re-creates the tiered topics the bucket holds and the disk does not (`Tiering::restore`),
+/// before serving; a bucket that fails or does not answer in [`RESTORE_TIMEOUT`] is logged
+/// and the broker serves what its disk has.
+async fn restore_from_bucket(broker: &Arc<Broker>) {
+    let Some(tiering) = broker.tiering.as_ref() else { return };
+    match tokio::time::timeout(RESTORE_TIMEOUT, tiering.restore(broker)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(topics)) => tracing::info!(topics, "tiered topics re-created from the bucket"),
+        Ok(Err(error)) => tracing::warn!(%error, "cannot read the bucket's manifests at start"),
+        Err(_) => tracing::warn!(
+            timeout = ?RESTORE_TIMEOUT,
+            "the bucket's manifests did not come in time; serving the disk's topics"
+        ),
+    }
+}
+
 /// Starts the thread that loads, in the background, the logs the open left unloaded
 /// ([`LogManager::load_unloaded`]); clients reaching a log first load it themselves.
 fn spawn_log_loader(manager: &Arc<LogManager>) -> Result<(), ServeError> {
@@ -252,6 +271,7 @@ impl Server {
             log_files,
             tiering,
         ));
+        restore_from_bucket(&broker).await;
         let loading = Arc::clone(&broker);
         let started = Instant::now();
         let n_groups = tokio::task::spawn_blocking(move || loading.groups.load(now_ms()))

@@ -54,6 +54,6 @@ pub use reader::{RemoteIndexCache, RemoteRead, RemoteReader};
 pub use store::{S3Config, open_s3};
 pub use verify::{RemoteProblem, RemoteReport, verify_remote};
 pub use writer::{
-    ManifestWriter, delete_segment_objects, find_orphans, probe_conditional_put, read_manifest,
-    upload_segment,
+    ManifestWriter, delete_segment_objects, find_orphans, list_manifests, probe_conditional_put,
+    read_manifest, upload_segment,
 };

@@ -13,6 +13,8 @@
 //!               "objects":["log","index","timeindex","snapshot","leader-epoch-checkpoint"]}]}
 //! ```
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{RemoteError, Result};
@@ -66,6 +68,10 @@ pub struct Manifest {
     pub log_start_offset: i64,
     /// The committed segments, by offset, each starting right after the one before.
     pub segments: Vec<SegmentEntry>,
+    /// The topic's configuration overrides as its writer last took the partition, so that a
+    /// broker with an empty disk re-creates the topic as it was; absent (none) when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub topic_configs: BTreeMap<String, String>,
 }
 
 /// One change to a manifest, committed whole or not at all.
@@ -101,6 +107,7 @@ impl Manifest {
             writer_epoch: 0,
             log_start_offset: 0,
             segments: Vec::new(),
+            topic_configs: BTreeMap::new(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Writing a partition's remote log: segment objects with create-only PUTs, the manifest with
 //! conditional PUTs under a writer epoch, orphans found by listing, and the store's probe.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -72,6 +72,16 @@ impl ManifestWriter {
     /// Takes the partition: stores its manifest (a new one if there is none) with the writer
     /// epoch raised by one, which fences every earlier writer.
     pub async fn acquire(store: Arc<dyn ObjectStore>, layout: PartitionLayout) -> Result<Self> {
+        Self::acquire_with_configs(store, layout, None).await
+    }
+
+    /// [`acquire`](Self::acquire), recording `topic_configs` (the topic's overrides) in the
+    /// manifest when given, for a broker that re-creates the topic from the bucket.
+    pub async fn acquire_with_configs(
+        store: Arc<dyn ObjectStore>,
+        layout: PartitionLayout,
+        topic_configs: Option<BTreeMap<String, String>>,
+    ) -> Result<Self> {
         let key = layout.manifest_key();
         for _ in 0..ACQUIRE_ATTEMPTS_MAX {
             let (current, mode) = match get_manifest(store.as_ref(), &layout).await? {
@@ -82,6 +92,9 @@ impl ManifestWriter {
                 ),
             };
             let mut next = current;
+            if let Some(configs) = &topic_configs {
+                next.topic_configs.clone_from(configs);
+            }
             next.writer_epoch += 1;
             next.manifest_version += 1;
             match put_manifest(store.as_ref(), &key, &next, mode).await {
@@ -234,6 +247,42 @@ pub async fn find_orphans(
             None => true,
         })
         .collect())
+}
+
+/// Every partition manifest under `prefix` (a broker with an empty disk learns from them which
+/// topics and partitions the bucket holds). A folder whose manifest is missing (being created)
+/// is skipped; one whose manifest does not describe the folder's partition is an error.
+pub async fn list_manifests(store: &dyn ObjectStore, prefix: &str) -> Result<Vec<Manifest>> {
+    let root = Path::from(prefix);
+    let listed = store
+        .list_with_delimiter(Some(&root))
+        .await
+        .map_err(|source| RemoteError::store("list", &root, source))?;
+    let mut manifests = Vec::new();
+    for folder in listed.common_prefixes {
+        let key = folder.clone().join("manifest.json");
+        let got = match store.get(&key).await {
+            Ok(got) => got,
+            Err(StoreError::NotFound { .. }) => continue,
+            Err(source) => return Err(RemoteError::store("get", &key, source)),
+        };
+        let bytes = got.bytes().await.map_err(|source| RemoteError::store("get", &key, source))?;
+        let manifest = Manifest::parse(key.as_ref(), &bytes)?;
+        let layout =
+            PartitionLayout::new(prefix, &manifest.topic, manifest.partition, &manifest.topic_id);
+        if layout.dir() != &folder {
+            return Err(RemoteError::Malformed {
+                key: key.to_string(),
+                reason: format!(
+                    "it describes {}-{} (topic id {}), not the partition of its folder",
+                    manifest.topic, manifest.partition, manifest.topic_id
+                ),
+            });
+        }
+        manifests.push(manifest);
+    }
+    manifests.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+    Ok(manifests)
 }
 
 /// Checks that `store` honours conditional PUTs, which the manifest's fencing needs: a

@@ -672,6 +672,19 @@ impl LogManager {
         n_partitions: i32,
         overrides: BTreeMap<String, String>,
     ) -> Result<Vec<TopicPartition>> {
+        self.create_topic_with_id(topic, n_partitions, overrides, None)
+    }
+
+    /// [`create_topic`](Self::create_topic) with the topic id `topic_id` when given (a topic
+    /// re-created from remote storage keeps the id its bucket folders are named by), else a new
+    /// one.
+    pub fn create_topic_with_id(
+        &self,
+        topic: &str,
+        n_partitions: i32,
+        overrides: BTreeMap<String, String>,
+        topic_id: Option<[u8; 16]>,
+    ) -> Result<Vec<TopicPartition>> {
         validate_topic(topic).map_err(|error| Error::InvalidArgument(error.to_string()))?;
         if n_partitions < 1 {
             return Err(Error::InvalidArgument(format!(
@@ -694,7 +707,7 @@ impl LogManager {
             self.store_topic_overrides()?;
         }
         let now_ms = self.clock.now_ms();
-        let topic_id = self.new_topic_id(topic, now_ms);
+        let topic_id = topic_id.unwrap_or_else(|| self.new_topic_id(topic, now_ms));
         let created = self.add_partitions(topic, topic_id, 0..n_partitions, &config)?;
         self.topic_ids
             .write()

@@ -14,7 +14,7 @@
 
 mod round;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ use bytes::Bytes;
 use seglog_remote::object_store::ObjectStore;
 use seglog_remote::{
     Manifest, ManifestWriter, PartitionLayout, RemoteError, RemoteIndexCache, RemoteReader,
-    S3Config, open_s3, probe_conditional_put, read_manifest,
+    S3Config, list_manifests, open_s3, probe_conditional_put, read_manifest,
 };
 use seglog_storage::log::partition_log::TopicPartition;
 use tokio::sync::watch;
@@ -92,6 +92,9 @@ struct PartitionTier {
     manifest: RwLock<Option<Arc<Manifest>>>,
     /// The writer's state, one round at a time.
     task: tokio::sync::Mutex<TierTask>,
+    /// Whether another broker took the partition over (`TierTask::fenced`, readable without
+    /// waiting for a round).
+    fenced: std::sync::atomic::AtomicBool,
 }
 
 impl PartitionTier {
@@ -197,9 +200,78 @@ impl Tiering {
             layout,
             manifest: RwLock::new(None),
             task: tokio::sync::Mutex::new(TierTask::default()),
+            fenced: std::sync::atomic::AtomicBool::new(false),
         });
         partitions.insert(tp.clone(), Arc::clone(&tier));
         Ok(tier)
+    }
+
+    /// Re-creates, from the bucket's manifests, the tiered topics this broker's disk does not
+    /// have (a broker started on an empty disk with the same bucket): each with its topic id,
+    /// partitions and configuration, each partition's log starting at its remote end, so that
+    /// every remote offset is served and the log start is the bucket's. Partitions of topics
+    /// the disk has learn how far the bucket reaches. Returns the topics re-created.
+    pub(crate) async fn restore(&self, broker: &Broker) -> Result<usize, TierError> {
+        let manifests = list_manifests(self.store.as_ref(), &self.config.prefix).await?;
+        let mut topics: BTreeMap<(String, String), Vec<Manifest>> = BTreeMap::new();
+        for manifest in manifests {
+            let key = (manifest.topic.clone(), manifest.topic_id.clone());
+            topics.entry(key).or_default().push(manifest);
+        }
+        let mut restored = 0;
+        for ((topic, topic_id), manifests) in topics {
+            let Ok(id) = seglog_format::java::uuid_from_base64(&topic_id) else { continue };
+            match broker.manager.topic_id(&topic) {
+                Some(existing) if existing != id => {
+                    tracing::warn!(
+                        topic,
+                        bucket_topic_id = topic_id,
+                        "the bucket holds another incarnation of this topic; it is not restored"
+                    );
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    let n_partitions =
+                        manifests.iter().map(|m| m.partition).max().unwrap_or(0).saturating_add(1);
+                    let mut overrides = manifests[0].topic_configs.clone();
+                    overrides.insert("remote.storage.enable".to_owned(), "true".to_owned());
+                    let (manager, name) = (Arc::clone(&broker.manager), topic.clone());
+                    tokio::task::spawn_blocking(move || {
+                        manager.create_topic_with_id(&name, n_partitions, overrides, Some(id))
+                    })
+                    .await??;
+                    tracing::info!(
+                        topic,
+                        topic_id,
+                        n_partitions,
+                        "re-created a tiered topic from the bucket"
+                    );
+                    restored += 1;
+                }
+            }
+            for manifest in &manifests {
+                let tp = TopicPartition { topic: topic.clone(), partition: manifest.partition };
+                let log = broker.manager.get_log(&tp)?;
+                let now_ms = broker.manager.clock().now_ms();
+                if let Err(error) = round::sync_log_with_manifest(&log, manifest, now_ms).await {
+                    tracing::warn!(partition = %tp, %error, "cannot start the log at its remote end");
+                }
+            }
+        }
+        Ok(restored)
+    }
+
+    /// The partitions another broker's writer fenced this one out of, by name.
+    pub(crate) fn fenced_partitions(&self) -> Vec<TopicPartition> {
+        let partitions = self.partitions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut fenced: Vec<TopicPartition> = partitions
+            .iter()
+            .filter(|(_, tier)| tier.fenced.load(std::sync::atomic::Ordering::Relaxed))
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        fenced.sort();
+        fenced
     }
 
     /// Forgets a deleted topic's partitions.

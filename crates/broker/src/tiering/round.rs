@@ -53,6 +53,7 @@ pub(super) async fn tier_partition(
                     .increment(1);
                 task.fenced = true;
                 task.writer = None;
+                tier.fenced.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             Err(error) => {
                 // A failed upload, commit or deletion may leave objects no manifest names.
@@ -105,8 +106,11 @@ async fn round(
     let writer = match &mut task.writer {
         Some(writer) => writer,
         slot @ None => {
+            let configs = broker.manager.topic_overrides(&log.topic_partition().topic);
+            let store = Arc::clone(&tiering.store);
             let writer =
-                ManifestWriter::acquire(Arc::clone(&tiering.store), tier.layout.clone()).await?;
+                ManifestWriter::acquire_with_configs(store, tier.layout.clone(), Some(configs))
+                    .await?;
             tier.publish(writer.manifest());
             let now_ms = broker.manager.clock().now_ms();
             sync_log_with_manifest(log, writer.manifest(), now_ms).await?;
@@ -139,7 +143,7 @@ async fn round(
 
 /// After taking the manifest: a log with an empty disk starts at the remote log's end, and the
 /// log learns how far the bucket reaches and where the remote log starts.
-async fn sync_log_with_manifest(
+pub(super) async fn sync_log_with_manifest(
     log: &Arc<PartitionLog>,
     manifest: &Manifest,
     now_ms: i64,

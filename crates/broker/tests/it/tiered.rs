@@ -204,3 +204,84 @@ async fn a_failing_bucket_keeps_local_data_and_serving_until_it_heals() {
     assert_eq!(log_objects(store.as_ref()).await, remote.segments.len(), "orphans collected");
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_disk_with_the_same_bucket_serves_every_remote_offset() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let first_disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(first_disk.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    create_tiered_topic(&mut client).await;
+    let expected = produce_values(&mut client, 40).await;
+    wait_for_local_start_above(&mut client, expected.len() as i64 / 2).await;
+    let topic_id = server.broker().manager().topic_id(TOPIC).expect("topic id");
+    server.shutdown().await.expect("clean shutdown");
+    drop(first_disk); // the disk is lost
+
+    let remote = manifest(store.as_ref()).await;
+    let remote_end = remote.end_offset();
+    assert!(remote_end > 0, "something was tiered");
+    let empty_disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(empty_disk.path(), Arc::clone(&store)).await;
+    assert_eq!(
+        server.broker().manager().topic_id(TOPIC),
+        Some(topic_id),
+        "re-created with its topic id"
+    );
+    let config = server.broker().manager().topic_config(TOPIC).expect("config");
+    assert!(config.remote_storage_enable);
+    assert_eq!(config.segment_bytes, 4096, "with its overrides");
+    let mut client = Client::connect(&server).await;
+    assert_eq!(list_offset(&mut client, -2).await, 0, "the log start is unchanged");
+    assert_eq!(list_offset(&mut client, -4).await, remote_end, "the local log starts there");
+    assert_eq!(list_offset(&mut client, -5).await, remote_end - 1);
+    let fetched = fetch_all(&mut client, 0, remote_end).await;
+    let remote_part: Vec<(i64, String)> =
+        expected.iter().filter(|(offset, _)| *offset < remote_end).cloned().collect();
+    assert_eq!(fetched, remote_part, "every remote offset, from the bucket alone");
+    let more = produce_values(&mut client, 1).await;
+    assert_eq!(more.first().map(|(offset, _)| *offset), Some(remote_end), "appends go on");
+    server.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_broker_on_the_same_bucket_fences_the_first() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let (disk_a, disk_b) = (tempfile::tempdir().expect("a"), tempfile::tempdir().expect("b"));
+    let broker_a = start_tiered(disk_a.path(), Arc::clone(&store)).await;
+    let mut client_a = Client::connect(&broker_a).await;
+    create_tiered_topic(&mut client_a).await;
+    produce_values(&mut client_a, 20).await;
+    wait_for_local_start_above(&mut client_a, 0).await;
+    assert_eq!(manifest(store.as_ref()).await.writer_epoch, 1);
+
+    let broker_b = start_tiered(disk_b.path(), Arc::clone(&store)).await;
+    let mut client_b = Client::connect(&broker_b).await;
+    let deadline = Instant::now() + WITHIN;
+    while manifest(store.as_ref()).await.writer_epoch < 2 {
+        assert!(Instant::now() < deadline, "the second broker never took the partition");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The first broker's next commit finds the higher epoch.
+    produce_values(&mut client_a, 20).await;
+    let deadline = Instant::now() + WITHIN;
+    while broker_a.broker().fenced_tiered_partitions().is_empty() {
+        assert!(Instant::now() < deadline, "the first broker was never fenced");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let fenced_at = manifest(store.as_ref()).await;
+    assert_eq!(fenced_at.writer_epoch, 2, "the fenced broker wrote nothing after");
+    // The second keeps committing.
+    let start_b = list_offset(&mut client_b, -4).await;
+    produce_values(&mut client_b, 20).await;
+    wait_for_local_start_above(&mut client_b, start_b).await;
+    let later = manifest(store.as_ref()).await;
+    assert!(later.manifest_version > fenced_at.manifest_version, "broker b committed");
+    assert_eq!(later.writer_epoch, 2);
+    assert!(broker_b.broker().fenced_tiered_partitions().is_empty());
+    let fenced = broker_a.broker().fenced_tiered_partitions();
+    assert_eq!(fenced.len(), 1);
+    assert_eq!((fenced[0].topic.as_str(), fenced[0].partition), (TOPIC, 0));
+    broker_a.shutdown().await.expect("a shuts down");
+    broker_b.shutdown().await.expect("b shuts down");
+}
