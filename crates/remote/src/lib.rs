@@ -41,6 +41,8 @@ mod writer;
 pub mod faults;
 #[cfg(test)]
 mod model_tests;
+#[cfg(feature = "testing")]
+pub mod moto;
 #[cfg(test)]
 mod round_trip_tests;
 

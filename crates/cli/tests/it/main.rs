@@ -11,5 +11,6 @@ mod readme_secure;
 mod scale;
 mod security;
 mod serve;
+mod tiered;
 mod txn;
 mod txn_tools;

@@ -43,7 +43,7 @@ impl Broker {
         Self::spawn(command, dir, "127.0.0.1:0", extra)
     }
 
-    fn spawn(mut command: Command, dir: &Path, listener: &str, extra: &[&str]) -> Self {
+    pub(crate) fn spawn(mut command: Command, dir: &Path, listener: &str, extra: &[&str]) -> Self {
         let mut child = command
             .args(["serve", "--listener", listener, "--metrics-listener", ""])
             .arg("--log-dir")

@@ -4,110 +4,16 @@
 
 #![allow(clippy::print_stderr, reason = "a skipped test says so on stderr")]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::ObjectStoreExt;
 use seglog_format::{Batches, Compression, DecodeLimits, RecordBatchBuilder};
+use seglog_remote::moto::{Moto, python_with_moto};
 use seglog_remote::{
-    Change, ManifestWriter, ObjectKind, PartitionLayout, RemoteError, RemoteReader, S3Config,
-    open_s3, probe_conditional_put, read_manifest, upload_segment,
+    Change, ManifestWriter, ObjectKind, PartitionLayout, RemoteError, RemoteReader,
+    probe_conditional_put, read_manifest, upload_segment,
 };
-
-/// A moto server on a free port of 127.0.0.1, killed when dropped.
-struct Moto {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The venv's Python with moto, or `None` after saying why the test skips (a failure in CI).
-fn python_with_moto() -> Option<PathBuf> {
-    let python = std::env::var_os("SEGLOG_PYTHON").map(PathBuf::from);
-    let ready = python.as_ref().is_some_and(|python| {
-        Command::new(python)
-            .args(["-c", "import moto.server"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|status| status.success())
-    });
-    if ready {
-        return python;
-    }
-    assert!(std::env::var_os("CI").is_none(), "moto is missing; .ci/run installs it");
-    eprintln!("SKIPPED: moto is not installed in SEGLOG_PYTHON (.ci/run installs it)");
-    None
-}
-
-impl Moto {
-    fn start(python: &PathBuf) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut child = Command::new(python)
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("moto starts");
-        // Werkzeug says where it listens once it does.
-        let stderr = child.stderr.take().expect("moto's stderr");
-        let mut lines = BufReader::new(stderr).lines();
-        let mut seen = Vec::new();
-        loop {
-            let Some(Ok(line)) = lines.next() else {
-                panic!("moto exited before listening: {seen:#?}");
-            };
-            let listening = line.contains("Running on");
-            seen.push(line);
-            if listening {
-                break;
-            }
-        }
-        // Drain what it says later, so that it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        Self { child, port }
-    }
-
-    /// Creates `bucket` (moto does not check signatures).
-    fn create_bucket(&self, bucket: &str) {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("moto accepts");
-        write!(
-            stream,
-            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            self.port
-        )
-        .expect("the request is sent");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("moto answers");
-        assert!(answer.starts_with("HTTP/1.1 200"), "create bucket: {answer}");
-    }
-
-    fn store(&self, bucket: &str) -> Arc<dyn ObjectStore> {
-        open_s3(&S3Config {
-            bucket: bucket.to_owned(),
-            endpoint: Some(format!("http://127.0.0.1:{}", self.port)),
-            region: Some("us-east-1".to_owned()),
-            access_key_id: Some("testing".to_owned()),
-            secret_access_key: Some("testing".to_owned()),
-            allow_http: true,
-        })
-        .expect("the S3 client")
-    }
-}
 
 /// Three batches of a few records each, as a `.log` holds them from offset `base`.
 fn segment_log(base: i64) -> Bytes {
