@@ -76,12 +76,21 @@ pub(crate) fn check_topic_configs(
             format!("Unknown topic config name: {unknown}"),
         ));
     }
-    broker
+    let config = broker
         .manager
         .default_log_config()
         .with_overrides(overrides)
-        .map(|_| ())
-        .map_err(|error| Error::wire_with(ResponseError::InvalidConfig, error.to_string()))
+        .map_err(|error| Error::wire_with(ResponseError::InvalidConfig, error.to_string()))?;
+    // Kafka's `LogConfig.validateRemoteStorageOnlyIfSystemEnabled`.
+    if config.remote_storage_enable && broker.tiering.is_none() {
+        return Err(Error::wire_with(
+            ResponseError::InvalidConfig,
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured \
+             with remote log storage."
+                .to_owned(),
+        ));
+    }
+    Ok(())
 }
 
 /// Every config of a topic: its overrides marked TOPIC_CONFIG, the rest DEFAULT_CONFIG.

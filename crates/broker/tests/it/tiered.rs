@@ -285,3 +285,23 @@ async fn a_second_broker_on_the_same_bucket_fences_the_first() {
     broker_a.shutdown().await.expect("a shuts down");
     broker_b.shutdown().await.expect("b shuts down");
 }
+
+#[tokio::test]
+async fn a_broker_without_remote_storage_refuses_a_tiered_topic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = crate::common::start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let request = create_topic_request(TOPIC, 1, &[("remote.storage.enable", "true")]);
+    let created: CreateTopicsResponse = client.send(&request, 7).await;
+    assert_eq!(created.topics[0].error_code, 40, "INVALID_CONFIG");
+    let message = created.topics[0].error_message.as_deref().map(ToString::to_string);
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured \
+             with remote log storage."
+        )
+    );
+    assert!(server.broker().manager().topic_id(TOPIC).is_none(), "nothing created");
+    server.shutdown().await.expect("clean shutdown");
+}
