@@ -246,7 +246,18 @@ impl Manifest {
                         .map(|f| f.base_offset)
                         .zip(entries.last().map(|l| l.last_offset))
                 };
-                if covered(run) != covered(with) {
+                // The same offsets; or, for a run at the end of the remote log, the same
+                // start and a later end (a cleaned segment that merged uploaded segments with
+                // newer ones).
+                let at_end = start + replaced.len() == self.segments.len();
+                let extends_end = at_end
+                    && match (covered(run), covered(with)) {
+                        (Some((run_base, run_last)), Some((with_base, with_last))) => {
+                            run_base == with_base && with_last > run_last
+                        }
+                        _ => false,
+                    };
+                if covered(run) != covered(with) && !extends_end {
                     return Err(RemoteError::invalid(format!(
                         "the new segments cover {:?}, the replaced ones {:?}",
                         covered(with),
@@ -299,6 +310,13 @@ mod tests {
         assert_eq!(removed, vec![entry(1, 10, 19), entry(2, 20, 29)]);
         let short = Change::Replace { replaced: vec![SegmentId(1)], with: vec![entry(5, 10, 18)] };
         assert!(m.apply(&short).is_err(), "a replacement must cover the same offsets");
+        // A run at the end may be replaced by a segment reaching further (the cleaner merged
+        // uploaded segments with newer ones); a run inside may not.
+        let longer = Change::Replace { replaced: vec![SegmentId(2)], with: vec![entry(6, 20, 35)] };
+        let (extended, _) = m.apply(&longer).unwrap();
+        assert_eq!(extended.end_offset(), 36);
+        let inner = Change::Replace { replaced: vec![SegmentId(1)], with: vec![entry(7, 10, 22)] };
+        assert!(m.apply(&inner).is_err(), "would overlap the next segment");
         // Expiry inside the second segment drops the first only.
         let (expired, removed) = m.apply(&Change::Expire { log_start_offset: 25 }).unwrap();
         assert_eq!((expired.log_start_offset, expired.segments.len()), (25, 1));

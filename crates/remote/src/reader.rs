@@ -99,9 +99,29 @@ impl RemoteReader {
             return Ok(None);
         }
         let found = manifest.segments.partition_point(|entry| entry.last_offset < offset);
-        let Some(segment) = manifest.segments.get(found).filter(|s| s.base_offset <= offset) else {
+        if manifest.segments.get(found).is_none_or(|s| s.base_offset > offset) {
             return Ok(None);
-        };
+        }
+        // A compacted segment may end before the next one starts: an offset in that stretch
+        // is served from the next segment's first batch, as a local read would.
+        for segment in &manifest.segments[found..] {
+            let from = offset.max(segment.base_offset);
+            if let Some(read) = self.read_segment(store, segment, from, max_bytes).await? {
+                return Ok(Some(read));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The batches of `segment` from the one holding `offset` (or the first after it), or
+    /// `None` when every batch of the segment ends below it.
+    async fn read_segment(
+        &self,
+        store: &dyn ObjectStore,
+        segment: &SegmentEntry,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<Option<RemoteRead>> {
         let position = self.index_position(store, segment, offset).await?;
         let log_key = self.layout.object_key(segment.base_offset, segment.id, ObjectKind::Log);
         let get = |start: u64, end: u64| {
@@ -116,10 +136,7 @@ impl RemoteReader {
         let mut start = position;
         loop {
             if start >= segment.log_bytes {
-                return Err(RemoteError::Malformed {
-                    key: log_key.to_string(),
-                    reason: format!("no batch holds offset {offset}"),
-                });
+                return Ok(None);
             }
             let window = (max_bytes as u64).max(READ_WINDOW_BYTES_MIN);
             let bytes = get(start, (start + window).min(segment.log_bytes)).await?;

@@ -341,6 +341,25 @@ struct RemoteFetch {
     tp: TopicPartition,
     offset: i64,
     max_bytes: usize,
+    isolation: Isolation,
+}
+
+/// The first local batches of a partition whose remote log holds nothing at or after the
+/// offset asked for (a compacted remote tail): what a read of the whole log returns there.
+async fn read_first_local(broker: &Broker, remote: &RemoteFetch) -> Option<Bytes> {
+    let log = broker.manager.get_log(&remote.tp).ok()?;
+    let (max_bytes, isolation) =
+        (u32::try_from(remote.max_bytes).unwrap_or(u32::MAX), remote.isolation);
+    let offset = remote.offset;
+    tokio::task::spawn_blocking(move || {
+        let local_start = log.local_log_start_offset().ok()?;
+        (local_start > offset).then_some(())?;
+        let read = log.read(local_start, max_bytes, isolation, true).ok()?;
+        Some(Bytes::from(read.records))
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Reads from the bucket the partitions that asked for offsets below their local segments
@@ -357,7 +376,13 @@ async fn read_remote(broker: &Broker, reads: &mut [PartitionRead]) {
                 read.bytes = records.len();
                 read.data.records = Some(records);
             }
-            Ok(None) => read.data.error_code = ResponseError::OffsetOutOfRange.code(),
+            Ok(None) => match read_first_local(broker, &remote).await {
+                Some(records) => {
+                    read.bytes = records.len();
+                    read.data.records = Some(records);
+                }
+                None => read.data.error_code = ResponseError::OffsetOutOfRange.code(),
+            },
             Err(error) => {
                 tracing::warn!(partition = %remote.tp, offset = remote.offset, %error, "remote fetch failed");
                 read.data.error_code = ResponseError::KafkaStorageError.code();
@@ -654,6 +679,7 @@ fn read_partitions(
                                     tp: tp(name, partition.partition),
                                     offset: requested,
                                     max_bytes: limit,
+                                    isolation,
                                 });
                                 min_one_message = false;
                             }

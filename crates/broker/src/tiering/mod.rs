@@ -12,6 +12,7 @@
 //!   `...backoff.max.ms`) and is tried again; it never stops local serving. A fenced writer
 //!   stops tiering that partition and says so.
 
+mod compacted;
 mod round;
 
 use std::collections::{BTreeMap, HashMap};
@@ -119,6 +120,9 @@ struct TierTask {
     /// A failed upload or commit may have left objects no manifest names: list at the next
     /// round that gets that far.
     gc_pending: bool,
+    /// Entries a compaction's re-upload replaced, with when: their objects go once
+    /// `file.delete.delay.ms` has passed, so that reads under the manifest before stay whole.
+    replaced: Vec<(Instant, seglog_remote::SegmentEntry)>,
 }
 
 /// The broker's tiered storage: the bucket, every tiered partition's state, the shared index

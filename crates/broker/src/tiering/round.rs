@@ -90,7 +90,7 @@ fn backoff_ms(tiering: &Tiering, failures: u32) -> u64 {
         .min(tiering.config.retry_backoff_max_ms)
 }
 
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, TierError> + Send + 'static,
 ) -> Result<T, TierError> {
     tokio::task::spawn_blocking(work).await?
@@ -138,6 +138,11 @@ async fn round(
         task.gc_pending = false;
     }
     expire(broker, tiering, tier, writer, log).await?;
+    // Cleaned segments first: one that merged uploaded segments with newer ones extends the
+    // remote log, after which the next upload follows on.
+    super::compacted::reupload_cleaned(broker, tiering, tier, task, log).await?;
+    super::compacted::delete_replaced(tiering, tier, task, log).await?;
+    let Some(writer) = task.writer.as_mut() else { return Ok(()) };
     upload(broker, tiering, tier, writer, log).await
 }
 
@@ -266,6 +271,9 @@ async fn upload(
         } else {
             segment.base_offset == manifest.end_offset()
         };
+        if !contiguous && segment.base_offset < manifest.end_offset() {
+            break; // a cleaned segment reaching into the remote log: re-uploaded next round
+        }
         if !contiguous {
             tracing::warn!(
                 partition = %log.topic_partition(),
@@ -291,7 +299,7 @@ async fn upload(
 
 /// Reads a closed segment's files and the log's leader epochs, and uploads them under a new
 /// segment id; the entry to commit.
-async fn upload_one(
+pub(super) async fn upload_one(
     broker: &Arc<Broker>,
     tiering: &Tiering,
     tier: &PartitionTier,

@@ -33,6 +33,7 @@ async fn start_tiered(dir: &Path, store: Arc<dyn ObjectStore>) -> Server {
         ("remote.log.manager.task.retry.backoff.ms", "10"),
         ("remote.log.manager.task.retry.backoff.max.ms", "50"),
         ("log.retention.check.interval.ms", "20"),
+        ("log.cleaner.backoff.ms", "20"),
     ]
     .iter()
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -303,5 +304,141 @@ async fn a_broker_without_remote_storage_refuses_a_tiered_topic() {
         )
     );
     assert!(server.broker().manager().topic_id(TOPIC).is_none(), "nothing created");
+    server.shutdown().await.expect("clean shutdown");
+}
+
+/// One batch of keyed records (a `None` value is a tombstone).
+fn keyed_batch(records: &[(String, Option<String>)]) -> Bytes {
+    let mut builder = seglog_format::RecordBatchBuilder::new(Compression::None);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
+    for (key, value) in records {
+        builder
+            .push(now_ms, Some(key.as_bytes()), value.as_ref().map(String::as_bytes), &[])
+            .expect("record");
+    }
+    Bytes::from(builder.build().expect("batch"))
+}
+
+/// Every (offset, key, value) of fetched record sets.
+fn keyed_records(bytes: &[u8]) -> Vec<(i64, String, Option<String>)> {
+    let mut out = Vec::new();
+    for batch in seglog_format::Batches::new(bytes) {
+        let batch = batch.expect("batch").batch;
+        for record in &batch.records(seglog_format::DecodeLimits::default()).expect("records") {
+            let record = record.expect("record");
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            out.push((record.offset, text(record.key.unwrap_or_default()), record.value.map(text)));
+        }
+    }
+    out
+}
+
+/// The key -> value view of records read in offset order (a tombstone removes its key).
+fn view(records: &[(i64, String, Option<String>)]) -> std::collections::BTreeMap<String, String> {
+    let mut view = std::collections::BTreeMap::new();
+    for (_, key, value) in records {
+        match value {
+            Some(value) => view.insert(key.clone(), value.clone()),
+            None => view.remove(key),
+        };
+    }
+    view
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_topic_is_tiered_cleaned_and_read_back_from_the_bucket_alone() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(disk.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    let configs = [
+        ("remote.storage.enable", "true"),
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "4096"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+        ("file.delete.delay.ms", "100"),
+    ];
+    let created: CreateTopicsResponse =
+        client.send(&create_topic_request(TOPIC, 1, &configs), 7).await;
+    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+    // 40 rounds overwriting 20 keys; the last round deletes five of them.
+    let mut produced = Vec::new();
+    let mut produced_bytes = 0;
+    for round in 0..40 {
+        let records: Vec<(String, Option<String>)> = (0..20)
+            .map(|key| {
+                let value = (round < 39 || key >= 5)
+                    .then(|| format!("round-{round}-key-{key}-{}", "v".repeat(80)));
+                (format!("key-{key}"), value)
+            })
+            .collect();
+        let bytes = keyed_batch(&records);
+        produced_bytes += bytes.len();
+        let base = produce(&mut client, TOPIC, bytes).await;
+        produced.extend(records.into_iter().enumerate().map(|(i, (k, v))| (base + i as i64, k, v)));
+    }
+    let reference = view(&produced);
+    assert_eq!(reference.len(), 15);
+    let last_real_offset = produced.last().map_or(0, |(offset, _, _)| *offset);
+    // Later records of other keys close the segments that hold the real ones.
+    for filler in 0..30 {
+        let records = vec![(format!("filler-{filler}"), Some("f".repeat(300)))];
+        produce(&mut client, TOPIC, keyed_batch(&records)).await;
+    }
+
+    // The bucket ends up with the cleaned segments: fewer objects and bytes than produced.
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let remote = manifest(store.as_ref()).await;
+        let remote_bytes: u64 = remote.segments.iter().map(|entry| entry.log_bytes).sum();
+        let objects = log_objects(store.as_ref()).await;
+        // Each round's batch filled a segment of its own (40 uploads); later cleaning passes
+        // merge the cleaned segments, and the bucket follows.
+        let settled = remote.end_offset() > last_real_offset
+            && objects == remote.segments.len()
+            && (remote_bytes as usize) < produced_bytes / 2
+            && objects < 20;
+        if settled {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not cleaned and re-uploaded: {objects} objects, {remote_bytes} of {produced_bytes} bytes, end {}",
+            remote.end_offset()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.shutdown().await.expect("clean shutdown");
+    drop(disk);
+
+    // From the bucket alone: the same key -> value view as the records produced.
+    let empty_disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(empty_disk.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    let mut fetched = Vec::new();
+    let mut next = 0;
+    loop {
+        let response = client.send(&fetch_request(TOPIC, 0, next), 12).await;
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, 0, "fetch at {next}");
+        let bytes = partition.records.clone().unwrap_or_default();
+        // A cleaned batch may hold no record (its header kept): go on after its last offset.
+        let batches = seglog_format::Batches::new(&bytes).map(|batch| batch.expect("batch"));
+        let Some(last) = batches.last() else { break };
+        next = last.batch.last_offset() + 1;
+        fetched.extend(keyed_records(&bytes));
+    }
+    let offsets: Vec<i64> = fetched.iter().map(|(offset, _, _)| *offset).collect();
+    assert!(offsets.windows(2).all(|pair| pair[0] < pair[1]), "no offset twice, in order");
+    let real: Vec<_> = fetched.into_iter().filter(|(_, key, _)| key.starts_with("key-")).collect();
+    assert!(
+        real.len() < produced.len() / 2,
+        "{} of {} records: cleaned",
+        real.len(),
+        produced.len()
+    );
+    assert_eq!(view(&real), reference, "the cleaned bucket gives the same view");
     server.shutdown().await.expect("clean shutdown");
 }

@@ -52,3 +52,44 @@ fn batches_larger_than_the_window_are_read_whole_and_skipped_whole() {
         }
     });
 }
+
+/// One batch of `n` records from `base`.
+fn batch_at(base: i64, n: i64) -> Vec<u8> {
+    let mut builder = RecordBatchBuilder::new(Compression::None).base_offset(base);
+    for _ in 0..n {
+        builder.push(1_000, Some(b"k"), Some(b"v"), &[]).unwrap();
+    }
+    builder.build().unwrap()
+}
+
+#[test]
+fn an_offset_compaction_removed_is_served_from_the_next_batch_even_in_the_next_segment() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(async {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let layout = PartitionLayout::new("t", "compacted", 0, "id");
+        // Segment [0, 9] keeps offsets 0..=2 and 5..=6 after cleaning (3, 4, 7, 8, 9 gone);
+        // segment [10, 19] keeps 12..=13.
+        let first: Vec<u8> = [batch_at(0, 3), batch_at(5, 2)].concat();
+        let second = batch_at(12, 2);
+        let mut manifest = Manifest::empty("compacted", 0, "id");
+        for (base, last, log) in [(0, 9, first), (10, 19, second)] {
+            let objects = [(ObjectKind::Log, Bytes::from(log))];
+            let entry =
+                upload_segment(store.as_ref(), &layout, base, last, 1_000, &objects).await.unwrap();
+            manifest = manifest.apply(&Change::Add(entry)).unwrap().0;
+        }
+        let reader = RemoteReader::new(layout, 1 << 20);
+        let first_offset_read = |records: Bytes| {
+            let first = Batches::new(&records).next().unwrap().unwrap();
+            first.batch.base_offset(seglog_format::DecodeLimits::default()).unwrap()
+        };
+        for (offset, served_from) in [(0, 0), (3, 5), (4, 5), (7, 12), (9, 12), (10, 12), (13, 12)]
+        {
+            let read = reader.read(store.as_ref(), &manifest, offset, 1).await.unwrap();
+            let records = read.unwrap_or_else(|| panic!("offset {offset} is in the remote log"));
+            assert_eq!(first_offset_read(records.records), served_from, "offset {offset}");
+        }
+        assert_eq!(reader.read(store.as_ref(), &manifest, 20, 1).await.unwrap(), None);
+    });
+}
