@@ -442,3 +442,58 @@ async fn a_compacted_topic_is_tiered_cleaned_and_read_back_from_the_bucket_alone
     assert_eq!(view(&real), reference, "the cleaned bucket gives the same view");
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_expires_remote_segments_manifest_first_and_moves_the_log_start() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(disk.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    let configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "4096"),
+        ("local.retention.bytes", "4096"),
+        ("retention.ms", "1800000"),
+    ];
+    let created: CreateTopicsResponse =
+        client.send(&create_topic_request(TOPIC, 1, &configs), 7).await;
+    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+    // Twenty batches an hour old (past retention.ms), then twenty new ones.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| i64::try_from(since.as_millis()).unwrap_or(i64::MAX));
+    let values: Vec<String> = (0..10).map(|i| format!("{i}-{}", "x".repeat(150))).collect();
+    let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    for _ in 0..20 {
+        produce(&mut client, TOPIC, batch(Compression::None, &refs, now_ms - 3_600_000)).await;
+    }
+    let first_new = produce(&mut client, TOPIC, batch(Compression::None, &refs, now_ms)).await;
+    for _ in 1..20 {
+        produce(&mut client, TOPIC, batch(Compression::None, &refs, now_ms)).await;
+    }
+    let deadline = Instant::now() + WITHIN;
+    let remote = loop {
+        let remote = manifest(store.as_ref()).await;
+        if remote.log_start_offset > 0
+            && remote.segments.first().is_some_and(|s| s.max_timestamp_ms >= now_ms)
+        {
+            break remote;
+        }
+        assert!(Instant::now() < deadline, "remote retention never ran: {remote:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(remote.log_start_offset <= first_new, "nothing new expired");
+    // Only the manifest's segments are left in the bucket (checked by listing).
+    let deadline = Instant::now() + WITHIN;
+    while log_objects(store.as_ref()).await != manifest(store.as_ref()).await.segments.len() {
+        assert!(Instant::now() < deadline, "expired objects stay in the bucket");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let log_start = list_offset(&mut client, -2).await;
+    assert!(log_start >= remote.log_start_offset && log_start <= first_new, "{log_start}");
+    let gone = client.send(&fetch_request(TOPIC, 0, 0), 12).await;
+    assert_eq!(gone.responses[0].partitions[0].error_code, 1, "OFFSET_OUT_OF_RANGE below it");
+    let kept = fetch_all(&mut client, first_new, first_new + 200).await;
+    assert_eq!(kept.len(), 200, "every new record is still served");
+    server.shutdown().await.expect("clean shutdown");
+}
