@@ -175,3 +175,192 @@ fn two_hundred_thousand_records_round_trip_through_an_s3_bucket_with_real_client
     }
     assert!(broker.terminate().success());
 }
+
+/// Prints the crash loop's seed if the test fails.
+struct SeedOnFailure(u64);
+
+impl Drop for SeedOnFailure {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("crash loop failed with SEED={}", self.0);
+        }
+    }
+}
+
+fn kcat_produce(kcat: &Path, addr: &str, topic: &str, keyed: bool, lines: &str) {
+    use std::io::Write;
+    let mut command = Command::new(kcat);
+    command.args(["-b", addr, "-P", "-t", topic, "-X", "acks=all"]);
+    if keyed {
+        command.arg("-K:");
+    }
+    let mut child = command.stdin(std::process::Stdio::piped()).spawn().expect("kcat runs");
+    child.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write");
+    assert!(child.wait().expect("kcat exits").success(), "kcat produce to {topic}");
+}
+
+/// Every record of partition 0 from the beginning to the high watermark: (offset, key, value).
+fn kcat_consume(kcat: &Path, addr: &str, topic: &str) -> Vec<(i64, String, String)> {
+    let output = Command::new(kcat)
+        .args(["-b", addr, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"])
+        .args(["-f", "%o\t%k\t%s\n"])
+        .output()
+        .expect("kcat runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            let mut fields = line.splitn(3, '\t');
+            let offset = fields.next().and_then(|o| o.parse().ok()).expect("offset");
+            let key = fields.next().unwrap_or_default().to_owned();
+            (offset, key, fields.next().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+/// After a restart: the manifests settle (no change over half a second, so retention and the
+/// uploads the kill interrupted are done), every entry's objects are there with their sizes
+/// and CRCs, GC has left no orphan, and every offset of [log start, high watermark) of the
+/// delete topic is read once, in order.
+fn check_after_restart(
+    store: &std::sync::Arc<dyn seglog_remote::object_store::ObjectStore>,
+    runtime: &tokio::runtime::Runtime,
+    addr: &str,
+    kcat: &Path,
+) -> usize {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    let mut last_versions = Vec::new();
+    let manifests = loop {
+        let manifests: Vec<Manifest> =
+            runtime.block_on(list_manifests(store.as_ref(), PREFIX)).expect("manifests");
+        let versions: Vec<u64> = manifests.iter().map(|m| m.manifest_version).collect();
+        let mut clean = true;
+        for manifest in &manifests {
+            let layout = PartitionLayout::new(
+                PREFIX,
+                &manifest.topic,
+                manifest.partition,
+                &manifest.topic_id,
+            );
+            let report = runtime.block_on(verify_remote(store.as_ref(), &layout)).expect("verify");
+            assert!(report.problems.is_empty(), "{}: {:?}", manifest.topic, report.problems);
+            clean &= report.orphans.is_empty();
+        }
+        if clean && versions == last_versions && manifests.len() == 2 {
+            break manifests;
+        }
+        assert!(Instant::now() < deadline, "the bucket never settled: {manifests:?}");
+        last_versions = versions;
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let log_start = list_offset(addr, "crash-delete", -2);
+    let high_watermark = list_offset(addr, "crash-delete", -1);
+    let records = kcat_consume(kcat, addr, "crash-delete");
+    let offsets: Vec<i64> = records.iter().map(|(offset, _, _)| *offset).collect();
+    assert_eq!(offsets, (log_start..high_watermark).collect::<Vec<_>>(), "each offset once");
+    let numbers: Vec<u64> = records
+        .iter()
+        .map(|(_, _, value)| value.trim_start_matches("d-").parse().expect("n"))
+        .collect();
+    assert!(numbers.windows(2).all(|pair| pair[0] + 1 == pair[1]), "values in order, no gap");
+    manifests.iter().map(|manifest| manifest.segments.len()).sum()
+}
+
+#[test]
+fn twenty_sigkills_during_uploads_expiry_and_compaction_keep_the_bucket_consistent() {
+    use std::collections::BTreeMap;
+    let Some(kcat) = crate::serve::client("kcat", crate::serve::which("kcat")) else { return };
+    let Some(moto_python) = python_with_moto() else { return };
+    let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs())
+    });
+    let _seed_note = SeedOnFailure(seed);
+    let mut rng = seglog_storage::testing::Rng(seed);
+    let moto = Moto::start(&moto_python);
+    moto.create_bucket(BUCKET);
+    let store = moto.store(BUCKET);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let create = |topic: &str, configs: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_seglog"));
+        command.args(["topics", "--log-dir"]).arg(dir.path()).args(["create", "--topic", topic]);
+        for config in configs {
+            command.args(["--config", config]);
+        }
+        let output = command.output().expect("seglog topics create");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    create(
+        "crash-delete",
+        &[
+            "remote.storage.enable=true",
+            "segment.bytes=8192",
+            "local.retention.bytes=8192",
+            "retention.bytes=65536",
+        ],
+    );
+    create(
+        "crash-compact",
+        &[
+            "remote.storage.enable=true",
+            "cleanup.policy=compact",
+            "segment.bytes=8192",
+            "min.cleanable.dirty.ratio=0.01",
+            "file.delete.delay.ms=200",
+        ],
+    );
+    let endpoint = format!("seglog.remote.storage.endpoint={}", moto.endpoint());
+    let overrides = [
+        "remote.log.storage.system.enable=true",
+        &format!("seglog.remote.storage.bucket={BUCKET}"),
+        &format!("seglog.remote.storage.prefix={PREFIX}"),
+        &endpoint,
+        "seglog.remote.storage.allow.http=true",
+        "remote.log.manager.task.interval.ms=50",
+        "log.retention.check.interval.ms=50",
+        "log.cleaner.backoff.ms=50",
+    ];
+    let extra: Vec<&str> = overrides.iter().flat_map(|o| ["--override", o]).collect();
+    let start = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_seglog"));
+        command.envs(MOTO_CREDENTIALS);
+        Broker::spawn(command, dir.path(), "127.0.0.1:0", &extra)
+    };
+    let mut next_number = 0u64;
+    let mut reference: BTreeMap<String, String> = BTreeMap::new();
+    let mut most_segments = 0;
+    for kill in 0..20 {
+        let mut broker = start();
+        let segments = check_after_restart(&store, &runtime, &broker.addr, &kcat);
+        most_segments = most_segments.max(segments);
+        let lines: String = (next_number..next_number + 400).map(|n| format!("d-{n}\n")).collect();
+        next_number += 400;
+        kcat_produce(&kcat, &broker.addr, "crash-delete", false, &lines);
+        let keyed: String = (0..300)
+            .map(|i| {
+                let (key, value) = (format!("key-{}", rng.below(40)), format!("v-{kill}-{i}"));
+                reference.insert(key.clone(), value.clone());
+                format!("{key}:{value}\n")
+            })
+            .collect();
+        kcat_produce(&kcat, &broker.addr, "crash-compact", true, &keyed);
+        // A random moment of the uploads, expiries and re-uploads that follow.
+        std::thread::sleep(Duration::from_millis(rng.below(600)));
+        broker.child.kill().expect("SIGKILL");
+        broker.child.wait().expect("killed");
+    }
+    let broker = start();
+    check_after_restart(&store, &runtime, &broker.addr, &kcat);
+    let compacted = kcat_consume(&kcat, &broker.addr, "crash-compact");
+    let offsets: Vec<i64> = compacted.iter().map(|(offset, _, _)| *offset).collect();
+    assert!(offsets.windows(2).all(|pair| pair[0] < pair[1]), "no offset twice");
+    let mut view = BTreeMap::new();
+    for (_, key, value) in compacted {
+        view.insert(key, value);
+    }
+    assert_eq!(view, reference, "the compacted topic's view survives 20 kills");
+    assert!(most_segments > 0, "something was tiered");
+    assert!(broker.terminate().success());
+}
