@@ -2,7 +2,11 @@
 //! 127.0.0.1), 200,000 records over five topics (one per codec) with 1 MiB segments and two
 //! segments kept locally, read back from offset 0 by kafka-python and by librdkafka
 //! (confluent-kafka), each checking every batch's CRC; the uploaded `.log` objects are the
-//! local files byte for byte; ListOffsets -2, -4 and -5 tell the bucket from the disk.
+//! local files byte for byte; ListOffsets -2, -4 and -5 tell the bucket from the disk. And 20
+//! SIGKILLs during uploads, expiries and compaction's re-uploads leave the bucket consistent.
+
+#![allow(clippy::print_stderr, reason = "a failed seeded test prints its seed")]
+#![allow(clippy::format_collect, reason = "test input built line by line")]
 
 use std::path::Path;
 use std::process::Command;
