@@ -12,6 +12,7 @@ mod dump;
 mod inspect;
 mod produce;
 mod progress;
+mod remote;
 mod security;
 mod serve;
 mod topics;

@@ -27,6 +27,10 @@ enum TopicsAction {
         /// Only this topic.
         #[arg(long)]
         topic: Option<String>,
+        /// With `--bucket`: each partition's remote part too (tiered storage), from its
+        /// manifest.
+        #[command(flatten)]
+        bucket: crate::remote::RemoteArgs,
     },
     /// Creates a topic.
     Create {
@@ -59,63 +63,8 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
             }
             manager.shutdown()?;
         }
-        TopicsAction::Describe { topic } => {
-            let (manager, _) = open_existing(dirs)?;
-            writeln!(
-                out,
-                "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY\tDIRTY_RATIO\tCLEANER\tLAST_STABLE_OFFSET\tOPEN_TRANSACTIONS"
-            )?;
-            for tp in manager.partitions() {
-                if topic.as_ref().is_some_and(|topic| *topic != tp.topic) {
-                    continue;
-                }
-                let log = manager.get_log(&tp)?;
-                let first = log
-                    .fetch_offset_by_timestamp(0)?
-                    .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
-                let max = log
-                    .fetch_offset_by_timestamp(MAX_TIMESTAMP)?
-                    .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
-                // For compacted topics: the dirty ratio and where the cleaner stands.
-                let (dirty, cleaner) = match manager.partition_cleaner_state(&tp)? {
-                    None => ("-".to_owned(), "-".to_owned()),
-                    Some(state) => (
-                        format!("{:.3}", state.dirty_ratio),
-                        match (&state.uncleanable, state.state) {
-                            (Some(reason), _) => format!("uncleanable: {reason}"),
-                            (None, Some(state)) => format!("{state:?}").to_lowercase(),
-                            (None, None) => format!(
-                                "idle, dirty from {} to {}",
-                                state.first_dirty_offset, state.first_uncleanable_offset
-                            ),
-                        },
-                    ),
-                };
-                // Transactions: the last stable offset, and each open transaction as
-                // `<producer id>@<first offset>`.
-                let open: Vec<String> = log
-                    .active_producers()?
-                    .iter()
-                    .filter(|producer| producer.current_txn_start_offset >= 0)
-                    .map(|producer| {
-                        format!("{}@{}", producer.producer_id, producer.current_txn_start_offset)
-                    })
-                    .collect();
-                let open = if open.is_empty() { "-".to_owned() } else { open.join(",") };
-                writeln!(
-                    out,
-                    "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}\t{dirty}\t{cleaner}\t{}\t{open}",
-                    tp.topic,
-                    tp.partition,
-                    log.log_start_offset()?,
-                    log.log_end_offset()?,
-                    log.size_bytes()?,
-                    log.segment_base_offsets()?.len(),
-                    log.config()?.durability,
-                    log.last_stable_offset()?
-                )?;
-            }
-            manager.shutdown()?;
+        TopicsAction::Describe { topic, bucket } => {
+            describe(dirs, topic.as_ref(), bucket, &mut out)?;
         }
         TopicsAction::Create { topic, partitions, configs } => {
             let mut overrides = BTreeMap::new();
@@ -141,5 +90,101 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
             writeln!(out, "deleted topic {topic} ({n} partitions)")?;
         }
     }
+    Ok(())
+}
+
+/// `seglog topics describe`: one line per partition, and with `--bucket` its remote part.
+fn describe(
+    dirs: &[std::path::PathBuf],
+    topic: Option<&String>,
+    bucket: &crate::remote::RemoteArgs,
+    out: &mut impl Write,
+) -> Result<()> {
+    let (manager, _) = open_existing(dirs)?;
+    let remote = match bucket.open()? {
+        Some(store) => {
+            let runtime = crate::remote::runtime()?;
+            Some(crate::remote::manifests(store.as_ref(), &bucket.prefix, &runtime)?)
+        }
+        None => None,
+    };
+    let remote_header = if remote.is_some() {
+        "\tLOCAL_LOG_START_OFFSET\tREMOTE_LOG_START_OFFSET\tREMOTE_END_OFFSET\tREMOTE_SIZE_BYTES\tREMOTE_SEGMENTS"
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "TOPIC\tPARTITION\tLOG_START_OFFSET\tLOG_END_OFFSET\tSIZE_BYTES\tSEGMENTS\tFIRST_TIMESTAMP\tMAX_TIMESTAMP\tDURABILITY\tDIRTY_RATIO\tCLEANER\tLAST_STABLE_OFFSET\tOPEN_TRANSACTIONS{remote_header}"
+    )?;
+    for tp in manager.partitions() {
+        if topic.is_some_and(|topic| *topic != tp.topic) {
+            continue;
+        }
+        let log = manager.get_log(&tp)?;
+        let first = log
+            .fetch_offset_by_timestamp(0)?
+            .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
+        let max = log
+            .fetch_offset_by_timestamp(MAX_TIMESTAMP)?
+            .map_or_else(|| "-".to_owned(), |found| found.timestamp.to_string());
+        // For compacted topics: the dirty ratio and where the cleaner stands.
+        let (dirty, cleaner) = match manager.partition_cleaner_state(&tp)? {
+            None => ("-".to_owned(), "-".to_owned()),
+            Some(state) => (
+                format!("{:.3}", state.dirty_ratio),
+                match (&state.uncleanable, state.state) {
+                    (Some(reason), _) => format!("uncleanable: {reason}"),
+                    (None, Some(state)) => format!("{state:?}").to_lowercase(),
+                    (None, None) => format!(
+                        "idle, dirty from {} to {}",
+                        state.first_dirty_offset, state.first_uncleanable_offset
+                    ),
+                },
+            ),
+        };
+        // Transactions: the last stable offset, and each open transaction as
+        // `<producer id>@<first offset>`.
+        let open: Vec<String> = log
+            .active_producers()?
+            .iter()
+            .filter(|producer| producer.current_txn_start_offset >= 0)
+            .map(|producer| {
+                format!("{}@{}", producer.producer_id, producer.current_txn_start_offset)
+            })
+            .collect();
+        let open = if open.is_empty() { "-".to_owned() } else { open.join(",") };
+        // Tiered storage: the local part, and the remote part from the manifest.
+        let remote_columns = match &remote {
+            None => String::new(),
+            Some(manifests) => {
+                let local_start = log.local_log_start_offset()?;
+                match manifests.get(&(tp.topic.clone(), tp.partition)) {
+                    Some(m) => format!(
+                        "\t{local_start}\t{}\t{}\t{}\t{}",
+                        m.log_start_offset,
+                        m.end_offset(),
+                        m.segments.iter().map(|entry| entry.log_bytes).sum::<u64>(),
+                        m.segments.len()
+                    ),
+                    None => format!("\t{local_start}\t-\t-\t-\t-"),
+                }
+            }
+        };
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{first}\t{max}\t{}\t{dirty}\t{cleaner}\t{}\t{open}{remote_columns}",
+            tp.topic,
+            tp.partition,
+            log.log_start_offset()?,
+            log.log_end_offset()?,
+            log.size_bytes()?,
+            log.segment_base_offsets()?.len(),
+            log.config()?.durability,
+            log.last_stable_offset()?
+        )?;
+    }
+    manager.shutdown()?;
+
     Ok(())
 }

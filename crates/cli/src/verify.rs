@@ -25,6 +25,12 @@ pub(crate) struct VerifyArgs {
     /// directory must not be in use.
     #[arg(long)]
     repair: bool,
+    /// Check the tiered storage bucket instead (`--bucket`): each partition's manifest against
+    /// its objects (sizes and CRCs), and the orphans.
+    #[arg(long, conflicts_with = "repair")]
+    remote: bool,
+    #[command(flatten)]
+    bucket: crate::remote::RemoteArgs,
 }
 
 /// One partition's findings.
@@ -243,6 +249,9 @@ fn verify_partition(dir: &Path) -> Result<Findings> {
 
 pub(crate) fn run(args: &VerifyArgs) -> Result<bool> {
     let mut out = std::io::stdout().lock();
+    if args.remote {
+        return crate::remote::verify(&args.bucket, &mut out);
+    }
     let mut warned = false;
     let clean = check_all(&args.log_dir.log_dir, &mut out, &mut warned)?;
     if args.repair && (!clean || warned) {

@@ -1,5 +1,5 @@
-//! Checking a partition's remote log against its bucket (what `seglog verify --remote` will
-//! print): every manifest entry's objects exist, each `.log` object has the size and CRC-32C
+//! Checking a partition's remote log against its bucket (what `seglog verify --remote`
+//! prints): every manifest entry's objects exist, each `.log` object has the size and CRC-32C
 //! the entry recorded, and the objects no entry names are listed.
 
 use std::collections::BTreeSet;
@@ -26,6 +26,15 @@ pub enum RemoteProblem {
         /// What differs, e.g. "16384 bytes, the manifest says 16390".
         reason: String,
     },
+}
+
+impl std::fmt::Display for RemoteProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Missing { key } => write!(f, "{key} is missing"),
+            Self::Damaged { key, reason } => write!(f, "{key} is damaged: {reason}"),
+        }
+    }
 }
 
 /// What [`verify_remote`] found.

@@ -17,6 +17,7 @@
 //! read: it and what follows are reported as invalid bytes.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ const _: () = assert!(BATCH_BYTES_MAX_FLOOR >= RECORD_BATCH_OVERHEAD);
 /// Examples:
 ///   seglog dump --files 00000000000000000000.log --print-data-log
 ///   seglog dump --files 00000000000000000000.index,00000000000000000000.timeindex
+///   seglog dump --files s3://bucket/seglog/orders-0-<topic id>/segments/<object>.log
+///     (a tiered segment's object, read from the bucket; --endpoint etc. as for the broker)
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 #[expect(clippy::struct_excessive_bools, reason = "one flag per Kafka option")]
@@ -64,6 +67,9 @@ pub(crate) struct DumpArgs {
     /// REQUIRED: the comma separated list of data and index log files to be dumped.
     #[arg(long, value_name = "file1,file2,...", value_delimiter = ',')]
     files: Vec<String>,
+    /// Where `s3://` objects are read from (the bucket comes from the URL).
+    #[command(flatten)]
+    bucket: crate::remote::RemoteArgs,
     /// Print the messages' content when dumping data logs (implied by any decoder option).
     #[arg(long)]
     print_data_log: bool,
@@ -522,6 +528,38 @@ struct Dumper<'a> {
     non_consecutive: ReportMap,
     problems: bool,
     show_progress: bool,
+    /// Files downloaded from `s3://` URLs, shown by their URL.
+    urls: BTreeMap<String, String>,
+}
+
+/// Downloads the `s3://` objects among `files` into `dir`, each under its Kafka file name
+/// (`<base offset>.<kind>`, so that it is dumped as the local file it was): the local paths in
+/// `files`' order and the URL each downloaded path stands for.
+fn download_urls(
+    files: &[&str],
+    args: &crate::remote::RemoteArgs,
+    dir: &std::path::Path,
+) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    let mut paths = Vec::new();
+    let mut urls = BTreeMap::new();
+    for file in files {
+        if !file.starts_with("s3://") {
+            paths.push((*file).to_owned());
+            continue;
+        }
+        let name = file.rsplit('/').next().unwrap_or_default();
+        // `<base offset, 20 digits>-<segment id, 32 hex digits>.<kind>`
+        let kafka_name = match (name.get(..20), name.get(20..21), name.get(53..)) {
+            (Some(base), Some("-"), Some(kind)) if kind.starts_with('.') => format!("{base}{kind}"),
+            _ => anyhow::bail!("{file} is not a tiered segment's object"),
+        };
+        let bytes = crate::remote::read_url(file, args)?;
+        let path = dir.join(kafka_name).to_string_lossy().into_owned();
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {path}"))?;
+        urls.insert(path.clone(), (*file).to_owned());
+        paths.push(path);
+    }
+    Ok((paths, urls))
 }
 
 /// Runs `seglog dump`; `Ok(false)` when problems were found (corrupt data, invalid batches,
@@ -546,6 +584,9 @@ pub(crate) fn run(args: &DumpArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
             return Ok(false);
         }
     };
+    let downloads = tempfile::tempdir().context("cannot make a temporary directory")?;
+    let (paths, urls) = download_urls(&files, &args.bucket, downloads.path())?;
+    let files: Vec<&str> = paths.iter().map(String::as_str).collect();
     let cwd = std::env::current_dir()
         .context("cannot read the working directory")?
         .to_string_lossy()
@@ -564,6 +605,7 @@ pub(crate) fn run(args: &DumpArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         non_consecutive: ReportMap::new(PutPolicy::EveryPair),
         problems: false,
         show_progress: io::stderr().is_terminal(),
+        urls,
     };
     match dumper.run(&files) {
         Ok(()) => {}
@@ -577,7 +619,10 @@ pub(crate) fn run(args: &DumpArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 impl Dumper<'_> {
     fn run(&mut self, files: &[&str]) -> io::Result<()> {
         for arg in files {
-            let file = JavaFile::new(arg, &self.cwd);
+            let mut file = JavaFile::new(arg, &self.cwd);
+            if let Some(url) = self.urls.get(*arg) {
+                file.shown.clone_from(url);
+            }
             writeln!(self.out, "Dumping {}", file.shown)?;
             let suffix = file.name.rfind('.').map(|at| &file.name[at..]);
             let step = match suffix {

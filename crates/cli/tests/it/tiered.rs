@@ -178,6 +178,79 @@ fn two_hundred_thousand_records_round_trip_through_an_s3_bucket_with_real_client
         }
     }
     assert!(broker.terminate().success());
+    check_tools(&moto, dir.path(), &runtime);
+}
+
+/// `seglog` with the bucket's flags.
+fn seglog_with_bucket(moto: &Moto, args: &[&str]) -> std::process::Output {
+    let endpoint = moto.endpoint();
+    Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .envs(MOTO_CREDENTIALS)
+        .args(args)
+        .args(["--bucket", BUCKET, "--prefix", PREFIX, "--endpoint", &endpoint, "--allow-http"])
+        .output()
+        .expect("seglog runs")
+}
+
+/// The tools on the bucket the round trip left: `verify --remote`, `topics describe` with the
+/// remote columns, `dump` of an object by its `s3://` URL, and `verify --remote` again after an
+/// object is damaged.
+fn check_tools(moto: &Moto, dir: &Path, runtime: &tokio::runtime::Runtime) {
+    let store = moto.store(BUCKET);
+    let manifests: Vec<Manifest> =
+        runtime.block_on(list_manifests(store.as_ref(), PREFIX)).expect("manifests");
+    let verified = seglog_with_bucket(moto, &["verify", "--remote"]);
+    let text = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(verified.status.success(), "{text}{}", String::from_utf8_lossy(&verified.stderr));
+    for manifest in &manifests {
+        let line = format!(
+            "{}-0: {} segments, offsets [{}, {}), manifest version {}, writer epoch {}: OK",
+            manifest.topic,
+            manifest.segments.len(),
+            manifest.log_start_offset,
+            manifest.end_offset(),
+            manifest.manifest_version,
+            manifest.writer_epoch
+        );
+        assert!(text.contains(&line), "{line:?} missing from {text}");
+    }
+
+    let log_dir = dir.display().to_string();
+    let described = seglog_with_bucket(moto, &["topics", "--log-dir", &log_dir, "describe"]);
+    let text = String::from_utf8_lossy(&described.stdout).into_owned();
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    let header: Vec<&str> = text.lines().next().expect("header").split('\t').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    for manifest in &manifests {
+        let row: Vec<&str> = text
+            .lines()
+            .map(|line| line.split('\t').collect::<Vec<_>>())
+            .find(|row| row[0] == manifest.topic)
+            .expect("a row per partition");
+        assert_eq!(row[column("REMOTE_END_OFFSET")], manifest.end_offset().to_string());
+        assert_eq!(row[column("REMOTE_SEGMENTS")], manifest.segments.len().to_string());
+        assert_eq!(row[column("LOG_START_OFFSET")], "0");
+        let local: i64 = row[column("LOCAL_LOG_START_OFFSET")].parse().expect("offset");
+        assert!(local > 0 && local <= manifest.end_offset(), "{row:?}");
+    }
+
+    let first = &manifests[0];
+    let layout = PartitionLayout::new(PREFIX, &first.topic, 0, &first.topic_id);
+    let key = layout.object_key(0, first.segments[0].id, ObjectKind::Log);
+    let url = format!("s3://{BUCKET}/{key}");
+    let dumped = seglog_with_bucket(moto, &["dump", "--files", &url]);
+    let text = String::from_utf8_lossy(&dumped.stdout).into_owned();
+    assert!(dumped.status.success(), "{}", String::from_utf8_lossy(&dumped.stderr));
+    assert!(text.starts_with(&format!("Dumping {url}\nLog starting offset: 0\n")), "{text:.300}");
+    assert!(text.contains("baseOffset: 0 lastOffset: "), "{text:.300}");
+
+    runtime
+        .block_on(store.put(&key, Bytes::from_static(b"not a segment").into()))
+        .expect("overwrite");
+    let damaged = seglog_with_bucket(moto, &["verify", "--remote"]);
+    let text = String::from_utf8_lossy(&damaged.stdout).into_owned();
+    assert_eq!(damaged.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("  problem: {key} is damaged: ")), "{text}");
 }
 
 /// Prints the crash loop's seed if the test fails.
