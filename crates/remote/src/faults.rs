@@ -1,6 +1,7 @@
-//! A fault-injecting object store for tests: around another store, each request fails with a
-//! seeded probability, as S3 does under load (`503 SlowDown`), and a failed PUT may have been
-//! stored before its answer was lost (a timeout after the write).
+//! A simulated object store for tests and benchmarks: around another store, each request fails
+//! with a seeded probability, as S3 does under load (`503 SlowDown`), and a failed PUT may have
+//! been stored before its answer was lost (a timeout after the write); and each PUT and GET
+//! may take S3's time: a first-byte latency plus its bytes at a bandwidth.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,6 +30,24 @@ struct State {
     rng: Rng,
     percent: u64,
     counts: FaultCounts,
+    latency: Option<Latency>,
+}
+
+/// The time a simulated request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Latency {
+    /// Before the first byte.
+    pub first_byte: std::time::Duration,
+    /// Then its bytes at this rate.
+    pub bytes_per_second: u64,
+}
+
+impl Latency {
+    /// The time of a request carrying `bytes`.
+    fn of(self, bytes: u64) -> std::time::Duration {
+        let micros = bytes.saturating_mul(1_000_000) / self.bytes_per_second.max(1);
+        self.first_byte + std::time::Duration::from_micros(micros)
+    }
 }
 
 /// Fails `percent` of the requests to `inner` (a third of the failed PUTs after storing them).
@@ -51,7 +70,25 @@ impl FaultStore {
     pub fn new(inner: Arc<dyn ObjectStore>, seed: u64, percent: u64) -> Self {
         Self {
             inner,
-            state: Mutex::new(State { rng: Rng(seed), percent, counts: FaultCounts::default() }),
+            state: Mutex::new(State {
+                rng: Rng(seed),
+                percent,
+                counts: FaultCounts::default(),
+                latency: None,
+            }),
+        }
+    }
+
+    /// Makes every PUT and GET take `latency` from now on (`None`: no delay).
+    pub fn set_latency(&self, latency: Option<Latency>) {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).latency = latency;
+    }
+
+    /// Waits as long as a request of `bytes` takes.
+    async fn delay(&self, bytes: u64) {
+        let latency = self.state.lock().unwrap_or_else(PoisonError::into_inner).latency;
+        if let Some(latency) = latency {
+            tokio::time::sleep(latency.of(bytes)).await;
         }
     }
 
@@ -109,6 +146,7 @@ impl ObjectStore for FaultStore {
             self.count(lost);
             return Err(slow_down("put", location));
         }
+        self.delay(payload.content_length() as u64).await;
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -125,7 +163,9 @@ impl ObjectStore for FaultStore {
             self.count(false);
             return Err(slow_down("get", location));
         }
-        self.inner.get_opts(location, options).await
+        let got = self.inner.get_opts(location, options).await?;
+        self.delay(got.range.end - got.range.start).await;
+        Ok(got)
     }
 
     fn delete_stream(

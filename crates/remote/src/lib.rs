@@ -37,7 +37,7 @@ mod store;
 mod verify;
 mod writer;
 
-#[cfg(any(test, feature = "testing"))]
+#[cfg(any(test, feature = "sim"))]
 pub mod faults;
 #[cfg(test)]
 mod model_tests;
@@ -52,7 +52,7 @@ pub use local::{leader_epoch_slice, read_segment_files};
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
 /// The object store crate this one speaks through, for callers that open or wrap a store.
 pub use object_store;
-pub use reader::{RemoteIndexCache, RemoteRead, RemoteReader};
+pub use reader::{RemoteChunkCache, RemoteIndexCache, RemoteRead, RemoteReader};
 pub use store::{S3Config, open_s3};
 pub use verify::{RemoteProblem, RemoteReport, verify_remote};
 pub use writer::{

@@ -18,8 +18,11 @@ use crate::manifest::{Manifest, SegmentEntry};
 /// The smallest ranged GET: batches of up to this size come in one request.
 const READ_WINDOW_BYTES_MIN: u64 = 64 * 1024;
 
+mod chunks;
 #[cfg(test)]
 mod tests;
+
+pub use chunks::RemoteChunkCache;
 
 /// Records read from a remote segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +69,7 @@ impl RemoteIndexCache {
 pub struct RemoteReader {
     layout: PartitionLayout,
     index_cache: Arc<RemoteIndexCache>,
+    chunk_cache: Option<Arc<RemoteChunkCache>>,
 }
 
 impl RemoteReader {
@@ -77,7 +81,14 @@ impl RemoteReader {
 
     /// A reader of `layout`'s segments whose offset indexes go into `index_cache`.
     pub fn sharing(layout: PartitionLayout, index_cache: Arc<RemoteIndexCache>) -> Self {
-        Self { layout, index_cache }
+        Self { layout, index_cache, chunk_cache: None }
+    }
+
+    /// This reader, reading `.log` objects through `chunk_cache`.
+    #[must_use]
+    pub fn with_chunk_cache(mut self, chunk_cache: Arc<RemoteChunkCache>) -> Self {
+        self.chunk_cache = Some(chunk_cache);
+        self
     }
 
     /// Bytes of offset indexes held now (by every reader sharing the cache).
@@ -127,10 +138,15 @@ impl RemoteReader {
         let get = |start: u64, end: u64| {
             let key = log_key.clone();
             async move {
-                store
-                    .get_range(&key, start..end)
-                    .await
-                    .map_err(|source| RemoteError::store("get", &key, source))
+                match &self.chunk_cache {
+                    Some(chunks) => {
+                        chunks.read(store, &key, segment.id, segment.log_bytes, start..end).await
+                    }
+                    None => store
+                        .get_range(&key, start..end)
+                        .await
+                        .map_err(|source| RemoteError::store("get", &key, source)),
+                }
             }
         };
         let mut start = position;

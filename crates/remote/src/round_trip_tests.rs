@@ -99,9 +99,14 @@ fn closed_segments_go_up_byte_identical_and_every_offset_reads_back_as_locally()
         let manifest = writer.manifest().clone();
         let remote_end = manifest.end_offset();
         assert_eq!(remote_end, *bases.last().unwrap());
-        // A cache of 64 bytes holds at most 8 index entries: reads evict and fetch again.
-        let reader = RemoteReader::new(layout.clone(), 64);
-        for offset in 0..remote_end {
+        // A cache of 64 bytes holds at most 8 index entries: reads evict and fetch again; the
+        // second reader also reads the .log objects in 1000-byte chunks, at most 8 kept.
+        let plain = RemoteReader::new(layout.clone(), 64);
+        let chunked = RemoteReader::new(layout.clone(), 64)
+            .with_chunk_cache(Arc::new(crate::RemoteChunkCache::new(1000, 8000)));
+        for (reader, offset) in
+            [&plain, &chunked].into_iter().flat_map(|r| (0..remote_end).map(move |o| (r, o)))
+        {
             for max_bytes in [1, 3000] {
                 let read = reader.read(store.as_ref(), &manifest, offset, max_bytes).await.unwrap();
                 let read = read.unwrap_or_else(|| panic!("offset {offset} is not read remotely"));
@@ -126,9 +131,9 @@ fn closed_segments_go_up_byte_identical_and_every_offset_reads_back_as_locally()
             assert!(reader.index_cache_bytes() <= 64);
         }
         // Nothing remote holds the active segment's offsets, nor any below the log start.
-        assert_eq!(reader.read(store.as_ref(), &manifest, remote_end, 100).await.unwrap(), None);
+        assert_eq!(chunked.read(store.as_ref(), &manifest, remote_end, 100).await.unwrap(), None);
         let (expired, _) = manifest.apply(&Change::Expire { log_start_offset: 50 }).unwrap();
-        assert_eq!(reader.read(store.as_ref(), &expired, 49, 100).await.unwrap(), None);
-        assert!(reader.read(store.as_ref(), &expired, 50, 100).await.unwrap().is_some());
+        assert_eq!(chunked.read(store.as_ref(), &expired, 49, 100).await.unwrap(), None);
+        assert!(chunked.read(store.as_ref(), &expired, 50, 100).await.unwrap().is_some());
     });
 }

@@ -186,14 +186,18 @@ pub async fn upload_segment(
         .map(|(_, bytes)| bytes)
         .ok_or_else(|| RemoteError::invalid("a segment is uploaded with its .log"))?;
     let id = SegmentId::generate();
-    for (kind, bytes) in objects {
+    // The objects go at once: one PUT's latency for the segment, not one per object.
+    let puts = objects.iter().map(|(kind, bytes)| {
         let key = layout.object_key(base_offset, id, *kind);
-        let options = PutOptions::from(PutMode::Create);
-        store
-            .put_opts(&key, PutPayload::from(bytes.clone()), options)
-            .await
-            .map_err(|source| RemoteError::store("put", &key, source))?;
-    }
+        async move {
+            let options = PutOptions::from(PutMode::Create);
+            store
+                .put_opts(&key, PutPayload::from(bytes.clone()), options)
+                .await
+                .map_err(|source| RemoteError::store("put", &key, source))
+        }
+    });
+    futures::future::try_join_all(puts).await?;
     Ok(SegmentEntry {
         id,
         base_offset,

@@ -36,6 +36,10 @@ pub const REMOTE_LOG_INDEX_FILE_CACHE_TOTAL_SIZE_BYTES: &str =
     "remote.log.index.file.cache.total.size.bytes";
 /// `remote.fetch.max.wait.ms`: the longest a Fetch waits for a remote read.
 pub const REMOTE_FETCH_MAX_WAIT_MS: &str = "remote.fetch.max.wait.ms";
+/// `seglog.remote.fetch.chunk.bytes`: remote `.log` objects are read in chunks of this size.
+pub const REMOTE_FETCH_CHUNK_BYTES: &str = "seglog.remote.fetch.chunk.bytes";
+/// `seglog.remote.fetch.chunk.cache.bytes`: chunks held in memory at most (0: none).
+pub const REMOTE_FETCH_CHUNK_CACHE_BYTES: &str = "seglog.remote.fetch.chunk.cache.bytes";
 
 /// Where the bucket is and how tiering runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +68,10 @@ pub struct RemoteStorageConfig {
     pub index_cache_bytes_max: u64,
     /// `remote.fetch.max.wait.ms` (500).
     pub fetch_max_wait_ms: u64,
+    /// `seglog.remote.fetch.chunk.bytes` (4 MiB).
+    pub fetch_chunk_bytes: u64,
+    /// `seglog.remote.fetch.chunk.cache.bytes` (128 MiB; 0: reads go straight to the bucket).
+    pub fetch_chunk_cache_bytes: u64,
 }
 
 impl Default for RemoteStorageConfig {
@@ -82,6 +90,8 @@ impl Default for RemoteStorageConfig {
             copy_max_bytes_per_second: i64::MAX.unsigned_abs(),
             index_cache_bytes_max: 1 << 30,
             fetch_max_wait_ms: 500,
+            fetch_chunk_bytes: 4 << 20,
+            fetch_chunk_cache_bytes: 128 << 20,
         }
     }
 }
@@ -154,6 +164,13 @@ pub(crate) fn remote_storage_config(
             1,
         )?,
         fetch_max_wait_ms: number(&reader, REMOTE_FETCH_MAX_WAIT_MS, d.fetch_max_wait_ms, 1)?,
+        fetch_chunk_bytes: number(&reader, REMOTE_FETCH_CHUNK_BYTES, d.fetch_chunk_bytes, 1)?,
+        fetch_chunk_cache_bytes: number(
+            &reader,
+            REMOTE_FETCH_CHUNK_CACHE_BYTES,
+            d.fetch_chunk_cache_bytes,
+            0,
+        )?,
     };
     Ok(config)
 }

@@ -197,6 +197,8 @@ const KEYS: &[Key] = &[
     ("seglog.metrics.listener", Type::String, Some("127.0.0.1:9308"), Use::Live),
     ("seglog.metrics.partitions.max", Type::Int, Some("1000"), Use::Live),
     ("seglog.open.files.max", Type::Int, Some("0"), Use::Live),
+    ("seglog.remote.fetch.chunk.bytes", Type::Long, Some("4194304"), Use::AsGiven),
+    ("seglog.remote.fetch.chunk.cache.bytes", Type::Long, Some("134217728"), Use::AsGiven),
     ("seglog.remote.storage.allow.http", Type::Boolean, Some("false"), Use::AsGiven),
     ("seglog.remote.storage.bucket", Type::String, None, Use::AsGiven),
     ("seglog.remote.storage.endpoint", Type::String, None, Use::AsGiven),

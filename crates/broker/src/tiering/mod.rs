@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use seglog_remote::object_store::ObjectStore;
 use seglog_remote::{
-    Manifest, ManifestWriter, PartitionLayout, RemoteError, RemoteIndexCache, RemoteReader,
-    S3Config, list_manifests, open_s3, probe_conditional_put, read_manifest,
+    Manifest, ManifestWriter, PartitionLayout, RemoteChunkCache, RemoteError, RemoteIndexCache,
+    RemoteReader, S3Config, list_manifests, open_s3, probe_conditional_put, read_manifest,
 };
 use seglog_storage::log::partition_log::TopicPartition;
 use tokio::sync::watch;
@@ -132,6 +132,8 @@ pub(crate) struct Tiering {
     store: Arc<dyn ObjectStore>,
     config: RemoteStorageConfig,
     index_cache: Arc<RemoteIndexCache>,
+    /// `.log` chunks, shared by every partition's reader (none when its bound is 0).
+    chunk_cache: Option<Arc<RemoteChunkCache>>,
     partitions: Mutex<HashMap<TopicPartition, Arc<PartitionTier>>>,
     throttle: Throttle,
 }
@@ -175,6 +177,11 @@ impl Tiering {
             store,
             config: config.clone(),
             index_cache: Arc::new(RemoteIndexCache::new(index_cache_bytes_max)),
+            chunk_cache: (config.fetch_chunk_cache_bytes > 0).then(|| {
+                let bytes_max =
+                    usize::try_from(config.fetch_chunk_cache_bytes).unwrap_or(usize::MAX);
+                Arc::new(RemoteChunkCache::new(config.fetch_chunk_bytes, bytes_max))
+            }),
             partitions: Mutex::new(HashMap::new()),
             throttle: Throttle {
                 bytes_per_second: config.copy_max_bytes_per_second.max(1),
@@ -199,8 +206,12 @@ impl Tiering {
             .ok_or_else(|| TierError::NoTopicId(tp.topic.clone()))?;
         let topic_id = seglog_format::java::uuid_to_base64(&topic_id);
         let layout = PartitionLayout::new(&self.config.prefix, &tp.topic, tp.partition, &topic_id);
+        let mut reader = RemoteReader::sharing(layout.clone(), Arc::clone(&self.index_cache));
+        if let Some(chunks) = &self.chunk_cache {
+            reader = reader.with_chunk_cache(Arc::clone(chunks));
+        }
         let tier = Arc::new(PartitionTier {
-            reader: RemoteReader::sharing(layout.clone(), Arc::clone(&self.index_cache)),
+            reader,
             layout,
             manifest: RwLock::new(None),
             task: tokio::sync::Mutex::new(TierTask::default()),

@@ -9,12 +9,16 @@
 //!   latency with and without it.
 //! - `txn.rs`: `--workload transactional`, produce through the in-process broker with
 //!   transactions of 100 and 1,000 records next to the same produce without transactions.
+//! - `tiered.rs`: `--workload tiered`, tiered storage over a simulated S3: a producer's p99
+//!   with and without uploads, upload throughput and cold remote reads next to the simulated
+//!   bandwidth.
 //! - this file: the arguments and what the workloads share (the raw disk references, the
 //!   table, timing helpers).
 
 mod append;
 mod compact;
 mod loops;
+mod tiered;
 mod txn;
 
 use std::io::Write;
@@ -59,8 +63,10 @@ pub(crate) struct BenchArgs {
     rate_mb_per_s: Option<f64>,
     /// What to measure: `append` (append, read, lookups, restart, next to raw disk and
     /// `commitlog`), `compact` (the log cleaner next to raw read + write, its memory, and a
-    /// producer's latency while it runs) or `transactional` (produce through the broker in
-    /// transactions of 100 and 1,000 records, next to the same produce without).
+    /// producer's latency while it runs), `transactional` (produce through the broker in
+    /// transactions of 100 and 1,000 records, next to the same produce without) or `tiered`
+    /// (tiered storage over a simulated S3: producer p99 with and without uploads, upload and
+    /// cold-read throughput next to the simulated bandwidth).
     #[arg(long, value_enum, default_value_t = Workload::Append)]
     workload: Workload,
     /// With `--workload compact`: the cleaner's I/O limit while the producer runs
@@ -89,6 +95,8 @@ pub(crate) enum Workload {
     Compact,
     /// Produce with and without transactions, through the broker (`txn.rs`).
     Transactional,
+    /// Tiered storage over a simulated S3 (`tiered.rs`).
+    Tiered,
     /// The append loops of seglog and `commitlog` alone, for instruction counts
     /// (`loops.rs`, `scripts/instructions.sh`).
     Loops,
@@ -107,6 +115,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         Workload::Append => append::run(args),
         Workload::Compact => compact::run(args),
         Workload::Transactional => txn::run(args),
+        Workload::Tiered => tiered::run(args),
         Workload::Loops => loops::run(args),
     }
 }

@@ -32,13 +32,25 @@ const MODES: [Option<u64>; 3] = [None, Some(100), Some(1000)];
 const REPEATS: usize = 3;
 
 /// A client connection speaking the wire protocol.
-struct Client {
+pub(super) struct Client {
     stream: TcpStream,
     correlation_id: i32,
 }
 
 impl Client {
-    async fn send<R: Request>(&mut self, request: &R, version: i16) -> Result<R::Response> {
+    /// A connection to `addr`, with Nagle off.
+    pub(super) async fn connect(addr: std::net::SocketAddr) -> Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self { stream, correlation_id: 0 })
+    }
+
+    /// Sends `request` at `version` and decodes the response.
+    pub(super) async fn send<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response> {
         self.correlation_id += 1;
         let header = RequestHeader::default()
             .with_request_api_key(R::KEY)

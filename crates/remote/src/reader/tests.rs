@@ -7,10 +7,20 @@ use object_store::ObjectStore;
 use object_store::memory::InMemory;
 use seglog_format::{Batches, Compression, RecordBatchBuilder};
 
-use super::RemoteReader;
+use super::{RemoteChunkCache, RemoteReader};
 use crate::layout::{ObjectKind, PartitionLayout};
 use crate::manifest::{Change, Manifest};
 use crate::writer::upload_segment;
+
+/// A reader without a chunk cache, and readers through chunk caches small enough that reads
+/// join several chunks and evict them.
+fn readers(layout: &PartitionLayout) -> Vec<RemoteReader> {
+    let chunked = |chunk_bytes, bytes_max| {
+        RemoteReader::new(layout.clone(), 1 << 20)
+            .with_chunk_cache(Arc::new(RemoteChunkCache::new(chunk_bytes, bytes_max)))
+    };
+    vec![RemoteReader::new(layout.clone(), 1 << 20), chunked(1000, 5000), chunked(70_000, 150_000)]
+}
 
 #[test]
 fn batches_larger_than_the_window_are_read_whole_and_skipped_whole() {
@@ -35,19 +45,21 @@ fn batches_larger_than_the_window_are_read_whole_and_skipped_whole() {
         let objects = [(ObjectKind::Log, Bytes::from(log.clone()))];
         let entry = upload_segment(store.as_ref(), &layout, 10, 15, 1_000, &objects).await.unwrap();
         let (manifest, _) = Manifest::empty("big", 0, "id").apply(&Change::Add(entry)).unwrap();
-        let reader = RemoteReader::new(layout, 1 << 20);
-        for offset in 10..=15_i64 {
-            let batch_idx = ((offset - 10) / 2) as usize;
-            let start: usize = sizes[..batch_idx].iter().sum();
-            for max_bytes in [1, 200 * 1024] {
-                let read = reader.read(store.as_ref(), &manifest, offset, max_bytes).await.unwrap();
-                let records = read.unwrap().records;
-                let first = Batches::new(&records).next().unwrap().unwrap();
-                assert_eq!(
-                    first.batch.as_bytes(),
-                    &log[start..start + sizes[batch_idx]],
-                    "offset {offset}, max {max_bytes}: the batch that holds it, whole"
-                );
+        for reader in readers(&layout) {
+            for offset in 10..=15_i64 {
+                let batch_idx = ((offset - 10) / 2) as usize;
+                let start: usize = sizes[..batch_idx].iter().sum();
+                for max_bytes in [1, 200 * 1024] {
+                    let read =
+                        reader.read(store.as_ref(), &manifest, offset, max_bytes).await.unwrap();
+                    let records = read.unwrap().records;
+                    let first = Batches::new(&records).next().unwrap().unwrap();
+                    assert_eq!(
+                        first.batch.as_bytes(),
+                        &log[start..start + sizes[batch_idx]],
+                        "offset {offset}, max {max_bytes}: the batch that holds it, whole"
+                    );
+                }
             }
         }
     });
@@ -79,17 +91,19 @@ fn an_offset_compaction_removed_is_served_from_the_next_batch_even_in_the_next_s
                 upload_segment(store.as_ref(), &layout, base, last, 1_000, &objects).await.unwrap();
             manifest = manifest.apply(&Change::Add(entry)).unwrap().0;
         }
-        let reader = RemoteReader::new(layout, 1 << 20);
         let first_offset_read = |records: Bytes| {
             let first = Batches::new(&records).next().unwrap().unwrap();
             first.batch.base_offset(seglog_format::DecodeLimits::default()).unwrap()
         };
-        for (offset, served_from) in [(0, 0), (3, 5), (4, 5), (7, 12), (9, 12), (10, 12), (13, 12)]
-        {
-            let read = reader.read(store.as_ref(), &manifest, offset, 1).await.unwrap();
-            let records = read.unwrap_or_else(|| panic!("offset {offset} is in the remote log"));
-            assert_eq!(first_offset_read(records.records), served_from, "offset {offset}");
+        for reader in readers(&layout) {
+            for (offset, served_from) in
+                [(0, 0), (3, 5), (4, 5), (7, 12), (9, 12), (10, 12), (13, 12)]
+            {
+                let read = reader.read(store.as_ref(), &manifest, offset, 1).await.unwrap();
+                let records = read.unwrap_or_else(|| panic!("offset {offset} is remote"));
+                assert_eq!(first_offset_read(records.records), served_from, "offset {offset}");
+            }
+            assert_eq!(reader.read(store.as_ref(), &manifest, 20, 1).await.unwrap(), None);
         }
-        assert_eq!(reader.read(store.as_ref(), &manifest, 20, 1).await.unwrap(), None);
     });
 }
