@@ -52,7 +52,9 @@ pub use local::{leader_epoch_slice, read_segment_files};
 pub use manifest::{Change, MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, Manifest, SegmentEntry};
 /// The object store crate this one speaks through, for callers that open or wrap a store.
 pub use object_store;
-pub use reader::{RemoteChunkCache, RemoteIndexCache, RemoteRead, RemoteReader};
+pub use reader::{
+    RemoteChunkCache, RemoteIndexCache, RemoteRead, RemoteReader, RemoteTimestampOffset,
+};
 pub use store::{S3Config, open_s3};
 pub use verify::{RemoteProblem, RemoteReport, verify_remote};
 pub use writer::{

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt};
 use seglog_format::batch::{LENGTH_OFFSET, LOG_OVERHEAD};
 use seglog_format::index::OFFSET_INDEX_ENTRY_BYTES;
-use seglog_format::{Batches, OffsetIndexEntry};
+use seglog_format::{Batches, DecodeLimits, OffsetIndexEntry};
 
 use crate::error::{RemoteError, Result};
 use crate::layout::{ObjectKind, PartitionLayout, SegmentId};
@@ -23,6 +23,20 @@ mod chunks;
 mod tests;
 
 pub use chunks::RemoteChunkCache;
+
+/// The bytes read at a time when a segment is scanned for a timestamp.
+const SCAN_BYTES: usize = 1 << 20;
+
+/// A record found by timestamp in the bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteTimestampOffset {
+    /// Its timestamp.
+    pub timestamp: i64,
+    /// Its offset.
+    pub offset: i64,
+    /// Its batch's leader epoch (v2 batches).
+    pub leader_epoch: Option<i32>,
+}
 
 /// Records read from a remote segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +133,67 @@ impl RemoteReader {
             let from = offset.max(segment.base_offset);
             if let Some(read) = self.read_segment(store, segment, from, max_bytes).await? {
                 return Ok(Some(read));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first record at or after `target` (a timestamp) and at or after `starting_offset`,
+    /// in the first segment whose largest timestamp reaches `target` (Kafka's
+    /// `RemoteLogManager.findOffsetByTimestamp`, as a local segment's lookup): its timestamp,
+    /// offset and the leader epoch of its batch. The segment's batches are scanned from its
+    /// start (through the chunk cache when there is one).
+    pub async fn find_offset_by_timestamp(
+        &self,
+        store: &dyn ObjectStore,
+        manifest: &Manifest,
+        target: i64,
+        starting_offset: i64,
+    ) -> Result<Option<RemoteTimestampOffset>> {
+        let starting_offset = starting_offset.max(manifest.log_start_offset);
+        let Some(segment) = manifest
+            .segments
+            .iter()
+            .find(|entry| entry.max_timestamp_ms >= target && entry.last_offset >= starting_offset)
+        else {
+            return Ok(None);
+        };
+        let mut offset = starting_offset.max(segment.base_offset);
+        while offset <= segment.last_offset {
+            let Some(read) = self.read_segment(store, segment, offset, SCAN_BYTES).await? else {
+                return Ok(None);
+            };
+            let key = || {
+                self.layout.object_key(segment.base_offset, segment.id, ObjectKind::Log).to_string()
+            };
+            for entry in Batches::new(&read.records) {
+                let batch = entry
+                    .map_err(|error| RemoteError::Malformed {
+                        key: key(),
+                        reason: error.to_string(),
+                    })?
+                    .batch;
+                offset = batch.next_offset();
+                if batch.max_timestamp() < target {
+                    continue;
+                }
+                let records = batch.records(DecodeLimits::default()).map_err(|error| {
+                    RemoteError::Malformed { key: key(), reason: error.to_string() }
+                })?;
+                for record in &records {
+                    let record = record.map_err(|e| RemoteError::Malformed {
+                        key: key(),
+                        reason: e.to_string(),
+                    })?;
+                    if record.timestamp >= target && record.offset >= starting_offset {
+                        let epoch = batch.partition_leader_epoch();
+                        return Ok(Some(RemoteTimestampOffset {
+                            timestamp: record.timestamp,
+                            offset: record.offset,
+                            leader_epoch: (batch.magic() >= 2 && epoch >= 0).then_some(epoch),
+                        }));
+                    }
+                }
             }
         }
         Ok(None)

@@ -73,8 +73,12 @@ fn closed_segments_go_up_byte_identical_and_every_offset_reads_back_as_locally()
         let layout = PartitionLayout::new("tiered", "orders", 0, "AAAAAAAAAAAAAAAAAAAAAQ");
         let mut writer = ManifestWriter::acquire(Arc::clone(&store), layout.clone()).await.unwrap();
         // Every closed segment (all but the active one), in order.
-        for pair in bases.windows(2) {
+        log.maybe_increment_leader_high_watermark().unwrap();
+        let closed = log.closed_segments_from(0).unwrap();
+        assert_eq!(closed.len(), bases.len() - 1);
+        for (pair, segment) in bases.windows(2).zip(&closed) {
             let (base, next) = (pair[0], pair[1]);
+            let largest_timestamp_ms = segment.largest_timestamp_ms;
             let objects = read_segment_files(&fs, &dir(), base, next).unwrap();
             let kinds: Vec<ObjectKind> = objects.iter().map(|(kind, _)| *kind).collect();
             assert!(kinds.starts_with(&[
@@ -82,8 +86,16 @@ fn closed_segments_go_up_byte_identical_and_every_offset_reads_back_as_locally()
                 ObjectKind::Index,
                 ObjectKind::TimeIndex
             ]));
-            let entry =
-                upload_segment(store.as_ref(), &layout, base, next - 1, 0, &objects).await.unwrap();
+            let entry = upload_segment(
+                store.as_ref(),
+                &layout,
+                base,
+                next - 1,
+                largest_timestamp_ms,
+                &objects,
+            )
+            .await
+            .unwrap();
             for (kind, _) in &objects {
                 // Files are named by the segment's base offset (the producer snapshot by its
                 // end) and the object's suffix.
@@ -98,6 +110,23 @@ fn closed_segments_go_up_byte_identical_and_every_offset_reads_back_as_locally()
         }
         let manifest = writer.manifest().clone();
         let remote_end = manifest.end_offset();
+        // By timestamp: the bucket answers as the local segments do, for every timestamp the
+        // remote part holds (batch i has timestamp 1000 + i), and not past its end.
+        for target in (990..1_410).step_by(7) {
+            let local = log.fetch_offset_by_timestamp(target).unwrap();
+            let remote = RemoteReader::new(layout.clone(), 1 << 20)
+                .find_offset_by_timestamp(store.as_ref(), &manifest, target, 0)
+                .await
+                .unwrap();
+            match local.filter(|found| found.offset < remote_end) {
+                Some(found) => {
+                    let remote = remote.unwrap_or_else(|| panic!("timestamp {target}"));
+                    assert_eq!((remote.offset, remote.timestamp), (found.offset, found.timestamp));
+                    assert_eq!(remote.leader_epoch, found.leader_epoch, "timestamp {target}");
+                }
+                None => assert_eq!(remote, None, "timestamp {target}: past the remote part"),
+            }
+        }
         assert_eq!(remote_end, *bases.last().unwrap());
         // A cache of 64 bytes holds at most 8 index entries: reads evict and fetch again; the
         // second reader also reads the .log objects in 1000-byte chunks, at most 8 kept.

@@ -802,9 +802,22 @@ pub(crate) async fn list_offsets(
     request: ListOffsetsRequest,
     version: i16,
 ) -> Result<Reply, Error> {
-    let broker = Arc::clone(broker);
+    let by_timestamp: Vec<(usize, usize, String, i32, i64)> = request
+        .topics
+        .iter()
+        .enumerate()
+        .flat_map(|(topic_idx, topic)| {
+            topic.partitions.iter().enumerate().filter(|(_, p)| p.timestamp >= 0).map(
+                move |(idx, p)| {
+                    (topic_idx, idx, topic.name.0.to_string(), p.partition_index, p.timestamp)
+                },
+            )
+        })
+        .collect();
+    let for_blocking = Arc::clone(broker);
     let session = session.clone();
-    let response = blocking(move || {
+    let mut response = blocking(move || {
+        let broker = for_blocking;
         let mut response = ListOffsetsResponse::default();
         for topic in &request.topics {
             let name = topic.name.0.to_string();
@@ -839,7 +852,60 @@ pub(crate) async fn list_offsets(
         response
     })
     .await?;
+    for (topic_idx, idx, topic, partition, timestamp) in by_timestamp {
+        let Some(out) = response.topics.get_mut(topic_idx).and_then(|t| t.partitions.get_mut(idx))
+        else {
+            continue;
+        };
+        if out.error_code == NONE {
+            remote_offset_for_timestamp(broker, &tp(&topic, partition), timestamp, out, version)
+                .await;
+        }
+    }
     encode(&response, version)
+}
+
+/// How long ListOffsets waits for a lookup by timestamp in the bucket (Kafka's
+/// `remote.list.offsets.request.timeout.ms` default).
+const REMOTE_LIST_OFFSETS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// ListOffsets by timestamp on a tiered partition: the bucket answers when the first record
+/// at or after the timestamp is below the local segments (Kafka's
+/// `RemoteLogManager.findOffsetByTimestamp`); otherwise the local answer stands.
+async fn remote_offset_for_timestamp(
+    broker: &Broker,
+    tp: &TopicPartition,
+    timestamp: i64,
+    out: &mut ListOffsetsPartitionResponse,
+    version: i16,
+) {
+    let Some(tiering) = &broker.tiering else { return };
+    let Ok(log) = broker.manager.get_log(tp) else { return };
+    let starts = tokio::task::spawn_blocking(move || {
+        let tiered = log.config().is_ok_and(|config| config.remote_storage_enable);
+        Some((tiered, log.log_start_offset().ok()?, log.local_log_start_offset().ok()?))
+    })
+    .await;
+    let Ok(Some((true, log_start, local_start))) = starts else { return };
+    if local_start <= log_start {
+        return;
+    }
+    let lookup = tiering.offset_for_timestamp(broker, tp, timestamp, log_start);
+    match tokio::time::timeout(REMOTE_LIST_OFFSETS_TIMEOUT, lookup).await {
+        Ok(Ok(Some(found))) if found.offset < local_start => {
+            out.offset = found.offset;
+            out.timestamp = found.timestamp;
+            if version >= 4 {
+                out.leader_epoch = found.leader_epoch.unwrap_or(-1);
+            }
+        }
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(partition = %tp, timestamp, %error, "remote lookup by timestamp failed");
+            out.error_code = ResponseError::KafkaStorageError.code();
+        }
+        Err(_) => out.error_code = ResponseError::RequestTimedOut.code(),
+    }
 }
 
 /// The first ListOffsets version that knows a special (negative) timestamp.

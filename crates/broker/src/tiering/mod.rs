@@ -332,6 +332,33 @@ impl Tiering {
         }
     }
 
+    /// The first record at or after `timestamp` in `tp`'s remote part from `starting_offset`
+    /// (ListOffsets by timestamp, for the offsets below the local segments).
+    pub(crate) async fn offset_for_timestamp(
+        &self,
+        broker: &Broker,
+        tp: &TopicPartition,
+        timestamp: i64,
+        starting_offset: i64,
+    ) -> Result<Option<seglog_remote::RemoteTimestampOffset>, TierError> {
+        let tier = self.partition(broker, tp)?;
+        let manifest = match tier.manifest() {
+            Some(manifest) => manifest,
+            None => match read_manifest(self.store.as_ref(), &tier.layout).await? {
+                Some(manifest) => {
+                    tier.publish(&manifest);
+                    Arc::new(manifest)
+                }
+                None => return Ok(None),
+            },
+        };
+        let found = tier
+            .reader
+            .find_offset_by_timestamp(self.store.as_ref(), &manifest, timestamp, starting_offset)
+            .await?;
+        Ok(found)
+    }
+
     async fn read_from(
         &self,
         tier: &PartitionTier,

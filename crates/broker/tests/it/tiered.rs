@@ -160,6 +160,7 @@ async fn closed_segments_go_to_the_bucket_and_old_offsets_are_fetched_from_it() 
     assert!(earliest_local > 0 && earliest_local < log_end, "{earliest_local}");
     assert!(latest_tiered >= earliest_local - 1, "{latest_tiered} < {earliest_local} - 1");
     assert!(latest_tiered < log_end, "the active segment is never uploaded");
+    assert_eq!(list_offset(&mut client, 0).await, 0, "by timestamp: the bucket's first record");
 
     let remote = manifest(store.as_ref()).await;
     assert_eq!(remote.log_start_offset, 0);
