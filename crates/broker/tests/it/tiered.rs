@@ -390,15 +390,21 @@ async fn a_compacted_topic_is_tiered_cleaned_and_read_back_from_the_bucket_alone
     }
 
     // The bucket ends up with the cleaned segments: fewer objects and bytes than produced.
+    // A cleaning pass groups segments by their size before it, so the one-batch segments merge
+    // only in a later pass, which needs new dirty segments: filler goes on until then.
     let deadline = Instant::now() + WITHIN;
+    let mut more_filler = 30..;
     loop {
         let remote = manifest(store.as_ref()).await;
-        let remote_bytes: u64 = remote.segments.iter().map(|entry| entry.log_bytes).sum();
-        let objects = log_objects(store.as_ref()).await;
+        // The segments holding the keyed records (the filler's are never cleaned).
+        let real: Vec<_> =
+            remote.segments.iter().filter(|entry| entry.base_offset <= last_real_offset).collect();
+        let remote_bytes: u64 = real.iter().map(|entry| entry.log_bytes).sum();
+        let objects = real.len();
         // Each round's batch filled a segment of its own (40 uploads); later cleaning passes
         // merge the cleaned segments, and the bucket follows.
         let settled = remote.end_offset() > last_real_offset
-            && objects == remote.segments.len()
+            && log_objects(store.as_ref()).await == remote.segments.len()
             && (remote_bytes as usize) < produced_bytes / 2
             && objects < 20;
         if settled {
@@ -406,10 +412,14 @@ async fn a_compacted_topic_is_tiered_cleaned_and_read_back_from_the_bucket_alone
         }
         assert!(
             Instant::now() < deadline,
-            "not cleaned and re-uploaded: {objects} objects, {remote_bytes} of {produced_bytes} bytes, end {}",
+            "not cleaned and re-uploaded: {objects} segments of keyed records, {remote_bytes} of \
+             {produced_bytes} bytes, end {}",
             remote.end_offset()
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let filler = more_filler.next().unwrap_or_default();
+        let records = vec![(format!("filler-{filler}"), Some("f".repeat(300)))];
+        produce(&mut client, TOPIC, keyed_batch(&records)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     server.shutdown().await.expect("clean shutdown");
     drop(disk);
