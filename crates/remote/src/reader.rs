@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt};
 use seglog_format::batch::{LENGTH_OFFSET, LOG_OVERHEAD};
-use seglog_format::index::OFFSET_INDEX_ENTRY_BYTES;
+use seglog_format::index::{ABORTED_TXN_BYTES, AbortedTxn, OFFSET_INDEX_ENTRY_BYTES};
 use seglog_format::{Batches, DecodeLimits, OffsetIndexEntry};
 
 use crate::error::{RemoteError, Result};
@@ -197,6 +197,52 @@ impl RemoteReader {
             }
         }
         Ok(None)
+    }
+
+    /// The aborted transactions a read_committed read of [`start_offset`,
+    /// `upper_bound_offset`) skips, from the `.txnindex` objects of the remote segments from
+    /// the one holding `start_offset` on (Kafka's `collectAbortedTransactions` over remote
+    /// segments), and whether the search is complete: an entry whose last stable offset
+    /// reaches the upper bound ends it; otherwise the local segments go on with it.
+    pub async fn aborted_transactions(
+        &self,
+        store: &dyn ObjectStore,
+        manifest: &Manifest,
+        start_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<(Vec<AbortedTxn>, bool)> {
+        let found = manifest.segments.partition_point(|entry| entry.last_offset < start_offset);
+        let mut aborted = Vec::new();
+        for segment in &manifest.segments[found..] {
+            if !segment.objects.contains(&ObjectKind::TxnIndex) {
+                continue;
+            }
+            let key = self.layout.object_key(segment.base_offset, segment.id, ObjectKind::TxnIndex);
+            let got =
+                store.get(&key).await.map_err(|source| RemoteError::store("get", &key, source))?;
+            let bytes =
+                got.bytes().await.map_err(|source| RemoteError::store("get", &key, source))?;
+            for chunk in bytes.chunks_exact(ABORTED_TXN_BYTES) {
+                let entry = <&[u8; ABORTED_TXN_BYTES]>::try_from(chunk)
+                    .map_err(|_| RemoteError::Malformed {
+                        key: key.to_string(),
+                        reason: "short entry".into(),
+                    })
+                    .and_then(|entry| {
+                        AbortedTxn::decode(entry).map_err(|error| RemoteError::Malformed {
+                            key: key.to_string(),
+                            reason: error.to_string(),
+                        })
+                    })?;
+                if entry.last_offset >= start_offset && entry.first_offset < upper_bound_offset {
+                    aborted.push(entry);
+                }
+                if entry.last_stable_offset >= upper_bound_offset {
+                    return Ok((aborted, true));
+                }
+            }
+        }
+        Ok((aborted, false))
     }
 
     /// The batches of `segment` from the one holding `offset` (or the first after it), or

@@ -22,6 +22,7 @@ use kafka_protocol::messages::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
     ProducerId,
 };
+use seglog_format::Batches;
 use seglog_storage::Error as StorageError;
 use seglog_storage::log::local_log::FetchedRecords;
 use seglog_storage::log::partition_log::{
@@ -373,6 +374,36 @@ async fn read_remote(broker: &Broker, reads: &mut [PartitionRead]) {
         let Some(remote) = read.remote.take() else { continue };
         match tiering.read(broker, &remote.tp, remote.offset, remote.max_bytes).await {
             Ok(Some(records)) => {
+                if remote.isolation == Isolation::TxnCommitted {
+                    // The aborted transactions among them, from the bucket's `.txnindex`
+                    // objects (and the local ones after).
+                    let upper = Batches::new(&records)
+                        .filter_map(Result::ok)
+                        .last()
+                        .map_or(remote.offset, |last| last.batch.next_offset());
+                    let aborted = tiering
+                        .aborted_transactions(broker, &remote.tp, remote.offset, upper)
+                        .await;
+                    match aborted {
+                        Ok(aborted) => {
+                            read.data.aborted_transactions = Some(
+                                aborted
+                                    .into_iter()
+                                    .map(|(producer_id, first_offset)| {
+                                        AbortedTransaction::default()
+                                            .with_producer_id(ProducerId(producer_id))
+                                            .with_first_offset(first_offset)
+                                    })
+                                    .collect(),
+                            );
+                        }
+                        Err(error) => {
+                            tracing::warn!(partition = %remote.tp, %error, "remote aborted transactions");
+                            read.data.error_code = ResponseError::KafkaStorageError.code();
+                            continue;
+                        }
+                    }
+                }
                 read.bytes = records.len();
                 read.data.records = Some(records);
             }

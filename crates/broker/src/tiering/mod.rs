@@ -332,6 +332,35 @@ impl Tiering {
         }
     }
 
+    /// The aborted transactions (producer id, first offset) a read_committed read of `tp` from
+    /// `start_offset` to `upper_bound_offset` skips: from the remote segments' `.txnindex`
+    /// objects, then, if the search did not end there, from the local segments.
+    pub(crate) async fn aborted_transactions(
+        &self,
+        broker: &Broker,
+        tp: &TopicPartition,
+        start_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<Vec<(i64, i64)>, TierError> {
+        let tier = self.partition(broker, tp)?;
+        let Some(manifest) = tier.manifest() else { return Ok(Vec::new()) };
+        let (remote, complete) = tier
+            .reader
+            .aborted_transactions(self.store.as_ref(), &manifest, start_offset, upper_bound_offset)
+            .await?;
+        let mut aborted: Vec<(i64, i64)> =
+            remote.iter().map(|txn| (txn.producer_id, txn.first_offset)).collect();
+        if !complete {
+            let log = broker.manager.get_log(tp)?;
+            let local = tokio::task::spawn_blocking(move || {
+                log.aborted_transactions_from(start_offset, upper_bound_offset)
+            })
+            .await??;
+            aborted.extend(local.iter().map(|txn| (txn.producer_id, txn.first_offset)));
+        }
+        Ok(aborted)
+    }
+
     /// The first record at or after `timestamp` in `tp`'s remote part from `starting_offset`
     /// (ListOffsets by timestamp, for the offsets below the local segments).
     pub(crate) async fn offset_for_timestamp(

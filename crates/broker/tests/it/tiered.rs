@@ -22,9 +22,19 @@ use crate::protocol::{create_topic_request, fetch_request, list_offsets_request,
 const TOPIC: &str = "tiered";
 
 async fn start_tiered(dir: &Path, store: Arc<dyn ObjectStore>) -> Server {
+    start_tiered_with(dir, store, &[]).await
+}
+
+/// [`start_tiered`] with more `server.properties` keys.
+pub(crate) async fn start_tiered_with(
+    dir: &Path,
+    store: Arc<dyn ObjectStore>,
+    extra: &[(&str, &str)],
+) -> Server {
+    let dir_text = dir.display().to_string();
     let properties = [
         ("listeners", "PLAINTEXT://127.0.0.1:0"),
-        ("log.dirs", &dir.display().to_string()),
+        ("log.dirs", dir_text.as_str()),
         ("seglog.metrics.listener", ""),
         ("remote.log.storage.system.enable", "true"),
         ("seglog.remote.storage.bucket", "in-memory"),
@@ -36,6 +46,7 @@ async fn start_tiered(dir: &Path, store: Arc<dyn ObjectStore>) -> Server {
         ("log.cleaner.backoff.ms", "20"),
     ]
     .iter()
+    .chain(extra)
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect();
     let config = BrokerConfig::from_properties(&properties).expect("test config is valid");

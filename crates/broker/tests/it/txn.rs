@@ -614,3 +614,53 @@ async fn a_corrupt_transaction_state_record_fails_the_start_naming_where() {
     assert!(chain.contains(&place), "{chain}");
     assert!(chain.ends_with("the record ends inside a field"), "{chain}");
 }
+
+/// A read_committed fetch of offsets in the bucket lists the aborted transactions there, from
+/// the uploaded `.txnindex` objects, as it does for local segments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_committed_from_the_bucket_lists_the_aborted_transactions_there() {
+    use seglog_broker::object_store::memory::InMemory;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = std::sync::Arc::new(InMemory::new());
+    let extra =
+        [("transaction.state.log.num.partitions", "3"), ("offsets.topic.num.partitions", "3")];
+    let server = crate::tiered::start_tiered_with(dir.path(), store, &extra).await;
+    let mut client = Client::connect(&server).await;
+    let configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "1024"),
+        ("local.retention.bytes", "1024"),
+    ];
+    let created = client.send(&crate::protocol::create_topic_request(TOPIC, 1, &configs), 7).await;
+    assert_eq!(created.topics[0].error_code, 0);
+    let producer = init(&mut client, "tiered-txn", 4).await;
+    assert_eq!(add_partitions(&mut client, "tiered-txn", producer, &[0]).await, 0);
+    let batch = txn_batch(producer, 0, &["aborted-1", "aborted-2"]);
+    assert_eq!(produce(&mut client, Some("tiered-txn"), 0, batch, 9).await, 0);
+    assert_eq!(end(&mut client, "tiered-txn", producer, false, 3).await, 0);
+    assert_eq!(add_partitions(&mut client, "tiered-txn", producer, &[0]).await, 0);
+    let batch = txn_batch(producer, 2, &["committed"]);
+    assert_eq!(produce(&mut client, Some("tiered-txn"), 0, batch, 9).await, 0);
+    assert_eq!(end(&mut client, "tiered-txn", producer, true, 3).await, 0);
+    // Plain records after them roll the segments, so that the transactions go to the bucket
+    // and leave the disk.
+    let filler = ["f".repeat(400)];
+    let filler: Vec<&str> = filler.iter().map(String::as_str).collect();
+    for _ in 0..12 {
+        let batch = crate::common::batch(Compression::None, &filler, 1);
+        assert_eq!(produce(&mut client, None, 0, batch, 9).await, 0);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let listed = client.send(&crate::protocol::list_offsets_request(TOPIC, -4), 9).await;
+        if listed.topics[0].partitions[0].offset > 4 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the transactions never left the disk");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (records, _, _, aborted) = fetch(&mut client, 0, true).await;
+    assert_eq!(records.first().map(|(offset, _)| *offset), Some(0), "read from the bucket");
+    assert_eq!(aborted, Some(vec![(producer.0, 0)]), "the aborted transaction, from the bucket");
+    server.shutdown().await.expect("clean shutdown");
+}

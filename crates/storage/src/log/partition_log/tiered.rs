@@ -2,7 +2,10 @@
 //! `RemoteLogManager` uses it): the local log start, the highest offset in the bucket, the
 //! closed segments to upload, and a log rebuilt at the end of its remote part.
 
-use super::{PartitionLog, State, last_stable_offset, offset_metadata, poison, set_high_watermark};
+use super::{
+    AbortedTransaction, PartitionLog, State, last_stable_offset, offset_metadata, poison,
+    set_high_watermark,
+};
 use crate::error::{Error, Result};
 use crate::segment::LogSegment;
 
@@ -79,6 +82,35 @@ impl PartitionLog {
             .filter(|segment| segment.read_next_offset().is_ok_and(|next| next > uploaded_below))
             .map(|segment| u64::from(segment.size_bytes()))
             .sum())
+    }
+
+    /// The aborted transactions of the local segments that a read_committed read of
+    /// [`start_offset`, `upper_bound_offset`) skips, from the segment holding `start_offset`
+    /// (or the first local one, when it is below them: a read that began in the bucket) on
+    /// (Kafka's `collectAbortedTransactions` over the local segments).
+    pub fn aborted_transactions_from(
+        &self,
+        start_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Result<Vec<AbortedTransaction>> {
+        let state = self.read_state()?;
+        let segments = state.local.segments();
+        let Some(first) = segments.floor_segment(start_offset).or_else(|| segments.first_segment())
+        else {
+            return Ok(Vec::new());
+        };
+        let mut aborted = Vec::new();
+        for segment in std::iter::once(first).chain(segments.higher_segments(first.base_offset())) {
+            let found = segment.collect_aborted_txns(start_offset, upper_bound_offset);
+            aborted.extend(found.aborted.iter().map(|txn| AbortedTransaction {
+                producer_id: txn.producer_id,
+                first_offset: txn.first_offset,
+            }));
+            if found.is_complete {
+                break;
+            }
+        }
+        Ok(aborted)
     }
 
     /// Starts an empty tiered log again at the end of its remote part (a broker with an empty
