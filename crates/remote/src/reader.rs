@@ -2,7 +2,6 @@
 //! the segment, its offset index object (cached, within a byte bound) gives a position, and
 //! one ranged GET of the `.log` object returns whole batches from there.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -19,10 +18,12 @@ use crate::manifest::{Manifest, SegmentEntry};
 const READ_WINDOW_BYTES_MIN: u64 = 64 * 1024;
 
 mod chunks;
+mod lru;
 #[cfg(test)]
 mod tests;
 
 pub use chunks::RemoteChunkCache;
+use lru::ByteLru;
 
 /// The bytes read at a time when a segment is scanned for a timestamp.
 const SCAN_BYTES: usize = 1 << 20;
@@ -48,33 +49,28 @@ pub struct RemoteRead {
     pub records: Bytes,
 }
 
-/// Offset index objects held in memory, least recently used first out, within a byte bound
-/// (Kafka's `RemoteIndexCache`, `remote.log.index.file.cache.total.size.bytes`).
-#[derive(Debug, Default)]
-struct IndexCache {
-    entries: BTreeMap<SegmentId, (u64, Bytes)>,
-    bytes: usize,
-    clock: u64,
-}
-
 /// Remote offset indexes held in memory for any number of readers, within one byte bound
 /// (Kafka's `RemoteIndexCache`, `remote.log.index.file.cache.total.size.bytes`); segment ids
 /// are unique across partitions, so one cache serves a broker.
 #[derive(Debug)]
 pub struct RemoteIndexCache {
-    entries: Mutex<IndexCache>,
+    entries: Mutex<ByteLru<SegmentId>>,
     bytes_max: usize,
 }
 
 impl RemoteIndexCache {
     /// A cache of at most `bytes_max` bytes.
     pub fn new(bytes_max: usize) -> Self {
-        Self { entries: Mutex::new(IndexCache::default()), bytes_max }
+        Self { entries: Mutex::new(ByteLru::default()), bytes_max }
     }
 
     /// Bytes held now.
     pub fn bytes(&self) -> usize {
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bytes
+        self.lock().bytes()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<SegmentId>> {
+        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -385,40 +381,14 @@ impl RemoteReader {
 
     /// The segment's offset index object, from the cache or the bucket.
     async fn index(&self, store: &dyn ObjectStore, segment: &SegmentEntry) -> Result<Bytes> {
-        {
-            let mut cache =
-                self.index_cache.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            cache.clock += 1;
-            let clock = cache.clock;
-            if let Some((used, bytes)) = cache.entries.get_mut(&segment.id) {
-                *used = clock;
-                return Ok(bytes.clone());
-            }
+        if let Some(bytes) = self.index_cache.lock().get(&segment.id) {
+            return Ok(bytes);
         }
         let key = self.layout.object_key(segment.base_offset, segment.id, ObjectKind::Index);
         let got =
             store.get(&key).await.map_err(|source| RemoteError::store("get", &key, source))?;
         let bytes = got.bytes().await.map_err(|source| RemoteError::store("get", &key, source))?;
-        let bytes_max = self.index_cache.bytes_max;
-        let mut cache =
-            self.index_cache.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if bytes.len() <= bytes_max {
-            while cache.bytes + bytes.len() > bytes_max {
-                let Some((&oldest, _)) = cache.entries.iter().min_by_key(|(_, (used, _))| *used)
-                else {
-                    break;
-                };
-                if let Some((_, evicted)) = cache.entries.remove(&oldest) {
-                    cache.bytes -= evicted.len();
-                }
-            }
-            cache.clock += 1;
-            let clock = cache.clock;
-            cache.bytes += bytes.len();
-            if let Some((_, replaced)) = cache.entries.insert(segment.id, (clock, bytes.clone())) {
-                cache.bytes -= replaced.len();
-            }
-        }
+        self.index_cache.lock().insert(segment.id, &bytes, self.index_cache.bytes_max);
         Ok(bytes)
     }
 }

@@ -60,8 +60,13 @@ async fn create_tiered_topic(client: &mut Client) {
         ("segment.bytes", "4096"),
         ("local.retention.bytes", "4096"),
     ];
+    create_with(client, &configs).await;
+}
+
+/// Creates the topic with `configs`, which must succeed.
+async fn create_with(client: &mut Client, configs: &[(&str, &str)]) {
     let created: CreateTopicsResponse =
-        client.send(&create_topic_request(TOPIC, 1, &configs), 7).await;
+        client.send(&create_topic_request(TOPIC, 1, configs), 7).await;
     assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
 }
 
@@ -372,9 +377,7 @@ async fn a_compacted_topic_is_tiered_cleaned_and_read_back_from_the_bucket_alone
         ("min.cleanable.dirty.ratio", "0.01"),
         ("file.delete.delay.ms", "100"),
     ];
-    let created: CreateTopicsResponse =
-        client.send(&create_topic_request(TOPIC, 1, &configs), 7).await;
-    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+    create_with(&mut client, &configs).await;
     // 40 rounds overwriting 20 keys; the last round deletes five of them.
     let mut produced = Vec::new();
     let mut produced_bytes = 0;
@@ -477,9 +480,7 @@ async fn retention_expires_remote_segments_manifest_first_and_moves_the_log_star
         ("local.retention.bytes", "4096"),
         ("retention.ms", "1800000"),
     ];
-    let created: CreateTopicsResponse =
-        client.send(&create_topic_request(TOPIC, 1, &configs), 7).await;
-    assert_eq!(created.topics[0].error_code, 0, "{:?}", created.topics[0].error_message);
+    create_with(&mut client, &configs).await;
     // Twenty batches an hour old (past retention.ms), then twenty new ones.
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

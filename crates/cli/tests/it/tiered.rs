@@ -29,6 +29,24 @@ const RECORDS_PER_TOPIC: usize = 40_000;
 const BUCKET: &str = "seglog-tiered";
 const PREFIX: &str = "it";
 
+/// `seglog serve`'s `--override` arguments for tiering to moto's bucket, with the tiering and
+/// retention tasks every `interval_ms`, and `more` keys.
+fn tiered_overrides(moto: &Moto, interval_ms: u64, more: &[&str]) -> Vec<String> {
+    let keys = [
+        "remote.log.storage.system.enable=true".to_owned(),
+        format!("seglog.remote.storage.bucket={BUCKET}"),
+        format!("seglog.remote.storage.prefix={PREFIX}"),
+        format!("seglog.remote.storage.endpoint={}", moto.endpoint()),
+        "seglog.remote.storage.allow.http=true".to_owned(),
+        format!("remote.log.manager.task.interval.ms={interval_ms}"),
+        format!("log.retention.check.interval.ms={interval_ms}"),
+    ];
+    keys.into_iter()
+        .chain(more.iter().map(|key| (*key).to_owned()))
+        .flat_map(|key| ["--override".to_owned(), key])
+        .collect()
+}
+
 /// ListOffsets v9 (which knows -4 and -5) for partition 0 of `topic`: the offset.
 fn list_offset(addr: &str, topic: &str, timestamp: i64) -> i64 {
     use std::io::{Read, Write};
@@ -100,17 +118,8 @@ fn two_hundred_thousand_records_round_trip_through_an_s3_bucket_with_real_client
     let dir = tempfile::tempdir().expect("tempdir");
     let mut command = Command::new(env!("CARGO_BIN_EXE_seglog"));
     command.envs(MOTO_CREDENTIALS);
-    let endpoint = format!("seglog.remote.storage.endpoint={}", moto.endpoint());
-    let overrides = [
-        "remote.log.storage.system.enable=true",
-        &format!("seglog.remote.storage.bucket={BUCKET}"),
-        &format!("seglog.remote.storage.prefix={PREFIX}"),
-        &endpoint,
-        "seglog.remote.storage.allow.http=true",
-        "remote.log.manager.task.interval.ms=200",
-        "log.retention.check.interval.ms=200",
-    ];
-    let extra: Vec<&str> = overrides.iter().flat_map(|o| ["--override", o]).collect();
+    let extra = tiered_overrides(&moto, 200, &[]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let broker = Broker::spawn(command, dir.path(), "127.0.0.1:0", &extra);
 
     let produced = run_python(&python, &broker.addr, "produce");
@@ -128,9 +137,23 @@ fn two_hundred_thousand_records_round_trip_through_an_s3_bucket_with_real_client
 
     let store = moto.store(BUCKET);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
-    let manifests: Vec<Manifest> =
-        runtime.block_on(list_manifests(store.as_ref(), PREFIX)).expect("manifests");
-    assert_eq!(manifests.len(), CODECS.len(), "one manifest per partition");
+    // Every closed segment uploaded (the producer is done): the manifests end where the
+    // active segments begin.
+    let deadline = Instant::now() + Duration::from_mins(3);
+    let manifests = loop {
+        let manifests: Vec<Manifest> =
+            runtime.block_on(list_manifests(store.as_ref(), PREFIX)).expect("manifests");
+        let all_uploaded = manifests.len() == CODECS.len()
+            && manifests.iter().all(|manifest| {
+                let partition_dir = dir.path().join(format!("{}-0", manifest.topic));
+                local_bases(&partition_dir).last() == Some(&manifest.end_offset())
+            });
+        if all_uploaded {
+            break manifests;
+        }
+        assert!(Instant::now() < deadline, "the closed segments never all went up");
+        std::thread::sleep(Duration::from_millis(100));
+    };
     for manifest in &manifests {
         let layout =
             PartitionLayout::new(PREFIX, &manifest.topic, manifest.partition, &manifest.topic_id);
@@ -388,18 +411,8 @@ fn twenty_sigkills_during_uploads_expiry_and_compaction_keep_the_bucket_consiste
             "file.delete.delay.ms=200",
         ],
     );
-    let endpoint = format!("seglog.remote.storage.endpoint={}", moto.endpoint());
-    let overrides = [
-        "remote.log.storage.system.enable=true",
-        &format!("seglog.remote.storage.bucket={BUCKET}"),
-        &format!("seglog.remote.storage.prefix={PREFIX}"),
-        &endpoint,
-        "seglog.remote.storage.allow.http=true",
-        "remote.log.manager.task.interval.ms=50",
-        "log.retention.check.interval.ms=50",
-        "log.cleaner.backoff.ms=50",
-    ];
-    let extra: Vec<&str> = overrides.iter().flat_map(|o| ["--override", o]).collect();
+    let extra = tiered_overrides(&moto, 50, &["log.cleaner.backoff.ms=50"]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let start = || {
         let mut command = Command::new(env!("CARGO_BIN_EXE_seglog"));
         command.envs(MOTO_CREDENTIALS);

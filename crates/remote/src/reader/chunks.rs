@@ -2,29 +2,21 @@
 //! out: a consumer reading a remote segment from its start costs one GET per chunk rather than
 //! one per fetch response, and the next fetch's bytes are usually there already.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use bytes::{Bytes, BytesMut};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use super::ByteLru;
 use crate::error::{RemoteError, Result};
 use crate::layout::SegmentId;
-
-#[derive(Debug, Default)]
-struct Chunks {
-    /// (segment, chunk index) -> (last use, bytes).
-    entries: BTreeMap<(SegmentId, u64), (u64, Bytes)>,
-    bytes: usize,
-    clock: u64,
-}
 
 /// Chunks of remote `.log` objects, shared by every partition's reader of a broker (segment
 /// ids are unique), at most `bytes_max` bytes of them.
 #[derive(Debug)]
 pub struct RemoteChunkCache {
-    chunks: Mutex<Chunks>,
+    chunks: Mutex<ByteLru<(SegmentId, u64)>>,
     chunk_bytes: u64,
     bytes_max: usize,
 }
@@ -32,47 +24,16 @@ pub struct RemoteChunkCache {
 impl RemoteChunkCache {
     /// A cache of chunks of `chunk_bytes` (at least 1), at most `bytes_max` bytes in all.
     pub fn new(chunk_bytes: u64, bytes_max: usize) -> Self {
-        Self { chunks: Mutex::new(Chunks::default()), chunk_bytes: chunk_bytes.max(1), bytes_max }
+        Self { chunks: Mutex::new(ByteLru::default()), chunk_bytes: chunk_bytes.max(1), bytes_max }
     }
 
     /// Bytes held now.
     pub fn bytes(&self) -> usize {
-        self.lock().bytes
+        self.lock().bytes()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Chunks> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<(SegmentId, u64)>> {
         self.chunks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn cached(&self, id: SegmentId, idx: u64) -> Option<Bytes> {
-        let mut chunks = self.lock();
-        chunks.clock += 1;
-        let clock = chunks.clock;
-        let (used, bytes) = chunks.entries.get_mut(&(id, idx))?;
-        *used = clock;
-        Some(bytes.clone())
-    }
-
-    fn insert(&self, id: SegmentId, idx: u64, bytes: &Bytes) {
-        if bytes.len() > self.bytes_max {
-            return;
-        }
-        let mut chunks = self.lock();
-        while chunks.bytes + bytes.len() > self.bytes_max {
-            let Some((&oldest, _)) = chunks.entries.iter().min_by_key(|(_, (used, _))| *used)
-            else {
-                break;
-            };
-            if let Some((_, evicted)) = chunks.entries.remove(&oldest) {
-                chunks.bytes -= evicted.len();
-            }
-        }
-        chunks.clock += 1;
-        let clock = chunks.clock;
-        chunks.bytes += bytes.len();
-        if let Some((_, replaced)) = chunks.entries.insert((id, idx), (clock, bytes.clone())) {
-            chunks.bytes -= replaced.len();
-        }
     }
 
     /// Bytes `start..end` of the object `key` (segment `id`, `object_bytes` long), from the
@@ -89,7 +50,8 @@ impl RemoteChunkCache {
         let (first, last) = (range.start / size, range.end.saturating_sub(1) / size);
         let mut parts = Vec::new();
         for idx in first..=last {
-            let chunk = if let Some(chunk) = self.cached(id, idx) {
+            let cached = self.lock().get(&(id, idx));
+            let chunk = if let Some(chunk) = cached {
                 chunk
             } else {
                 let lo = idx * size;
@@ -98,7 +60,7 @@ impl RemoteChunkCache {
                     .get_range(key, lo..hi)
                     .await
                     .map_err(|source| RemoteError::store("get", key, source))?;
-                self.insert(id, idx, &chunk);
+                self.lock().insert((id, idx), &chunk, self.bytes_max);
                 chunk
             };
             let lo = idx * size;

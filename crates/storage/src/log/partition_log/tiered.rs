@@ -3,8 +3,8 @@
 //! closed segments to upload, and a log rebuilt at the end of its remote part.
 
 use super::{
-    AbortedTransaction, PartitionLog, State, last_stable_offset, offset_metadata, poison,
-    set_high_watermark,
+    AbortedTransaction, PartitionLog, State, aborted_transactions_below, last_stable_offset,
+    offset_metadata, poison, set_high_watermark,
 };
 use crate::error::{Error, Result};
 use crate::segment::LogSegment;
@@ -94,23 +94,7 @@ impl PartitionLog {
         upper_bound_offset: i64,
     ) -> Result<Vec<AbortedTransaction>> {
         let state = self.read_state()?;
-        let segments = state.local.segments();
-        let Some(first) = segments.floor_segment(start_offset).or_else(|| segments.first_segment())
-        else {
-            return Ok(Vec::new());
-        };
-        let mut aborted = Vec::new();
-        for segment in std::iter::once(first).chain(segments.higher_segments(first.base_offset())) {
-            let found = segment.collect_aborted_txns(start_offset, upper_bound_offset);
-            aborted.extend(found.aborted.iter().map(|txn| AbortedTransaction {
-                producer_id: txn.producer_id,
-                first_offset: txn.first_offset,
-            }));
-            if found.is_complete {
-                break;
-            }
-        }
-        Ok(aborted)
+        Ok(aborted_transactions_below(&state.local, start_offset, upper_bound_offset))
     }
 
     /// Starts an empty tiered log again at the end of its remote part (a broker with an empty

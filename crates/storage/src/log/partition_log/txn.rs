@@ -178,7 +178,9 @@ pub(super) fn aborted_transactions(
         return Vec::new();
     }
     let segments = local.segments();
-    let Some(first) = segments.floor_segment(start_offset) else { return Vec::new() };
+    // A read that began in the bucket goes on from the first local segment.
+    let first = segments.floor_segment(start_offset).or_else(|| segments.first_segment());
+    let Some(first) = first else { return Vec::new() };
     let upper_bound_offset = next_offset_after(&fetch.records).unwrap_or_else(|| {
         segments
             .higher_segment(first.base_offset())
