@@ -43,7 +43,15 @@ pub fn open_s3(config: &S3Config) -> Result<Arc<dyn ObjectStore>> {
     if let Some(secret) = &config.secret_access_key {
         builder = builder.with_secret_access_key(secret);
     }
+    // Tiering retries a failed round itself, with its own backoff: the client's own retries
+    // stay short, so that a bucket that is down is known in seconds, not minutes.
+    let retry = object_store::RetryConfig {
+        max_retries: 3,
+        retry_timeout: std::time::Duration::from_secs(15),
+        ..object_store::RetryConfig::default()
+    };
     let store = builder
+        .with_retry(retry)
         .with_allow_http(config.allow_http)
         .build()
         .map_err(|source| RemoteError::store("open", &config.bucket, source))?;

@@ -520,3 +520,53 @@ async fn retention_expires_remote_segments_manifest_first_and_moves_the_log_star
     assert_eq!(kept.len(), 200, "every new record is still served");
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_below_the_local_segments_expires_remote_segments() {
+    use kafka_protocol::messages::DeleteRecordsRequest;
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(disk.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    create_tiered_topic(&mut client).await;
+    let expected = produce_values(&mut client, 40).await;
+    let log_end = expected.len() as i64;
+    let local_start = wait_for_local_start_above(&mut client, 200).await;
+    let objects_before = log_objects(store.as_ref()).await;
+    let request = DeleteRecordsRequest::default().with_topics(vec![
+        DeleteRecordsTopic::default().with_name(crate::protocol::name(TOPIC)).with_partitions(
+            vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(150)],
+        ),
+    ]);
+    let response = client.send(&request, 2).await;
+    let deleted = &response.topics[0].partitions[0];
+    assert_eq!((deleted.error_code, deleted.low_watermark), (0, 150));
+    assert_eq!(list_offset(&mut client, -2).await, 150);
+    assert_eq!(list_offset(&mut client, -4).await, local_start, "the local part is untouched");
+    // The next round expires the remote segments wholly below it: manifest, then objects.
+    let deadline = Instant::now() + WITHIN;
+    loop {
+        let remote = manifest(store.as_ref()).await;
+        let objects = log_objects(store.as_ref()).await;
+        if remote.log_start_offset == 150 && objects == remote.segments.len() {
+            assert!(objects < objects_before, "{objects} of {objects_before} objects left");
+            assert!(remote.segments.iter().all(|entry| entry.last_offset >= 150));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the remote log start stayed at {}",
+            remote.log_start_offset
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let below = client.send(&fetch_request(TOPIC, 0, 149), 12).await;
+    assert_eq!(below.responses[0].partitions[0].error_code, 1, "OFFSET_OUT_OF_RANGE");
+    let kept: Vec<(i64, String)> =
+        expected.into_iter().filter(|(offset, _)| *offset >= 150).collect();
+    assert_eq!(fetch_all(&mut client, 150, log_end).await, kept);
+    server.shutdown().await.expect("clean shutdown");
+}

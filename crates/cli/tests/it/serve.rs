@@ -43,9 +43,20 @@ impl Broker {
         Self::spawn(command, dir, "127.0.0.1:0", extra)
     }
 
-    pub(crate) fn spawn(mut command: Command, dir: &Path, listener: &str, extra: &[&str]) -> Self {
+    pub(crate) fn spawn(command: Command, dir: &Path, listener: &str, extra: &[&str]) -> Self {
+        Self::spawn_with_metrics(command, dir, listener, "", extra)
+    }
+
+    /// [`Broker::spawn`] with `/metrics` served on `metrics` (empty: off).
+    pub(crate) fn spawn_with_metrics(
+        mut command: Command,
+        dir: &Path,
+        listener: &str,
+        metrics: &str,
+        extra: &[&str],
+    ) -> Self {
         let mut child = command
-            .args(["serve", "--listener", listener, "--metrics-listener", ""])
+            .args(["serve", "--listener", listener, "--metrics-listener", metrics])
             .arg("--log-dir")
             .arg(dir)
             .args(extra)
@@ -72,7 +83,7 @@ impl Broker {
     }
 
     /// Stderr lines until one contains `wanted` (that one included); fails after `timeout`.
-    fn stderr_until(&mut self, wanted: &str, timeout: Duration) -> Vec<String> {
+    pub(crate) fn stderr_until(&mut self, wanted: &str, timeout: Duration) -> Vec<String> {
         let receiver = self.stderr.as_ref().expect("stderr is read");
         let deadline = std::time::Instant::now() + timeout;
         let mut lines = Vec::new();

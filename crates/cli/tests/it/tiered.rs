@@ -299,10 +299,37 @@ fn kcat_produce(kcat: &Path, addr: &str, topic: &str, keyed: bool, lines: &str) 
     assert!(child.wait().expect("kcat exits").success(), "kcat produce to {topic}");
 }
 
+/// Values `from..from + 100 * batches` produced as `batches` kcat runs of 100 lines (one
+/// batch each, so that 4 KiB segments roll); returns the next value.
+fn kcat_produce_batches(
+    kcat: &Path,
+    addr: &str,
+    topic: &str,
+    from: usize,
+    batches: usize,
+) -> usize {
+    for batch in 0..batches {
+        let first = from + batch * 100;
+        let lines: String = (first..first + 100).map(|n| format!("{n:0>30}\n")).collect();
+        kcat_produce(kcat, addr, topic, false, &lines);
+    }
+    from + batches * 100
+}
+
 /// Every record of partition 0 from the beginning to the high watermark: (offset, key, value).
 fn kcat_consume(kcat: &Path, addr: &str, topic: &str) -> Vec<(i64, String, String)> {
+    kcat_consume_from(kcat, addr, topic, "beginning")
+}
+
+/// Every record of partition 0 from `from` (kcat's `-o`) to the high watermark.
+fn kcat_consume_from(
+    kcat: &Path,
+    addr: &str,
+    topic: &str,
+    from: &str,
+) -> Vec<(i64, String, String)> {
     let output = Command::new(kcat)
-        .args(["-b", addr, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"])
+        .args(["-b", addr, "-C", "-t", topic, "-p", "0", "-o", from, "-e", "-q"])
         .args(["-f", "%o\t%k\t%s\n"])
         .output()
         .expect("kcat runs");
@@ -452,5 +479,147 @@ fn twenty_sigkills_during_uploads_expiry_and_compaction_keep_the_bucket_consiste
     }
     assert_eq!(view, reference, "the compacted topic's view survives 20 kills");
     assert!(most_segments > 0, "something was tiered");
+    assert!(broker.terminate().success());
+}
+
+/// The manifest of the one partition in the bucket, once there is one.
+fn the_manifest(
+    store: &std::sync::Arc<dyn seglog_remote::object_store::ObjectStore>,
+    runtime: &tokio::runtime::Runtime,
+) -> Option<Manifest> {
+    runtime.block_on(list_manifests(store.as_ref(), PREFIX)).expect("manifests").pop()
+}
+
+/// Polls the bucket's manifest every 50 ms until `done` holds, for at most a minute.
+fn wait_for_manifest(
+    store: &std::sync::Arc<dyn seglog_remote::object_store::ObjectStore>,
+    runtime: &tokio::runtime::Runtime,
+    what: &str,
+    done: impl Fn(&Manifest) -> bool,
+) -> Manifest {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    loop {
+        if let Some(manifest) = the_manifest(store, runtime).filter(|m| done(m)) {
+            return manifest;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_second_serve_process_on_the_same_bucket_fences_the_first() {
+    let Some(kcat) = crate::serve::client("kcat", crate::serve::which("kcat")) else { return };
+    let Some(moto_python) = python_with_moto() else { return };
+    let moto = Moto::start(&moto_python);
+    moto.create_bucket(BUCKET);
+    let store = moto.store(BUCKET);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let (disk_a, disk_b) = (tempfile::tempdir().expect("a"), tempfile::tempdir().expect("b"));
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["topics", "--log-dir"])
+        .arg(disk_a.path())
+        .args(["create", "--topic", "fenced", "--config", "remote.storage.enable=true"])
+        .args(["--config", "segment.bytes=4096", "--config", "local.retention.bytes=4096"])
+        .output()
+        .expect("seglog topics create");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let extra = tiered_overrides(&moto, 50, &[]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let start = |dir: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_seglog"));
+        command.envs(MOTO_CREDENTIALS);
+        Broker::spawn(command, dir, "127.0.0.1:0", &extra)
+    };
+    let mut first = start(disk_a.path());
+    kcat_produce_batches(&kcat, &first.addr, "fenced", 0, 4);
+    wait_for_manifest(&store, &runtime, "the first broker's upload", |m| {
+        m.writer_epoch == 1 && !m.segments.is_empty()
+    });
+    // The second process, on an empty disk, re-creates the topic from the bucket and takes
+    // the partition.
+    let second = start(disk_b.path());
+    wait_for_manifest(&store, &runtime, "the second broker's acquire", |m| m.writer_epoch == 2);
+    kcat_produce_batches(&kcat, &first.addr, "fenced", 400, 4);
+    let said = first.stderr_until("this broker stops tiering it", Duration::from_mins(1));
+    assert!(said.last().is_some_and(|line| line.contains("fenced")), "{said:#?}");
+    let at_fence = the_manifest(&store, &runtime).expect("manifest");
+    kcat_produce_batches(&kcat, &second.addr, "fenced", 800, 4);
+    let later = wait_for_manifest(&store, &runtime, "the second broker's commits", |m| {
+        m.manifest_version > at_fence.manifest_version
+    });
+    assert_eq!((at_fence.writer_epoch, later.writer_epoch), (2, 2), "only the second commits");
+    assert!(first.terminate().success());
+    assert!(second.terminate().success());
+}
+
+/// The value of `metric` (a line `name value` or `name{labels} value`) in `/metrics` at `addr`,
+/// summed over its label sets.
+fn scrape(addr: &str, metric: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut http = std::net::TcpStream::connect(addr).expect("metrics listener");
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("get");
+    let mut text = String::new();
+    http.read_to_string(&mut text).expect("read");
+    text.lines()
+        .filter(|line| line.strip_prefix(metric).is_some_and(|rest| rest.starts_with([' ', '{'])))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[test]
+fn with_the_bucket_down_local_disk_keeps_every_segment_and_a_metric_says_why() {
+    let Some(kcat) = crate::serve::client("kcat", crate::serve::which("kcat")) else { return };
+    let Some(moto_python) = python_with_moto() else { return };
+    let moto = Moto::start(&moto_python);
+    moto.create_bucket(BUCKET);
+    let store = moto.store(BUCKET);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
+    let disk = tempfile::tempdir().expect("tempdir");
+    let output = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["topics", "--log-dir"])
+        .arg(disk.path())
+        .args(["create", "--topic", "outage", "--config", "remote.storage.enable=true"])
+        .args(["--config", "segment.bytes=4096", "--config", "local.retention.bytes=4096"])
+        .output()
+        .expect("seglog topics create");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .to_string();
+    let extra = tiered_overrides(&moto, 50, &[]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_seglog"));
+    command.envs(MOTO_CREDENTIALS);
+    let broker = Broker::spawn_with_metrics(command, disk.path(), "127.0.0.1:0", &metrics, &extra);
+    kcat_produce_batches(&kcat, &broker.addr, "outage", 0, 4);
+    let partition_dir = disk.path().join("outage-0");
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while local_bases(&partition_dir).first().is_none_or(|first| *first == 0) {
+        assert!(Instant::now() < deadline, "local retention never followed the uploads");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let uploaded = the_manifest(&store, &runtime).expect("manifest").end_offset();
+    drop(moto); // the bucket goes away
+
+    let end = kcat_produce_batches(&kcat, &broker.addr, "outage", 400, 4);
+    let errors_before = scrape(&metrics, "seglog_remote_errors_total");
+    let deadline = Instant::now() + Duration::from_mins(1);
+    while scrape(&metrics, "seglog_remote_errors_total") <= errors_before
+        || scrape(&metrics, "seglog_remote_copy_lag_bytes") <= 4096.0
+    {
+        assert!(Instant::now() < deadline, "no metric says the uploads are failing");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Nothing the bucket does not hold left the disk, and all of it is served.
+    let first_local = local_bases(&partition_dir).first().copied().expect("segments");
+    assert!(
+        first_local <= uploaded,
+        "{first_local} > {uploaded}: a segment went before its upload"
+    );
+    let records = kcat_consume_from(&kcat, &broker.addr, "outage", &first_local.to_string());
+    let local: Vec<i64> = records.iter().map(|(offset, _, _)| *offset).collect();
+    assert_eq!(local, (first_local..end as i64).collect::<Vec<_>>(), "every local offset served");
     assert!(broker.terminate().success());
 }
