@@ -570,3 +570,33 @@ async fn delete_records_below_the_local_segments_expires_remote_segments() {
     assert_eq!(fetch_all(&mut client, 150, log_end).await, kept);
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_bucket_answers_a_fetch_empty_within_remote_fetch_max_wait_ms() {
+    use seglog_remote::faults::Latency;
+    let faults = Arc::new(FaultStore::new(Arc::new(InMemory::new()), 11, 0));
+    let store: Arc<dyn ObjectStore> = Arc::clone(&faults) as _;
+    let disk = tempfile::tempdir().expect("tempdir");
+    let extra = [("remote.fetch.max.wait.ms", "100")];
+    let server = start_tiered_with(disk.path(), Arc::clone(&store), &extra).await;
+    let mut client = Client::connect(&server).await;
+    create_tiered_topic(&mut client).await;
+    let expected = produce_values(&mut client, 40).await;
+    wait_for_local_start_above(&mut client, 0).await;
+    // Every GET now takes 2 s: the remote read outlasts the wait, and the partition answers
+    // without records and without an error; the consumer asks again.
+    faults.set_latency(Some(Latency {
+        first_byte: Duration::from_secs(2),
+        bytes_per_second: 1 << 30,
+    }));
+    let started = Instant::now();
+    let slow = client.send(&fetch_request(TOPIC, 0, 0), 12).await;
+    let partition = &slow.responses[0].partitions[0];
+    assert_eq!(partition.error_code, 0);
+    assert!(records(&partition.records.clone().unwrap_or_default()).is_empty());
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}: not bounded", started.elapsed());
+    faults.set_latency(None);
+    let fetched = fetch_all(&mut client, 0, 10).await;
+    assert_eq!(fetched[..10], expected[..10], "served once the bucket answers");
+    server.shutdown().await.expect("clean shutdown");
+}
