@@ -253,6 +253,37 @@ pub async fn find_orphans(
         .collect())
 }
 
+/// Deletes a partition's manifest (a deleted topic's, first, so that no broker re-creates the
+/// topic from the bucket); one already gone is fine.
+pub async fn delete_manifest(store: &dyn ObjectStore, layout: &PartitionLayout) -> Result<()> {
+    let key = layout.manifest_key();
+    match store.delete(&key).await {
+        Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
+        Err(source) => Err(RemoteError::store("delete", &key, source)),
+    }
+}
+
+/// Deletes every object of a partition's segments folder (a deleted topic's, after its
+/// manifest); returns how many went.
+pub async fn delete_partition_objects(
+    store: &dyn ObjectStore,
+    layout: &PartitionLayout,
+) -> Result<usize> {
+    let dir = layout.segments_dir();
+    let listed: Vec<_> = store
+        .list(Some(&dir))
+        .try_collect()
+        .await
+        .map_err(|source| RemoteError::store("list", &dir, source))?;
+    for meta in &listed {
+        match store.delete(&meta.location).await {
+            Ok(()) | Err(StoreError::NotFound { .. }) => {}
+            Err(source) => return Err(RemoteError::store("delete", &meta.location, source)),
+        }
+    }
+    Ok(listed.len())
+}
+
 /// Every partition manifest under `prefix` (a broker with an empty disk learns from them which
 /// topics and partitions the bucket holds). A folder whose manifest is missing (being created)
 /// is skipped; one whose manifest does not describe the folder's partition is an error.

@@ -567,13 +567,11 @@ pub(crate) async fn delete_topics(
                             result.topic_id = uuid::Uuid::nil();
                         }
                         result.error_code = ResponseError::TopicAuthorizationFailed.code();
-                    } else if let Err(error) = broker.manager.delete_topic(&target) {
+                    } else if let Err(error) = delete_topic(&broker, &target) {
                         result.error_code = storage_error(&error).code();
                         if version >= 5 {
                             result.error_message = message(error.to_string());
                         }
-                    } else if let Some(tiering) = &broker.tiering {
-                        tiering.forget_topic(&target);
                     }
                 }
             }
@@ -583,6 +581,18 @@ pub(crate) async fn delete_topics(
     })
     .await?;
     encode(&response, version)
+}
+
+/// Deletes `topic`'s partitions and, for a tiered topic, its remote data (the manifests
+/// before the answer, on this blocking thread; the objects in the background).
+fn delete_topic(broker: &Broker, topic: &str) -> Result<(), StorageError> {
+    let topic_id = broker.manager.topic_id(topic);
+    let n_partitions = broker.manager.topic_partition_counts().get(topic).copied();
+    broker.manager.delete_topic(topic)?;
+    if let (Some(tiering), Some(id), Some(n)) = (&broker.tiering, topic_id, n_partitions) {
+        tokio::runtime::Handle::current().block_on(tiering.delete_topic(topic, &id, n));
+    }
+    Ok(())
 }
 
 /// Whether a DeleteTopics of `topic` is refused (Kafka's `ControllerApis.deleteTopics`): DELETE

@@ -23,7 +23,8 @@ use bytes::Bytes;
 use seglog_remote::object_store::ObjectStore;
 use seglog_remote::{
     Manifest, ManifestWriter, PartitionLayout, RemoteChunkCache, RemoteError, RemoteIndexCache,
-    RemoteReader, S3Config, list_manifests, open_s3, probe_conditional_put, read_manifest,
+    RemoteReader, S3Config, delete_manifest, delete_partition_objects, list_manifests, open_s3,
+    probe_conditional_put, read_manifest,
 };
 use seglog_storage::log::partition_log::TopicPartition;
 use tokio::sync::watch;
@@ -289,12 +290,46 @@ impl Tiering {
         fenced
     }
 
-    /// Forgets a deleted topic's partitions.
-    pub(crate) fn forget_topic(&self, topic: &str) {
+    /// A deleted topic's remote data goes with it (Kafka's `RemoteLogManager` deletes a deleted
+    /// partition's remote segments): this broker forgets its partitions, each partition's
+    /// manifest is deleted at once (so that no broker re-creates the topic from the bucket),
+    /// and the objects in the background.
+    pub(crate) async fn delete_topic(
+        self: &Arc<Self>,
+        topic: &str,
+        topic_id: &[u8; 16],
+        n_partitions: i32,
+    ) {
         self.partitions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|tp, _| tp.topic != topic);
+        let topic_id = seglog_format::java::uuid_to_base64(topic_id);
+        let layouts: Vec<PartitionLayout> = (0..n_partitions)
+            .map(|partition| PartitionLayout::new(&self.config.prefix, topic, partition, &topic_id))
+            .collect();
+        for layout in &layouts {
+            if let Err(error) = delete_manifest(self.store.as_ref(), layout).await {
+                tracing::warn!(topic, %error, "cannot delete a deleted topic's manifest");
+            }
+        }
+        let tiering = Arc::clone(self);
+        tokio::spawn(async move {
+            for layout in &layouts {
+                match delete_partition_objects(tiering.store.as_ref(), layout).await {
+                    Ok(objects) => tracing::info!(
+                        dir = %layout.dir(),
+                        objects,
+                        "deleted a deleted topic's remote objects"
+                    ),
+                    Err(error) => tracing::warn!(
+                        dir = %layout.dir(),
+                        %error,
+                        "cannot delete a deleted topic's remote objects; they stay as orphans"
+                    ),
+                }
+            }
+        });
     }
 
     /// Records of `tp` from the bucket from the batch holding `offset` (whole batches, at least

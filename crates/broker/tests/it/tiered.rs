@@ -600,3 +600,40 @@ async fn a_slow_bucket_answers_a_fetch_empty_within_remote_fetch_max_wait_ms() {
     assert_eq!(fetched[..10], expected[..10], "served once the bucket answers");
     server.shutdown().await.expect("clean shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_tiered_topic_leaves_the_bucket_and_does_not_come_back() {
+    use kafka_protocol::messages::DeleteTopicsRequest;
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(disk.path(), Arc::clone(&store)).await;
+    let mut client = Client::connect(&server).await;
+    create_tiered_topic(&mut client).await;
+    produce_values(&mut client, 20).await;
+    wait_for_local_start_above(&mut client, 0).await;
+    assert!(log_objects(store.as_ref()).await > 0);
+    let request = DeleteTopicsRequest::default()
+        .with_topic_names(vec![crate::protocol::name(TOPIC)])
+        .with_timeout_ms(10_000);
+    let deleted = client.send(&request, 5).await;
+    assert_eq!(deleted.responses[0].error_code, 0);
+    let listed: Vec<ObjectPath> = store
+        .list(Some(&ObjectPath::from("it")))
+        .map(|meta| meta.expect("list").location)
+        .collect()
+        .await;
+    assert!(
+        !listed.iter().any(|key| key.as_ref().ends_with("/manifest.json")),
+        "the manifest went with the answer: {listed:?}"
+    );
+    let deadline = Instant::now() + WITHIN;
+    while log_objects(store.as_ref()).await > 0 {
+        assert!(Instant::now() < deadline, "the deleted topic's objects stay");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.shutdown().await.expect("clean shutdown");
+    let empty_disk = tempfile::tempdir().expect("tempdir");
+    let server = start_tiered(empty_disk.path(), Arc::clone(&store)).await;
+    assert_eq!(server.broker().manager().topic_id(TOPIC), None, "not re-created from the bucket");
+    server.shutdown().await.expect("clean shutdown");
+}
