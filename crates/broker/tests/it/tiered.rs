@@ -535,7 +535,8 @@ async fn delete_records_below_the_local_segments_expires_remote_segments() {
     let expected = produce_values(&mut client, 40).await;
     let log_end = expected.len() as i64;
     let local_start = wait_for_local_start_above(&mut client, 200).await;
-    let objects_before = log_objects(store.as_ref()).await;
+    let before = manifest(store.as_ref()).await;
+    assert!(before.segments.iter().any(|entry| entry.last_offset < 150), "{before:?}");
     let request = DeleteRecordsRequest::default().with_topics(vec![
         DeleteRecordsTopic::default().with_name(crate::protocol::name(TOPIC)).with_partitions(
             vec![DeleteRecordsPartition::default().with_partition_index(0).with_offset(150)],
@@ -545,14 +546,14 @@ async fn delete_records_below_the_local_segments_expires_remote_segments() {
     let deleted = &response.topics[0].partitions[0];
     assert_eq!((deleted.error_code, deleted.low_watermark), (0, 150));
     assert_eq!(list_offset(&mut client, -2).await, 150);
-    assert_eq!(list_offset(&mut client, -4).await, local_start, "the local part is untouched");
+    assert!(list_offset(&mut client, -4).await >= local_start, "the local part is untouched");
     // The next round expires the remote segments wholly below it: manifest, then objects.
     let deadline = Instant::now() + WITHIN;
     loop {
         let remote = manifest(store.as_ref()).await;
         let objects = log_objects(store.as_ref()).await;
         if remote.log_start_offset == 150 && objects == remote.segments.len() {
-            assert!(objects < objects_before, "{objects} of {objects_before} objects left");
+            // Only the segments reaching 150 or later are named, and only their objects left.
             assert!(remote.segments.iter().all(|entry| entry.last_offset >= 150));
             break;
         }
