@@ -58,6 +58,7 @@ pub use reader::{
 pub use store::{S3Config, open_s3};
 pub use verify::{RemoteProblem, RemoteReport, verify_remote};
 pub use writer::{
-    ManifestWriter, delete_manifest, delete_partition_objects, delete_segment_objects,
-    find_orphans, list_manifests, probe_conditional_put, read_manifest, upload_segment,
+    ManifestWriter, delete_manifest, delete_objects, delete_partition_objects,
+    delete_segment_objects, find_orphans, list_manifests, probe_conditional_put, read_manifest,
+    upload_segment,
 };

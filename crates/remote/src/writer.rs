@@ -216,14 +216,12 @@ pub async fn delete_segment_objects(
     layout: &PartitionLayout,
     entry: &SegmentEntry,
 ) -> Result<()> {
-    for kind in &entry.objects {
-        let key = layout.object_key(entry.base_offset, entry.id, *kind);
-        match store.delete(&key).await {
-            Ok(()) | Err(StoreError::NotFound { .. }) => {}
-            Err(source) => return Err(RemoteError::store("delete", &key, source)),
-        }
-    }
-    Ok(())
+    let keys: Vec<Path> = entry
+        .objects
+        .iter()
+        .map(|kind| layout.object_key(entry.base_offset, entry.id, *kind))
+        .collect();
+    delete_objects(store, &keys).await
 }
 
 /// The objects of the partition's folder that `manifest` does not name and that are not being
@@ -253,14 +251,21 @@ pub async fn find_orphans(
         .collect())
 }
 
+/// Deletes the objects at `keys`; objects already gone are fine.
+pub async fn delete_objects(store: &dyn ObjectStore, keys: &[Path]) -> Result<()> {
+    for key in keys {
+        match store.delete(key).await {
+            Ok(()) | Err(StoreError::NotFound { .. }) => {}
+            Err(source) => return Err(RemoteError::store("delete", key, source)),
+        }
+    }
+    Ok(())
+}
+
 /// Deletes a partition's manifest (a deleted topic's, first, so that no broker re-creates the
 /// topic from the bucket); one already gone is fine.
 pub async fn delete_manifest(store: &dyn ObjectStore, layout: &PartitionLayout) -> Result<()> {
-    let key = layout.manifest_key();
-    match store.delete(&key).await {
-        Ok(()) | Err(StoreError::NotFound { .. }) => Ok(()),
-        Err(source) => Err(RemoteError::store("delete", &key, source)),
-    }
+    delete_objects(store, &[layout.manifest_key()]).await
 }
 
 /// Deletes every object of a partition's segments folder (a deleted topic's, after its
@@ -275,13 +280,9 @@ pub async fn delete_partition_objects(
         .try_collect()
         .await
         .map_err(|source| RemoteError::store("list", &dir, source))?;
-    for meta in &listed {
-        match store.delete(&meta.location).await {
-            Ok(()) | Err(StoreError::NotFound { .. }) => {}
-            Err(source) => return Err(RemoteError::store("delete", &meta.location, source)),
-        }
-    }
-    Ok(listed.len())
+    let keys: Vec<Path> = listed.into_iter().map(|meta| meta.location).collect();
+    delete_objects(store, &keys).await?;
+    Ok(keys.len())
 }
 
 /// Every partition manifest under `prefix` (a broker with an empty disk learns from them which

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use seglog_remote::{Change, SegmentEntry, delete_segment_objects};
 use seglog_storage::log::partition_log::{ClosedSegment, PartitionLog};
 
-use super::round::{blocking, upload_one};
+use super::round::{on_log, upload_one};
 use super::{PartitionTier, TierError, TierTask, Tiering};
 use crate::Broker;
 
@@ -49,15 +49,13 @@ pub(super) async fn reupload_cleaned(
     log: &Arc<PartitionLog>,
 ) -> Result<(), TierError> {
     let Some(writer) = task.writer.as_mut() else { return Ok(()) };
-    let state = Arc::clone(log);
-    let compact = blocking(move || Ok(state.config()?.is_compact())).await?;
+    let compact = on_log(log, move |state| Ok(state.config()?.is_compact())).await?;
     if !compact {
         return Ok(());
     }
     let remote_start = writer.manifest().log_start_offset;
     let remote_end = writer.manifest().end_offset();
-    let state = Arc::clone(log);
-    let closed = blocking(move || Ok(state.closed_segments_from(remote_start)?)).await?;
+    let closed = on_log(log, move |state| Ok(state.closed_segments_from(remote_start)?)).await?;
     let mut reuploaded = 0;
     for segment in closed.into_iter().filter(|segment| segment.base_offset < remote_end) {
         if reuploaded == REUPLOADS_PER_ROUND_MAX {
@@ -70,8 +68,8 @@ pub(super) async fn reupload_cleaned(
         let last_offset = entry.last_offset;
         let removed = writer.commit(&Change::Replace { replaced, with: vec![entry] }).await?;
         tier.publish(writer.manifest());
-        let state = Arc::clone(log);
-        blocking(move || Ok(state.update_highest_offset_in_remote_storage(last_offset)?)).await?;
+        on_log(log, move |state| Ok(state.update_highest_offset_in_remote_storage(last_offset)?))
+            .await?;
         let now = Instant::now();
         task.replaced.extend(removed.into_iter().map(|entry| (now, entry)));
         ::metrics::counter!("seglog_remote_reuploaded_segments_total").increment(1);
@@ -90,8 +88,7 @@ pub(super) async fn delete_replaced(
     if task.replaced.is_empty() {
         return Ok(());
     }
-    let state = Arc::clone(log);
-    let delay_ms = blocking(move || Ok(state.config()?.file_delete_delay_ms)).await?;
+    let delay_ms = on_log(log, move |state| Ok(state.config()?.file_delete_delay_ms)).await?;
     let delay = Duration::from_millis(u64::try_from(delay_ms).unwrap_or(0));
     while let Some((replaced_at, entry)) = task.replaced.first() {
         if replaced_at.elapsed() < delay {

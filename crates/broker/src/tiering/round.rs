@@ -5,9 +5,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use seglog_remote::object_store::ObjectStoreExt;
 use seglog_remote::{
-    Change, Manifest, ManifestWriter, ObjectKind, RemoteError, SegmentEntry,
+    Change, Manifest, ManifestWriter, ObjectKind, RemoteError, SegmentEntry, delete_objects,
     delete_segment_objects, find_orphans, leader_epoch_slice, read_segment_files, upload_segment,
 };
 use seglog_storage::config::LogConfig;
@@ -96,6 +95,15 @@ pub(super) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work).await?
 }
 
+/// `work` on `log`, on a blocking thread (a log call may load the log or read a file).
+pub(super) async fn on_log<T: Send + 'static>(
+    log: &Arc<PartitionLog>,
+    work: impl FnOnce(&PartitionLog) -> Result<T, TierError> + Send + 'static,
+) -> Result<T, TierError> {
+    let log = Arc::clone(log);
+    blocking(move || work(&log)).await
+}
+
 async fn round(
     broker: &Arc<Broker>,
     tiering: &Tiering,
@@ -122,16 +130,7 @@ async fn round(
         let orphans =
             find_orphans(tiering.store.as_ref(), &tier.layout, writer.manifest(), &BTreeSet::new())
                 .await?;
-        for key in &orphans {
-            match tiering.store.delete(key).await {
-                Ok(()) | Err(seglog_remote::object_store::Error::NotFound { .. }) => {}
-                Err(source) => {
-                    return Err(
-                        RemoteError::Store { op: "delete", key: key.to_string(), source }.into()
-                    );
-                }
-            }
-        }
+        delete_objects(tiering.store.as_ref(), &orphans).await?;
         if !orphans.is_empty() {
             tracing::info!(partition = %log.topic_partition(), orphans = orphans.len(), "deleted orphaned remote objects");
         }
@@ -223,8 +222,7 @@ async fn expire(
     writer: &mut ManifestWriter,
     log: &Arc<PartitionLog>,
 ) -> Result<(), TierError> {
-    let state = Arc::clone(log);
-    let (log_start, config, local_only_bytes) = blocking(move || {
+    let (log_start, config, local_only_bytes) = on_log(log, move |state| {
         Ok((state.log_start_offset()?, state.config()?, state.bytes_not_in_remote_storage()?))
     })
     .await?;
@@ -245,8 +243,7 @@ async fn expire(
         delete_segment_objects(tiering.store.as_ref(), &tier.layout, entry).await?;
     }
     ::metrics::counter!("seglog_remote_expired_segments_total").increment(removed.len() as u64);
-    let state = Arc::clone(log);
-    blocking(move || {
+    on_log(log, move |state| {
         let bound = new_start.min(state.high_watermark()?);
         state.maybe_increment_log_start_offset(bound)?;
         Ok(())
@@ -262,8 +259,7 @@ async fn upload(
     log: &Arc<PartitionLog>,
 ) -> Result<(), TierError> {
     let from = writer.manifest().end_offset();
-    let state = Arc::clone(log);
-    let closed = blocking(move || Ok(state.closed_segments_from(from)?)).await?;
+    let closed = on_log(log, move |state| Ok(state.closed_segments_from(from)?)).await?;
     for segment in closed.into_iter().take(UPLOADS_PER_ROUND_MAX) {
         let manifest = writer.manifest();
         let contiguous = if manifest.segments.is_empty() {
@@ -288,9 +284,9 @@ async fn upload(
         let log_bytes = entry.log_bytes;
         writer.commit(&Change::Add(entry)).await?;
         tier.publish(writer.manifest());
-        let state = Arc::clone(log);
         let last_offset = segment.end_offset - 1;
-        blocking(move || Ok(state.update_highest_offset_in_remote_storage(last_offset)?)).await?;
+        on_log(log, move |state| Ok(state.update_highest_offset_in_remote_storage(last_offset)?))
+            .await?;
         ::metrics::counter!("seglog_remote_copy_bytes_total").increment(log_bytes);
         ::metrics::counter!("seglog_remote_copy_segments_total").increment(1);
     }
@@ -307,8 +303,7 @@ pub(super) async fn upload_one(
     segment: ClosedSegment,
 ) -> Result<SegmentEntry, TierError> {
     let fs = Arc::clone(&broker.log_files);
-    let state = Arc::clone(log);
-    let objects = blocking(move || {
+    let objects = on_log(log, move |state| {
         let dir = state.dir();
         let mut objects =
             read_segment_files(fs.as_ref(), &dir, segment.base_offset, segment.end_offset)?;

@@ -75,12 +75,18 @@ impl PartitionLog {
     pub fn bytes_not_in_remote_storage(&self) -> Result<u64> {
         let state = self.read_state()?;
         let uploaded_below = state.highest_offset_in_remote_storage.saturating_add(1);
-        Ok(state
-            .local
-            .segments()
+        let segments: Vec<&LogSegment> = state.local.segments().iter().collect();
+        // A segment ends where the next begins (the last at the log end): no file is read.
+        let ends = segments
             .iter()
-            .filter(|segment| segment.read_next_offset().is_ok_and(|next| next > uploaded_below))
-            .map(|segment| u64::from(segment.size_bytes()))
+            .skip(1)
+            .map(|next| next.base_offset())
+            .chain(std::iter::once(state.local.log_end_offset()));
+        Ok(segments
+            .iter()
+            .zip(ends)
+            .filter(|(_, end)| *end > uploaded_below)
+            .map(|(segment, _)| u64::from(segment.size_bytes()))
             .sum())
     }
 
