@@ -590,7 +590,7 @@ run_transactional_mode() {
     seglog_log=$work_dir/seglog.stderr
     log "seglog: $SEGLOG_BIN serve on 127.0.0.1:$seglog_port, log dir $seglog_dir ($fs_type)"
     "$SEGLOG_BIN" serve --listener "127.0.0.1:$seglog_port" --log-dir "$seglog_dir" \
-        --metrics-listener '' >"$seglog_log" 2>&1 &
+        --metrics-listener '' --console-listener '' >"$seglog_log" 2>&1 &
     seglog_pid=$!
     pids+=("$seglog_pid")
     wait_port "$seglog_port" "$seglog_pid" seglog "$seglog_log" || die "seglog did not start"
@@ -787,7 +787,7 @@ run_security_mode() {
     while [[ $tls_port == "$plain_port" ]]; do tls_port=$(free_port); done
     seglog_log=$work_dir/seglog.stderr
     log "seglog: $SEGLOG_BIN serve, PLAINTEXT on 127.0.0.1:$plain_port, SASL_SSL on 127.0.0.1:$tls_port, log dir $seglog_dir ($fs_type)"
-    "$SEGLOG_BIN" serve --log-dir "$seglog_dir" --metrics-listener '' \
+    "$SEGLOG_BIN" serve --log-dir "$seglog_dir" --metrics-listener '' --console-listener '' \
         --listener "PLAINTEXT://127.0.0.1:$plain_port,SASL_SSL://127.0.0.1:$tls_port" \
         --override ssl.keystore.type=PEM --override "ssl.keystore.location=$sec_certs/server.pem" \
         --override sasl.enabled.mechanisms=SCRAM-SHA-512 >"$seglog_log" 2>&1 &
@@ -918,7 +918,7 @@ mkdir -p "$seglog_dir"
 seglog_log=$work_dir/seglog.stderr
 log "seglog: $SEGLOG_BIN serve on 127.0.0.1:$seglog_port, log dir $seglog_dir"
 "$SEGLOG_BIN" serve --listener "127.0.0.1:$seglog_port" --log-dir "$seglog_dir" \
-    --metrics-listener '' >"$seglog_log" 2>&1 &
+    --metrics-listener '' --console-listener '' >"$seglog_log" 2>&1 &
 seglog_pid=$!
 pids+=("$seglog_pid")
 wait_port "$seglog_port" "$seglog_pid" seglog "$seglog_log" || die "seglog did not start"

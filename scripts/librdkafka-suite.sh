@@ -482,7 +482,7 @@ start_broker() {
     # cluster with auto topic creation and num.partitions=4.
     RUST_LOG="${SEGLOG_RUST_LOG:-info,seglog_broker=debug}" \
         "$seglog_bin" serve "${broker_args[@]}" "$@" --log-dir "$data_dir" \
-        --metrics-listener '' >>"$broker_log" 2>&1 &
+        --metrics-listener '' --console-listener '' >>"$broker_log" 2>&1 &
     broker_pid=$!
     local p
     for p in "$port" $ssl_port $requested_port; do

@@ -70,7 +70,7 @@ waited_s=""
 start_and_wait() {
     local t0
     t0=$(now)
-    "$seglog" serve --log-dir "$data" --listener "127.0.0.1:$port" --metrics-listener '' \
+    "$seglog" serve --log-dir "$data" --listener "127.0.0.1:$port" --metrics-listener '' --console-listener '' \
         >>"$work/broker.log" 2>&1 &
     broker_pid=$!
     "$python" - "127.0.0.1:$port" "$partitions" <<'PY'

@@ -76,7 +76,7 @@ trap cleanup EXIT
 port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 bootstrap=127.0.0.1:$port
 # Retention runs every 5 s (Kafka's default is 5 minutes) so that it runs often in a short soak.
-"$seglog" serve --log-dir "$data" --listener "$bootstrap" --metrics-listener '' \
+"$seglog" serve --log-dir "$data" --listener "$bootstrap" --metrics-listener '' --console-listener '' \
     --override log.retention.check.interval.ms=5000 >"$work/broker.log" 2>&1 &
 broker_pid=$!
 "$python" - "$bootstrap" <<'PY'

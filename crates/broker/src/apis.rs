@@ -263,6 +263,11 @@ pub(crate) fn api_name(api_key: ApiKey) -> &'static str {
     api(api_key).map_or("other", |api| api.name)
 }
 
+/// [`api_name`] of a raw key.
+pub(crate) fn api_name_of(api_key: i16) -> &'static str {
+    ApiKey::try_from(api_key).map_or("other", api_name)
+}
+
 /// The ApiVersions list: every served API with its range.
 pub(crate) fn api_version_list() -> Vec<ApiVersion> {
     APIS.iter()

@@ -8,6 +8,7 @@
 
 mod apis;
 pub mod config;
+pub mod console;
 mod dispatch;
 pub mod error;
 mod fetch_session;
@@ -97,9 +98,15 @@ pub struct Broker {
     fetch_sessions: std::sync::Mutex<fetch_session::FetchSessionCache>,
     /// Tiered storage, when `remote.log.storage.system.enable` is on.
     tiering: Option<Arc<tiering::Tiering>>,
+    /// What the web console counts and remembers of the start.
+    console: console::ConsoleState,
 }
 
 impl Broker {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each part is opened in turn by Server::start_with, which alone calls this"
+    )]
     fn new(
         config: BrokerConfig,
         manager: Arc<LogManager>,
@@ -108,6 +115,7 @@ impl Broker {
         dynamic_configs: config::dynamic::DynamicConfigs,
         log_files: Arc<seglog_storage::io::BudgetFs>,
         tiering: Option<Arc<tiering::Tiering>>,
+        recovery: Arc<std::sync::Mutex<console::Recovery>>,
     ) -> Self {
         let cluster_id = manager.cluster_id().unwrap_or_else(|| "seglog".to_owned());
         let advertised = config
@@ -153,6 +161,7 @@ impl Broker {
             log_files,
             fetch_sessions: std::sync::Mutex::new(fetch_sessions),
             tiering,
+            console: console::ConsoleState { traffic: console::Traffic::default(), recovery },
         }
     }
 

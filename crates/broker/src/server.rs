@@ -82,6 +82,7 @@ pub struct Server {
     /// Each listener's bound address, in `listeners` order.
     local_addrs: Vec<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
+    console_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
     connections: Arc<JoinSetCounter>,
@@ -166,9 +167,23 @@ async fn restore_from_bucket(broker: &Arc<Broker>) {
     }
 }
 
+/// Binds an HTTP listener (`/metrics`, the console) when it is configured.
+async fn bind_http(
+    addr: Option<SocketAddr>,
+) -> Result<(Option<TcpListener>, Option<SocketAddr>), ServeError> {
+    let Some(addr) = addr else { return Ok((None, None)) };
+    let listener =
+        TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
+    Ok((Some(listener), Some(bound)))
+}
+
 /// Starts the thread that loads, in the background, the logs the open left unloaded
 /// ([`LogManager::load_unloaded`]); clients reaching a log first load it themselves.
-fn spawn_log_loader(manager: &Arc<LogManager>) -> Result<(), ServeError> {
+fn spawn_log_loader(
+    manager: &Arc<LogManager>,
+    recovery: Arc<std::sync::Mutex<crate::console::Recovery>>,
+) -> Result<(), ServeError> {
     let manager = Arc::clone(manager);
     std::thread::Builder::new()
         .name("seglog-log-loader".to_owned())
@@ -179,6 +194,18 @@ fn spawn_log_loader(manager: &Arc<LogManager>) -> Result<(), ServeError> {
                 tracing::error!(topic = %tp.topic, partition = tp.partition, %error, "log load failed");
             }
             let recovered: usize = report.partitions.values().map(|r| r.segments_recovered).sum();
+            {
+                let mut figures =
+                    recovery.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                figures.background_done = true;
+                figures.loaded = report.partitions.len();
+                figures.failed = report.failed.len();
+                figures.segments_recovered += recovered;
+                figures.bytes_truncated +=
+                    report.partitions.values().map(|r| r.bytes_truncated).sum::<u64>();
+                figures.background_ms =
+                    u64::try_from(report.elapsed.as_millis()).unwrap_or(u64::MAX);
+            }
             tracing::info!(
                 loaded = report.partitions.len(),
                 failed = report.failed.len(),
@@ -196,7 +223,16 @@ impl Server {
     /// Opens the log directories (recovering them if needed), binds the listeners and starts
     /// serving. Returns once clients can connect.
     pub async fn start(config: BrokerConfig) -> Result<Self, ServeError> {
-        Self::start_with(config, None).await
+        Self::start_with(config, None, None).await
+    }
+
+    /// [`Server::start`] with the console's segment dumps printed by `dump` (the tools'
+    /// `seglog dump`; without it the console's dump view answers 501).
+    pub async fn start_with_dump(
+        config: BrokerConfig,
+        dump: crate::console::DumpFn,
+    ) -> Result<Self, ServeError> {
+        Self::start_with(config, None, Some(dump)).await
     }
 
     /// [`Server::start`] with tiered storage in `store` rather than the configured bucket
@@ -206,12 +242,13 @@ impl Server {
         config: BrokerConfig,
         store: Arc<dyn seglog_remote::object_store::ObjectStore>,
     ) -> Result<Self, ServeError> {
-        Self::start_with(config, Some(store)).await
+        Self::start_with(config, Some(store), None).await
     }
 
     async fn start_with(
         config: BrokerConfig,
         store: Option<Arc<dyn seglog_remote::object_store::ObjectStore>>,
+        dump: Option<crate::console::DumpFn>,
     ) -> Result<Self, ServeError> {
         let mut log_config = config.log.clone();
         log_config.node_id = Some(config.node_id);
@@ -220,6 +257,7 @@ impl Server {
         log_config.load_lazily = true;
         let (log_files, connections_max) = descriptor_budget(&config);
         let fs: Arc<dyn seglog_storage::io::Fs> = Arc::clone(&log_files) as _;
+        let opening = Instant::now();
         let (manager, report) = tokio::task::spawn_blocking(move || {
             LogManager::open(fs, Arc::new(SystemClock), log_config)
         })
@@ -239,25 +277,16 @@ impl Server {
             clean_dirs = report.clean_dirs.len(),
             "log directories open"
         );
-        spawn_log_loader(&manager)?;
+        let recovery = Arc::new(std::sync::Mutex::new(crate::console::Recovery::at_open(
+            opening.elapsed(),
+            &manager,
+            &report,
+        )));
+        spawn_log_loader(&manager, Arc::clone(&recovery))?;
         let background = manager.start_background(BACKGROUND_PERIOD)?;
         let (listeners, local_addrs) = bind_listeners(&config).await?;
-        let metrics_listener = match config.metrics_listener {
-            Some(addr) => Some(
-                TcpListener::bind(addr)
-                    .await
-                    .map_err(|source| ServeError::Bind { addr, source })?,
-            ),
-            None => None,
-        };
-        let metrics_addr = match &metrics_listener {
-            Some(listener) => Some(listener.local_addr().map_err(|source| ServeError::Bind {
-                addr:
-                    config.metrics_listener.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
-                source,
-            })?),
-            None => None,
-        };
+        let (metrics_listener, metrics_addr) = bind_http(config.metrics_listener).await?;
+        let (console_listener, console_addr) = bind_http(config.console.listener).await?;
         let security = Security::new(&config, &manager).map_err(ServeError::Security)?;
         let dynamic = crate::handlers::load_dynamic_configs(&config, &manager)
             .map_err(ServeError::DynamicConfigs)?;
@@ -270,6 +299,7 @@ impl Server {
             dynamic,
             log_files,
             tiering,
+            recovery,
         ));
         restore_from_bucket(&broker).await;
         let loading = Arc::clone(&broker);
@@ -295,6 +325,14 @@ impl Server {
         tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(crate::tiering::run(Arc::clone(&broker), stopped.clone()));
+        if let Some(listener) = console_listener {
+            tasks.spawn(crate::console::serve(
+                Arc::clone(&broker),
+                listener,
+                stopped.clone(),
+                dump,
+            ));
+        }
         if let Some(listener) = metrics_listener {
             metrics::install();
             tasks.spawn(metrics::upkeep(stopped.clone()));
@@ -303,11 +341,12 @@ impl Server {
         for (listener, addr) in broker.config.listeners.iter().zip(&local_addrs) {
             tracing::info!(listener = %listener.name, protocol = %listener.protocol, %addr, "listening");
         }
-        tracing::info!(local_addr = %local_addrs.first().map(ToString::to_string).unwrap_or_default(), ?metrics_addr, "seglog broker listening");
+        tracing::info!(local_addr = %local_addrs.first().map(ToString::to_string).unwrap_or_default(), ?metrics_addr, ?console_addr, "seglog broker listening");
         Ok(Self {
             broker,
             local_addrs,
             metrics_addr,
+            console_addr,
             stop,
             tasks,
             connections,
@@ -341,6 +380,11 @@ impl Server {
     /// The address of `/metrics`, when it is served.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// Where the web console listens, if it is on.
+    pub fn console_addr(&self) -> Option<SocketAddr> {
+        self.console_addr
     }
 
     /// The broker state, for tests and tools in the same process.
@@ -789,6 +833,7 @@ async fn serve_connection<S: ConnectionStream>(
             return Ok(());
         };
         ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
+        broker.console.traffic.bytes_in(frame.len() + 4);
         let (outcome, throttle) = match auth.on_frame(broker, frame).await {
             Step::Dispatch(frame, session) => {
                 dispatch::handle_throttled(broker, frame, &session).await
@@ -806,13 +851,15 @@ async fn serve_connection<S: ConnectionStream>(
             Outcome::Respond(prefix, body) => {
                 ::metrics::counter!("seglog_bytes_out_total")
                     .increment((prefix.len() + body.len()) as u64);
+                broker.console.traffic.bytes_out(prefix.len() + body.len());
                 // One vectored write of header and body, no copy of the body.
                 stream.write_all_buf(&mut bytes::Buf::chain(prefix, body)).await?;
                 stream.flush().await?;
             }
             Outcome::RespondPieces(pieces) => {
-                ::metrics::counter!("seglog_bytes_out_total")
-                    .increment(crate::file_send::pieces_len(&pieces) as u64);
+                let n_bytes = crate::file_send::pieces_len(&pieces);
+                ::metrics::counter!("seglog_bytes_out_total").increment(n_bytes as u64);
+                broker.console.traffic.bytes_out(n_bytes);
                 if let Some(socket) = stream.plaintext_socket() {
                     crate::file_send::write_pieces(socket, pieces).await?;
                 } else {

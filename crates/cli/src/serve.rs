@@ -31,6 +31,10 @@ pub(crate) struct ServeArgs {
     /// 127.0.0.1:9308; an empty value turns it off).
     #[arg(long, value_name = "ADDR")]
     metrics_listener: Option<String>,
+    /// Where the web console is served (key `seglog.console.listener`; default
+    /// 127.0.0.1:9309; an empty value turns it off).
+    #[arg(long, value_name = "ADDR")]
+    console_listener: Option<String>,
     /// Any other key, as `key=value` (repeatable), like kafka-server-start.sh --override.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
@@ -60,6 +64,7 @@ fn properties(args: &ServeArgs) -> Result<BTreeMap<String, String>> {
         ("log.dirs", args.log_dir.clone()),
         ("node.id", args.node_id.map(|id| id.to_string())),
         ("seglog.metrics.listener", args.metrics_listener.clone()),
+        ("seglog.console.listener", args.console_listener.clone()),
     ];
     for (key, value) in flags {
         if let Some(value) = value {
@@ -94,7 +99,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
         // as the address is announced stops it cleanly rather than killing it.
         let signals = Signals::install()?;
         let dirs = config.log.log_dirs.clone();
-        let server = Server::start(config).await.with_context(|| {
+        let dump: seglog_broker::console::DumpFn = std::sync::Arc::new(crate::dump::console_page);
+        let server = Server::start_with_dump(config, dump).await.with_context(|| {
             format!(
                 "cannot start the broker on {}",
                 dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(",")
@@ -104,11 +110,12 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
             eprintln!("seglog: listener {name} on {addr}");
         }
         eprintln!(
-            "seglog: serving Kafka clients on {} (metrics: {})",
+            "seglog: serving Kafka clients on {} (metrics: {}, console: {})",
             server.local_addr(),
             server
                 .metrics_addr()
-                .map_or_else(|| "off".to_owned(), |addr| format!("http://{addr}/metrics"))
+                .map_or_else(|| "off".to_owned(), |addr| format!("http://{addr}/metrics")),
+            server.console_addr().map_or_else(|| "off".to_owned(), |addr| format!("http://{addr}"))
         );
         signals.wait().await;
         eprintln!("seglog: shutting down");

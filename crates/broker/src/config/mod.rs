@@ -107,6 +107,8 @@ pub struct BrokerConfig {
     pub queued_max_requests: u32,
     /// Where `/metrics` is served; `None` turns it off.
     pub metrics_listener: Option<SocketAddr>,
+    /// The web console (`seglog.console.*`).
+    pub console: crate::console::ConsoleConfig,
     /// The partitions `/metrics` shows one by one, the largest first
     /// (`seglog.metrics.partitions.max`, 1000; 0 shows none): a scrape of 100,000 partitions
     /// stays a few hundred kilobytes.
@@ -148,6 +150,7 @@ impl Default for BrokerConfig {
             max_connections: 1000,
             queued_max_requests: 500,
             metrics_listener: METRICS_LISTENER_DEFAULT.parse().ok(),
+            console: crate::console::ConsoleConfig::default(),
             metrics_partitions_max: 1000,
             fetch_wait_max_ms: 30_000,
             fetch_session_cache_slots: 1000,
@@ -347,13 +350,28 @@ impl BrokerConfig {
             &defaults.auto_create_topics,
             Validator::Any,
         )?;
-        let metrics_listener = match properties.get(METRICS_LISTENER) {
-            None => defaults.metrics_listener,
-            Some(value) if value.trim().is_empty() => None,
+        let http_listener = |key: &str, default: Option<SocketAddr>| match properties.get(key) {
+            None => Ok(default),
+            Some(value) if value.trim().is_empty() => Ok(None),
             Some(value) => {
-                let (host, port) = parse_listener(METRICS_LISTENER, value)?;
-                Some(resolve(METRICS_LISTENER, value, &host, port)?)
+                let (host, port) = parse_listener(key, value)?;
+                resolve(key, value, &host, port).map(Some)
             }
+        };
+        let metrics_listener = http_listener(METRICS_LISTENER, defaults.metrics_listener)?;
+        let console = crate::console::ConsoleConfig {
+            listener: http_listener(crate::console::CONSOLE_LISTENER, defaults.console.listener)?,
+            actions_enable: Reader::new(properties).value(
+                crate::console::CONSOLE_ACTIONS_ENABLE,
+                &defaults.console.actions_enable,
+                Validator::Any,
+            )?,
+            sample_interval_ms: parse_number(
+                properties,
+                crate::console::CONSOLE_SAMPLE_INTERVAL_MS,
+                defaults.console.sample_interval_ms,
+                10,
+            )?,
         };
         log.node_id = Some(node_id);
         let groups = group_config(properties, &defaults.groups)?;
@@ -382,6 +400,7 @@ impl BrokerConfig {
                 1,
             )?,
             metrics_listener,
+            console,
             metrics_partitions_max: parse_number(
                 properties,
                 METRICS_PARTITIONS_MAX,

@@ -309,6 +309,7 @@ fn append_partition(
         }
     };
     ::metrics::counter!("seglog_records_in_total").increment(info.n_records as u64);
+    broker.console.traffic.records_in(info.n_records as u64);
     ::metrics::histogram!("seglog_produce_durable_seconds").record(started.elapsed().as_secs_f64());
     let mut response = PartitionProduceResponse::default();
     response.index = partition;

@@ -479,6 +479,7 @@ mod tests {
         let properties: BTreeMap<String, String> = [
             ("log.dirs", dir.path().display().to_string()),
             ("seglog.metrics.listener", String::new()),
+            ("seglog.console.listener", String::new()),
             ("listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0".to_owned()),
             (
                 "listener.name.sasl_plaintext.sasl.enabled.mechanisms",

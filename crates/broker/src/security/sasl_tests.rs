@@ -23,6 +23,7 @@ async fn start(dir: &std::path::Path, extra: &[(&str, &str)]) -> Server {
     let mut properties: BTreeMap<String, String> = BTreeMap::new();
     properties.insert("log.dirs".into(), dir.display().to_string());
     properties.insert("seglog.metrics.listener".into(), String::new());
+    properties.insert("seglog.console.listener".into(), String::new());
     properties
         .insert("listeners".into(), "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0".into());
     properties.insert("connection.failed.authentication.delay.ms".into(), "0".into());

@@ -192,6 +192,17 @@ impl Tiering {
     }
 
     /// The state of `tp`, made at its first use.
+    /// The segments of `tp`'s manifest as this broker last committed or read it, without
+    /// asking the bucket (the console's timeline): `None` before any round or read knew it.
+    pub(crate) fn known_remote_segments(
+        &self,
+        tp: &TopicPartition,
+    ) -> Option<Vec<seglog_remote::SegmentEntry>> {
+        let partitions = self.partitions.lock().unwrap_or_else(PoisonError::into_inner);
+        let manifest = partitions.get(tp)?.manifest()?;
+        Some(manifest.segments.clone())
+    }
+
     fn partition(
         &self,
         broker: &Broker,

@@ -20,6 +20,7 @@ pub async fn start(dir: &Path, extra: &[(&str, &str)]) -> Server {
     properties.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
     properties.insert("log.dirs".into(), dir.display().to_string());
     properties.insert("seglog.metrics.listener".into(), String::new());
+    properties.insert("seglog.console.listener".into(), String::new());
     for (key, value) in extra {
         properties.insert((*key).to_owned(), (*value).to_owned());
     }

@@ -1043,6 +1043,7 @@ async fn another_nodes_directory_is_refused() {
     properties.insert("log.dirs".to_owned(), dir.path().display().to_string());
     properties.insert("node.id".to_owned(), "4".to_owned());
     properties.insert("seglog.metrics.listener".to_owned(), String::new());
+    properties.insert("seglog.console.listener".to_owned(), String::new());
     let config = seglog_broker::BrokerConfig::from_properties(&properties).expect("config");
     let error = seglog_broker::Server::start(config).await.expect_err("node 4 is refused");
     let chain = format!(

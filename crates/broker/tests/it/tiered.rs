@@ -36,6 +36,7 @@ pub(crate) async fn start_tiered_with(
         ("listeners", "PLAINTEXT://127.0.0.1:0"),
         ("log.dirs", dir_text.as_str()),
         ("seglog.metrics.listener", ""),
+        ("seglog.console.listener", ""),
         ("remote.log.storage.system.enable", "true"),
         ("seglog.remote.storage.bucket", "in-memory"),
         ("seglog.remote.storage.prefix", "it"),

@@ -597,6 +597,7 @@ async fn a_corrupt_transaction_state_record_fails_the_start_naming_where() {
     properties.insert("listeners".to_owned(), "PLAINTEXT://127.0.0.1:0".to_owned());
     properties.insert("log.dirs".to_owned(), dir.path().display().to_string());
     properties.insert("seglog.metrics.listener".to_owned(), String::new());
+    properties.insert("seglog.console.listener".to_owned(), String::new());
     properties.insert("transaction.state.log.num.partitions".to_owned(), "1".to_owned());
     let config = seglog_broker::BrokerConfig::from_properties(&properties).expect("config");
     let Err(error) = Server::start(config).await else {

@@ -161,6 +161,7 @@ async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
     let mut properties: BTreeMap<String, String> = [
         ("listeners", "PLAINTEXT://127.0.0.1:0"),
         ("seglog.metrics.listener", ""),
+        ("seglog.console.listener", ""),
         ("remote.log.storage.system.enable", "true"),
         ("seglog.remote.storage.bucket", "simulated"),
         ("remote.log.manager.task.interval.ms", "100"),

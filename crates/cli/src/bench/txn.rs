@@ -95,6 +95,7 @@ async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Vec<Run>> {
     for (key, value) in [
         ("listeners", "PLAINTEXT://127.0.0.1:0"),
         ("seglog.metrics.listener", ""),
+        ("seglog.console.listener", ""),
         ("transaction.state.log.num.partitions", "1"),
     ] {
         properties.insert(key.to_owned(), value.to_owned());

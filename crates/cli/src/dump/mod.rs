@@ -565,6 +565,15 @@ fn download_urls(
 /// Runs `seglog dump`; `Ok(false)` when problems were found (corrupt data, invalid batches,
 /// trailing bytes, index mismatches, unreadable files).
 pub(crate) fn run(args: &DumpArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<bool> {
+    run_with(args, out, err, io::stderr().is_terminal())
+}
+
+fn run_with(
+    args: &DumpArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    show_progress: bool,
+) -> Result<bool> {
     let files: Vec<&str> = {
         // Java's `String.split` drops trailing empty strings.
         let mut files: Vec<&str> = args.files.iter().map(String::as_str).collect();
@@ -604,7 +613,7 @@ pub(crate) fn run(args: &DumpArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         },
         non_consecutive: ReportMap::new(PutPolicy::EveryPair),
         problems: false,
-        show_progress: io::stderr().is_terminal(),
+        show_progress,
         urls,
     };
     match dumper.run(&files) {
@@ -614,6 +623,73 @@ pub(crate) fn run(args: &DumpArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         Err(error) => return Err(error).context("cannot write the dump"),
     }
     Ok(!dumper.problems)
+}
+
+/// Lines `skip..skip + max` of what is written, then a [`io::ErrorKind::BrokenPipe`] that
+/// ends the dump, as a closed pipe would.
+struct PageWriter {
+    skip: usize,
+    max: usize,
+    seen: usize,
+    partial: Vec<u8>,
+    page: seglog_broker::console::DumpPage,
+}
+
+impl Write for PageWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        for &byte in buf {
+            if byte != b'\n' {
+                if self.seen >= self.skip {
+                    self.partial.push(byte);
+                }
+                continue;
+            }
+            if self.seen >= self.skip {
+                if self.page.lines.len() == self.max {
+                    self.page.more = true;
+                    return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+                }
+                let line = String::from_utf8_lossy(&self.partial).into_owned();
+                self.page.lines.push(line);
+                self.partial.clear();
+            }
+            self.seen += 1;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One page of `seglog dump --files <path>` for the broker's web console.
+pub(crate) fn console_page(
+    request: &seglog_broker::console::DumpRequest,
+) -> std::result::Result<seglog_broker::console::DumpPage, String> {
+    #[derive(clap::Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: DumpArgs,
+    }
+    let mut argv =
+        vec!["dump".to_owned(), "--files".to_owned(), request.path.display().to_string()];
+    if request.print_data_log {
+        argv.push("--print-data-log".to_owned());
+    }
+    let command = <Command as clap::Parser>::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let mut out = PageWriter {
+        skip: request.skip_lines,
+        max: request.lines_max,
+        seen: 0,
+        partial: Vec::new(),
+        page: seglog_broker::console::DumpPage::default(),
+    };
+    run_with(&command.args, &mut out, &mut io::sink(), false).map_err(|e| format!("{e:#}"))?;
+    if !out.partial.is_empty() && out.page.lines.len() < out.max {
+        out.page.lines.push(String::from_utf8_lossy(&out.partial).into_owned());
+    }
+    Ok(out.page)
 }
 
 impl Dumper<'_> {

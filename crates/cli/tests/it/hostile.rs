@@ -65,7 +65,7 @@ fn seglog() -> Command {
 fn serve(dir: &Path, certs: &Path) -> Serve {
     let keystore = certs.join("server.pem");
     let mut child = seglog()
-        .args(["serve", "--metrics-listener", ""])
+        .args(["serve", "--metrics-listener", "", "--console-listener", ""])
         .args([
             "--listener",
             "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",

@@ -76,6 +76,8 @@ fn the_secured_quickstart_works_as_written() {
             "listeners=SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
             "--metrics-listener",
             "",
+            "--console-listener",
+            "",
         ]
         .map(str::to_owned),
     );

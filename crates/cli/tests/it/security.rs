@@ -54,7 +54,15 @@ impl SecureBroker {
     /// and `RUST_LOG=<log>`; returns once it serves.
     fn start(dir: &Path, listeners: &str, settings: &[(&str, String)], log: &str) -> Self {
         let mut command = Command::new(SEGLOG);
-        command.args(["serve", "--listener", listeners, "--metrics-listener", ""]);
+        command.args([
+            "serve",
+            "--listener",
+            listeners,
+            "--metrics-listener",
+            "",
+            "--console-listener",
+            "",
+        ]);
         command.arg("--log-dir").arg(dir);
         for (key, value) in settings {
             command.arg("--override").arg(format!("{key}={value}"));

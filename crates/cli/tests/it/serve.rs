@@ -57,6 +57,7 @@ impl Broker {
     ) -> Self {
         let mut child = command
             .args(["serve", "--listener", listener, "--metrics-listener", metrics])
+            .args(["--console-listener", ""])
             .arg("--log-dir")
             .arg(dir)
             .args(extra)
@@ -381,7 +382,7 @@ fn server_properties_are_read_and_flags_override_single_keys() {
     std::fs::write(
         &properties,
         format!(
-            "# Kafka's keys\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs={}\nnode.id=7\nseglog.metrics.listener=\n",
+            "# Kafka's keys\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs={}\nnode.id=7\nseglog.metrics.listener=\nseglog.console.listener=\n",
             from_file.display()
         ),
     )

@@ -35,6 +35,7 @@ fn write_transactions(dir: &Path) -> i64 {
         for (key, value) in [
             ("listeners", "PLAINTEXT://127.0.0.1:0"),
             ("seglog.metrics.listener", ""),
+            ("seglog.console.listener", ""),
             ("transaction.state.log.num.partitions", "1"),
             ("offsets.topic.num.partitions", "1"),
         ] {

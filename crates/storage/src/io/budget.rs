@@ -47,6 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
+use super::latency::{LatencyHistogram, LatencySnapshot};
 use super::{File, FileLock, Fs, FsSpace, OpenMode, is_descriptor_exhaustion};
 
 /// What a [`BudgetFs`] has done so far (for metrics and tests).
@@ -86,6 +87,7 @@ impl BudgetFs {
                 open_files_max: open_files_max.max(1),
                 next_id: AtomicU64::new(0),
                 state: Mutex::new(PoolState::default()),
+                fsync_latency: LatencyHistogram::default(),
             }),
         }
     }
@@ -93,6 +95,11 @@ impl BudgetFs {
     /// The budget.
     pub fn open_files_max(&self) -> usize {
         self.pool.open_files_max
+    }
+
+    /// How long its fsyncs (files and directories) took, since it was made.
+    pub fn fsync_latency(&self) -> LatencySnapshot {
+        self.pool.fsync_latency.snapshot()
     }
 
     /// What it has done so far.
@@ -116,6 +123,8 @@ struct Pool {
     open_files_max: usize,
     next_id: AtomicU64,
     state: Mutex<PoolState>,
+    /// Every fsync's duration.
+    fsync_latency: LatencyHistogram,
 }
 
 impl fmt::Debug for Pool {
@@ -549,7 +558,10 @@ impl File for BudgetFile {
             inner.dirty = false;
             inner.unsynced = false;
         }
-        file.sync_data().inspect_err(|_| self.slot.mark_dirty())?;
+        let started = std::time::Instant::now();
+        let synced = file.sync_data();
+        self.slot.pool.fsync_latency.record(started.elapsed());
+        synced.inspect_err(|_| self.slot.mark_dirty())?;
         self.slot.pool.lock().orphans.remove(&*path);
         Ok(())
     }
@@ -665,7 +677,10 @@ impl Fs for BudgetFs {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        match self.pool.inner.sync_dir(dir) {
+        let started = std::time::Instant::now();
+        let synced = self.pool.inner.sync_dir(dir);
+        self.pool.fsync_latency.record(started.elapsed());
+        match synced {
             Err(error) if is_descriptor_exhaustion(&error) => {
                 self.pool.lock().emfile_retries += 1;
                 self.pool.evict((self.pool.open_files_max / 4).max(1), None);

@@ -8,6 +8,7 @@
 //! everywhere else.
 
 mod budget;
+mod latency;
 mod nofile;
 #[cfg(any(test, feature = "sim"))]
 mod sim;
@@ -19,6 +20,7 @@ use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 pub use budget::{BudgetFs, BudgetStats};
+pub use latency::{LatencyHistogram, LatencySnapshot};
 pub use nofile::{
     BudgetedStdFs, NofileLimit, is_descriptor_exhaustion, open_files_max_default,
     raise_nofile_limit,

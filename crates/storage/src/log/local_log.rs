@@ -145,6 +145,9 @@ impl FlushPlan {
 struct PendingDelete {
     due_ms: i64,
     files: Vec<PathBuf>,
+    /// The segment's base offset and `.log` bytes when it was retired (what the console draws).
+    base_offset: i64,
+    size_bytes: u32,
 }
 
 /// The local part of a partition log (Kafka's `LocalLog`).
@@ -602,6 +605,7 @@ impl LocalLog {
     /// Renames a removed segment's files `.deleted` and queues them for removal at `due_ms`.
     fn retire(&mut self, mut segment: LogSegment, due_ms: i64) -> Result<()> {
         let base = segment.base_offset();
+        let size_bytes = segment.size_bytes();
         segment.change_file_suffixes("", DELETED_SUFFIX)?;
         let files = [FileKind::Log, FileKind::Index, FileKind::TimeIndex, FileKind::TxnIndex]
             .iter()
@@ -612,7 +616,7 @@ impl LocalLog {
                 ))
             })
             .collect();
-        self.pending_deletes.push(PendingDelete { due_ms, files });
+        self.pending_deletes.push(PendingDelete { due_ms, files, base_offset: base, size_bytes });
         Ok(())
     }
 
@@ -718,6 +722,11 @@ impl LocalLog {
     /// Segments waiting for their files to be removed.
     pub fn n_pending_deletes(&self) -> usize {
         self.pending_deletes.len()
+    }
+
+    /// The base offset and `.log` bytes of each segment renamed `.deleted` and not yet removed.
+    pub fn pending_deletes(&self) -> Vec<(i64, u32)> {
+        self.pending_deletes.iter().map(|p| (p.base_offset, p.size_bytes)).collect()
     }
 
     /// Removes every batch holding an offset >= `target` (Kafka's `LocalLog.truncateTo`);

@@ -43,12 +43,14 @@ mod background;
 mod cleaning;
 mod lazy;
 mod offsets;
+mod summary;
 mod tiered;
 mod txn;
 
 pub use background::BackgroundQueue;
 pub(crate) use cleaning::{CleanerView, SegmentView};
 pub use lazy::CheckpointOffsets;
+pub use summary::{LogSummary, SegmentSummary};
 pub use tiered::ClosedSegment;
 use txn::{
     aborted_transactions, aborted_transactions_below, last_stable_offset,
