@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod admin;
 mod authz;
 mod common;
+mod console;
 mod fetch_files;
 mod groups;
 mod log_dirs;
