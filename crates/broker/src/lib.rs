@@ -46,7 +46,16 @@ pub async fn handle_frame_as(
     frame: bytes::Bytes,
     principal: &str,
 ) -> Option<bytes::Bytes> {
-    let session = Arc::new(security::Session::local(principal));
+    handle_frame_in(broker, frame, security::Session::local(principal)).await
+}
+
+/// [`handle_frame`] in `session` (the console's calls, as their logged-in user).
+pub(crate) async fn handle_frame_in(
+    broker: &Arc<Broker>,
+    frame: bytes::Bytes,
+    session: security::Session,
+) -> Option<bytes::Bytes> {
+    let session = Arc::new(session);
     match dispatch::handle(broker, frame, &session).await {
         dispatch::Outcome::Respond(prefix, body) => {
             let mut frame = bytes::BytesMut::with_capacity(prefix.len() + body.len());

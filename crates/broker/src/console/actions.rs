@@ -84,7 +84,7 @@ pub(super) async fn create_topic(
                 .collect(),
         );
     let request = CreateTopicsRequest::default().with_topics(vec![topic]).with_timeout_ms(30_000);
-    let response = kafka::call(&app.broker, &app.principal(), &request, 7).await?;
+    let response = kafka::call(&app.broker, app.session(), &request, 7).await?;
     let Some(result) = response.topics.first() else {
         return Err(ApiError::internal("CreateTopics answered no topic"));
     };
@@ -110,7 +110,7 @@ pub(super) async fn delete_topic(
     let request = DeleteTopicsRequest::default()
         .with_topic_names(vec![TopicName(name(&topic))])
         .with_timeout_ms(30_000);
-    let response = kafka::call(&app.broker, &app.principal(), &request, 4).await?;
+    let response = kafka::call(&app.broker, app.session(), &request, 4).await?;
     let Some(result) = response.responses.first() else {
         return Err(ApiError::internal("DeleteTopics answered no topic"));
     };
@@ -164,7 +164,7 @@ pub(super) async fn alter_configs(
             .with_resource_name(name(&topic))
             .with_configs(configs),
     ]);
-    let response = kafka::call(&app.broker, &app.principal(), &request, 1).await?;
+    let response = kafka::call(&app.broker, app.session(), &request, 1).await?;
     let Some(result) = response.responses.first() else {
         return Err(ApiError::internal("IncrementalAlterConfigs answered no resource"));
     };
@@ -201,7 +201,7 @@ pub(super) async fn delete_records(
             ]),
         ])
         .with_timeout_ms(30_000);
-    let response = kafka::call(&app.broker, &app.principal(), &request, 2).await?;
+    let response = kafka::call(&app.broker, app.session(), &request, 2).await?;
     let Some(result) = response.topics.first().and_then(|t| t.partitions.first()) else {
         return Err(ApiError::internal("DeleteRecords answered no partition"));
     };
@@ -300,7 +300,7 @@ pub(super) async fn reset_offsets(
                 })
                 .collect(),
         );
-    let response = kafka::call(&app.broker, &app.principal(), &request, 9).await?;
+    let response = kafka::call(&app.broker, app.session(), &request, 9).await?;
     for topic in &response.topics {
         for partition in &topic.partitions {
             if partition.error_code != 0 {

@@ -39,7 +39,7 @@ struct Listed {
 
 async fn list_groups(app: &App) -> Result<Vec<Listed>, ApiError> {
     let response =
-        kafka::call(&app.broker, &app.principal(), &ListGroupsRequest::default(), 5).await?;
+        kafka::call(&app.broker, app.session(), &ListGroupsRequest::default(), 5).await?;
     if response.error_code != 0 {
         return Err(kafka::wire_error("ListGroups", response.error_code, None));
     }
@@ -74,7 +74,7 @@ async fn committed(
                 })
                 .collect(),
         );
-        let response = kafka::call(&app.broker, &app.principal(), &request, 8).await?;
+        let response = kafka::call(&app.broker, app.session(), &request, 8).await?;
         for group in response.groups {
             let mut offsets = BTreeMap::new();
             for topic in group.topics {
@@ -172,7 +172,7 @@ async fn members(app: &App, groups: &[Listed]) -> Result<BTreeMap<String, Vec<Me
         let request = DescribeGroupsRequest::default().with_groups(
             chunk.iter().map(|g| GroupId(StrBytes::from_string(g.group_id.clone()))).collect(),
         );
-        let response = kafka::call(&app.broker, &app.principal(), &request, 5).await?;
+        let response = kafka::call(&app.broker, app.session(), &request, 5).await?;
         for group in response.groups {
             let consumer_protocol = group.protocol_type.as_str() == "consumer";
             let members = group
@@ -196,7 +196,7 @@ async fn members(app: &App, groups: &[Listed]) -> Result<BTreeMap<String, Vec<Me
         let request = ConsumerGroupDescribeRequest::default().with_group_ids(
             chunk.iter().map(|g| GroupId(StrBytes::from_string(g.group_id.clone()))).collect(),
         );
-        let response = kafka::call(&app.broker, &app.principal(), &request, 0).await?;
+        let response = kafka::call(&app.broker, app.session(), &request, 0).await?;
         for group in response.groups {
             let members = group
                 .members

@@ -14,10 +14,10 @@ use crate::Broker;
 /// The client id the console's requests carry (in the broker's request log and quotas).
 const CLIENT_ID: &str = "seglog-console";
 
-/// Sends `request` at `version` to the broker's handlers as `principal` and decodes the answer.
+/// Sends `request` at `version` to the broker's handlers in `session` and decodes the answer.
 pub(super) async fn call<R: Request>(
     broker: &Arc<Broker>,
-    principal: &str,
+    session: crate::security::Session,
     request: &R,
     version: i16,
 ) -> Result<R::Response, ApiError> {
@@ -31,7 +31,7 @@ pub(super) async fn call<R: Request>(
         .encode(&mut frame, R::header_version(version))
         .and_then(|()| request.encode(&mut frame, version))
         .map_err(|error| ApiError::internal(format!("cannot encode the request: {error}")))?;
-    let Some(mut response) = crate::handle_frame_as(broker, frame.freeze(), principal).await else {
+    let Some(mut response) = crate::handle_frame_in(broker, frame.freeze(), session).await else {
         return Err(ApiError::internal(format!(
             "the broker refused API key {} v{version}",
             R::KEY

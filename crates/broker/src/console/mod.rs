@@ -9,6 +9,8 @@
 //!   partition's segments as a timeline, a segment's dump, and the message browser.
 //! - `groups.rs`: consumer groups, their members and lag.
 //! - `actions.rs`: the changes, refused unless `seglog.console.actions.enable`.
+//! - `auth.rs`: the login (when the broker has a SASL listener or an authorizer) against the
+//!   SASL credentials; each call runs as its user, through the ACLs.
 //! - `history.rs`: the sampler of throughput and lag, the last hour, bounded.
 //! - `kafka.rs`: groups, configs and actions go through the broker's own Kafka handlers.
 //!
@@ -17,6 +19,7 @@
 //! most [`topics::MESSAGE_BYTES_MAX`], a dump page at most [`DUMP_LINES_MAX`] lines.
 
 mod actions;
+mod auth;
 mod groups;
 mod history;
 mod kafka;
@@ -126,17 +129,18 @@ pub(crate) use overview::Recovery;
 #[derive(Clone)]
 struct App {
     broker: Arc<Broker>,
-    /// The principal the console's Kafka requests run as.
-    principal: String,
+    /// The logged-in sessions.
+    sessions: Arc<auth::Sessions>,
     history: Arc<History>,
     dump: Option<DumpFn>,
     started: Instant,
 }
 
 impl App {
-    /// The principal the console's Kafka requests run as.
-    fn principal(&self) -> String {
-        self.principal.clone()
+    /// The session the console's Kafka requests run as: the caller's.
+    #[expect(clippy::unused_self, reason = "the caller is the task's, not the app's")]
+    fn session(&self) -> crate::security::Session {
+        auth::caller()
     }
 }
 
@@ -307,6 +311,9 @@ fn router(app: App) -> Router {
         .route("/groups/{group}", get(groups::describe))
         .route("/groups/{group}/reset-offsets", post(actions::reset_offsets))
         .route("/openapi.json", get(|| async { asset("application/json", OPENAPI) }))
+        .route("/login", post(auth::login))
+        .route("/logout", post(auth::logout))
+        .route("/session", get(auth::session))
         .fallback(|| async { ApiError::not_found("no such API path") });
     Router::new()
         .nest("/api/v1", api)
@@ -314,6 +321,7 @@ fn router(app: App) -> Router {
         .route("/assets/app.js", get(|| async { asset("text/javascript", APP_JS) }))
         .route("/assets/style.css", get(|| async { asset("text/css", STYLE_CSS) }))
         .route("/assets/favicon.svg", get(|| async { asset("image/svg+xml", FAVICON_SVG) }))
+        .layer(axum::middleware::from_fn_with_state(app.clone(), auth::require_login))
         .layer(axum::extract::DefaultBodyLimit::max(REQUEST_BODY_BYTES_MAX))
         .layer(axum::middleware::from_fn(time_limit))
         .with_state(app)
@@ -334,13 +342,14 @@ pub(crate) async fn serve(
     let history = Arc::new(History::default());
     let app = App {
         broker,
-        principal: crate::security::ANONYMOUS.to_owned(),
+        sessions: Arc::new(auth::Sessions::default()),
         history: Arc::clone(&history),
         dump,
         started: Instant::now(),
     };
     let sampler = tokio::spawn(history::sample(app.clone(), stopped.clone()));
-    let served = axum::serve(listener, router(app))
+    let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
+    let served = axum::serve(listener, service)
         .with_graceful_shutdown(async move {
             let _ = stopped.changed().await;
         })

@@ -264,7 +264,10 @@ fn cleaner(app: &App) -> Cleaner {
 /// `GET /api/v1/health`.
 pub(super) async fn health(State(app): State<App>) -> Result<Json<Health>, ApiError> {
     let work = app.clone();
-    let cleaner = blocking(move || Ok(cleaner(&work))).await?;
+    let mut cleaner = blocking(move || Ok(cleaner(&work))).await?;
+    cleaner
+        .partitions
+        .retain(|p| super::auth::may(&app, crate::security::acl::AclOperation::Describe, &p.topic));
     let broker = &app.broker;
     let latency = broker.log_files().fsync_latency();
     let files = broker.log_files().stats();

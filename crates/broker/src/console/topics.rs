@@ -19,10 +19,12 @@ use seglog_storage::log::partition_log::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::auth::{check, may};
 use super::{
     ApiError, App, DUMP_LINES_MAX, DumpRequest, PAGE_ITEMS_MAX, Path, Query, blocking, kafka,
 };
 use crate::Broker;
+use crate::security::acl::AclOperation;
 
 /// The most bytes one message page reads from a log (a larger first batch is still read
 /// whole, as a consumer's fetch would: at most the topic's `max.message.bytes`).
@@ -203,6 +205,7 @@ pub(super) async fn list(
         Ok(topic_items(&broker, &rows))
     })
     .await?;
+    topics.retain(|topic| may(&app, AclOperation::Describe, &topic.name));
     if let Some(filter) = query.filter.as_deref().filter(|f| !f.is_empty()) {
         let filter = filter.to_lowercase();
         topics.retain(|topic| topic.name.to_lowercase().contains(&filter));
@@ -266,7 +269,7 @@ async fn topic_configs(app: &App, topic: &str) -> Result<Vec<ConfigView>, ApiErr
             .with_resource_name(StrBytes::from_string(topic.to_owned())),
     ]);
     let response: DescribeConfigsResponse =
-        kafka::call(&app.broker, &app.principal(), &request, 4).await?;
+        kafka::call(&app.broker, app.session(), &request, 4).await?;
     let Some(result) = response.results.into_iter().next() else {
         return Err(ApiError::internal("DescribeConfigs answered no resource"));
     };
@@ -291,6 +294,7 @@ pub(super) async fn describe(
     State(app): State<App>,
     Path(topic): Path<String>,
 ) -> Result<Json<TopicView>, ApiError> {
+    check(&app, AclOperation::Describe, &topic)?;
     let broker = Arc::clone(&app.broker);
     let name = topic.clone();
     let (summary, partitions, topic_id) = blocking(move || {
@@ -472,6 +476,7 @@ pub(super) async fn segments(
     State(app): State<App>,
     Path((topic, partition)): Path<(String, i32)>,
 ) -> Result<Json<SegmentsView>, ApiError> {
+    check(&app, AclOperation::Describe, &topic)?;
     let tp = topic_partition(topic, partition)?;
     let broker = Arc::clone(&app.broker);
     let view = blocking(move || {
@@ -576,6 +581,9 @@ pub(super) async fn dump(
     Path((topic, partition, base_offset)): Path<(String, i32, i64)>,
     Query(query): Query<DumpQuery>,
 ) -> Result<Json<DumpView>, ApiError> {
+    let print_data_log = query.print_data_log.unwrap_or(false);
+    let operation = if print_data_log { AclOperation::Read } else { AclOperation::Describe };
+    check(&app, operation, &topic)?;
     let tp = topic_partition(topic, partition)?;
     let suffix = match query.file.as_deref().unwrap_or("log") {
         "log" => "log",
@@ -601,7 +609,6 @@ pub(super) async fn dump(
         ));
     };
     let broker = Arc::clone(&app.broker);
-    let print_data_log = query.print_data_log.unwrap_or(false);
     let view = blocking(move || {
         let log = log_of(&broker, &tp)?;
         let what = tp.to_string();
@@ -772,6 +779,7 @@ pub(super) async fn messages(
     Path((topic, partition)): Path<(String, i32)>,
     Query(query): Query<MessagesQuery>,
 ) -> Result<Json<MessagesView>, ApiError> {
+    check(&app, AclOperation::Read, &topic)?;
     let tp = topic_partition(topic, partition)?;
     let limit = query.limit.unwrap_or(20);
     if limit == 0 || limit > MESSAGES_MAX {

@@ -25,10 +25,22 @@ use crate::common::{Client, batch, start};
 
 /// One HTTP/1.1 exchange (`Connection: close`): the status and the body parsed as JSON.
 async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let (status, text) = http_text(addr, method, path, body).await;
+    let (status, _, value) = http_as(addr, None, method, path, body).await;
+    (status, value)
+}
+
+/// [`http`] with a session cookie; also returns the response's head.
+async fn http_as(
+    addr: SocketAddr,
+    cookie: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String, Value) {
+    let (status, head, text) = exchange(addr, cookie, method, path, body).await;
     let value = serde_json::from_str(&text)
         .unwrap_or_else(|error| panic!("{method} {path}: not JSON ({error}): {text}"));
-    (status, value)
+    (status, head, value)
 }
 
 /// One HTTP/1.1 exchange: the status and the body as text.
@@ -38,10 +50,23 @@ async fn http_text(
     path: &str,
     body: Option<&str>,
 ) -> (u16, String) {
+    let (status, _, text) = exchange(addr, None, method, path, body).await;
+    (status, text)
+}
+
+/// The status, the head and the body of one exchange.
+async fn exchange(
+    addr: SocketAddr,
+    cookie: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).await.expect("the console accepts");
     let body = body.unwrap_or("");
+    let cookie = cookie.map(|c| format!("Cookie: {c}\r\n")).unwrap_or_default();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{cookie}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.expect("request written");
@@ -57,7 +82,7 @@ async fn http_text(
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or_else(|| panic!("no status in {head}"));
-    (status, body.to_owned())
+    (status, head.to_owned(), body.to_owned())
 }
 
 /// The OpenAPI document, and which operations and statuses the tests have validated.
@@ -108,6 +133,20 @@ impl Spec {
     ) -> Value {
         let (got, value) = http(addr, method, path, body).await;
         assert_eq!(got, status, "{method} {path}: {value:#}");
+        self.check(method, template, got, &value);
+        value
+    }
+
+    /// [`Spec::call`] with a session cookie.
+    async fn call_as(
+        &self,
+        addr: SocketAddr,
+        cookie: &str,
+        (method, template, path): (&str, &str, &str),
+        status: u16,
+    ) -> Value {
+        let (got, _, value) = http_as(addr, Some(cookie), method, path, None).await;
+        assert_eq!(got, status, "{method} {path} as {cookie}: {value:#}");
         self.check(method, template, got, &value);
         value
     }
@@ -223,7 +262,17 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
         .expect("size");
     let bases = log.segment_base_offsets().expect("segments");
     assert!(bases.len() >= 3, "1 KiB segments roll: {bases:?}");
+    check_topics(&spec, addr, size_0 + size_1, bases.len()).await;
+    check_partition(&spec, addr, &bases, size_0).await;
+    check_groups_and_history(&spec, &server, addr).await;
+    actions_change_the_broker(&spec, &server, addr).await;
+    let unchecked = spec.unchecked();
+    assert!(unchecked.is_empty(), "operations no test validated: {unchecked:?}");
+    server.shutdown().await.expect("shutdown");
+}
 
+/// The overview, the topic list (sorted, filtered) and the topic page of `orders`.
+async fn check_topics(spec: &Spec, addr: SocketAddr, orders_bytes: u64, segments_0: usize) {
     let overview = spec.call(addr, "GET", "/overview", "/api/v1/overview", None, 200).await;
     assert_eq!(overview["topics"], 2, "orders and __consumer_offsets: {overview:#}");
     assert_eq!(overview["partitions"], 52);
@@ -232,7 +281,7 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
         spec.call(addr, "GET", "/topics", "/api/v1/topics?internal=false", None, 200).await;
     assert_eq!(listed["total"], 1);
     assert_eq!(listed["topics"][0]["name"], "orders");
-    assert_eq!(listed["topics"][0]["size_bytes"], size_0 + size_1);
+    assert_eq!(listed["topics"][0]["size_bytes"], orders_bytes);
     assert_eq!(listed["topics"][0]["records"], 200);
     assert_eq!(listed["topics"][0]["durability"], "fsync-every-append");
     let sorted = spec
@@ -247,7 +296,7 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
 
     let topic = spec.call(addr, "GET", "/topics/{topic}", "/api/v1/topics/orders", None, 200).await;
     assert_eq!(topic["partitions"][0]["high_watermark"], 200);
-    assert_eq!(topic["partitions"][0]["segments"], bases.len());
+    assert_eq!(topic["partitions"][0]["segments"], segments_0);
     let segment_bytes = topic["configs"]
         .as_array()
         .expect("configs")
@@ -257,7 +306,10 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
         .expect("segment.bytes");
     assert_eq!(segment_bytes["value"], "1024");
     assert_eq!(segment_bytes["source"], "DYNAMIC_TOPIC_CONFIG");
+}
 
+/// The timeline of `orders`-0 (segments `bases`, `size_0` bytes) and its message pages.
+async fn check_partition(spec: &Spec, addr: SocketAddr, bases: &[i64], size_0: u64) {
     let template = "/topics/{topic}/partitions/{partition}/segments";
     let segments = spec
         .call(addr, "GET", template, "/api/v1/topics/orders/partitions/0/segments", None, 200)
@@ -346,7 +398,10 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
         501,
     )
     .await;
+}
 
+/// The group `billing`, then throughput and health once the history has sampled.
+async fn check_groups_and_history(spec: &Spec, server: &Server, addr: SocketAddr) {
     let groups = spec.call(addr, "GET", "/groups", "/api/v1/groups", None, 200).await;
     assert_eq!(groups["total"], 1);
     assert_eq!(groups["groups"][0]["group_id"], "billing");
@@ -360,7 +415,7 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
 
     // The history samples every 50 ms here: the produce above shows as records in.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    let mut client = Client::connect(&server).await;
+    let mut client = Client::connect(server).await;
     loop {
         produce(&mut client, "orders", 1).await;
         let throughput =
@@ -388,11 +443,13 @@ async fn every_endpoint_answers_as_the_openapi_document_says_with_the_logs_figur
         .expect("Produce is counted");
     assert!(produce_rate["requests_total"].as_u64().is_some_and(|n| n >= 10), "{produce_rate}");
     assert!(health["cleaner"]["partitions"].as_array().is_some_and(|p| p.len() == 50));
-
-    actions_change_the_broker(&spec, &server, addr).await;
-    let unchecked = spec.unchecked();
-    assert!(unchecked.is_empty(), "operations no test validated: {unchecked:?}");
-    server.shutdown().await.expect("shutdown");
+    let session = spec.call(addr, "GET", "/session", "/api/v1/session", None, 200).await;
+    assert_eq!(session, json!({"login_required": false, "principal": "User:ANONYMOUS"}));
+    let login = r#"{"username":"alice","password":"alice-secret"}"#;
+    let refused = spec.call(addr, "POST", "/login", "/api/v1/login", Some(login), 400).await;
+    assert!(refused["message"].as_str().is_some_and(|m| m.contains("no login")), "{refused}");
+    let out = spec.call(addr, "POST", "/logout", "/api/v1/logout", None, 200).await;
+    assert_eq!(out["login_required"], false);
 }
 
 /// Each action through the console, checked in the broker after it.
@@ -442,112 +499,90 @@ async fn actions_change_the_broker(spec: &Spec, server: &Server, addr: SocketAdd
     spec.call(addr, "DELETE", "/topics/{topic}", "/api/v1/topics/orders", None, 404).await;
 }
 
+/// A bad request: (method, path template, path, body, status, what the message names).
+type Case = (&'static str, &'static str, &'static str, Option<&'static str>, u16, &'static str);
+
+const MESSAGES: &str = "/topics/{topic}/partitions/{partition}/messages";
+const SEGMENTS: &str = "/topics/{topic}/partitions/{partition}/segments";
+const DUMP: &str = "/topics/{topic}/partitions/{partition}/segments/{base_offset}/dump";
+
+/// Bad parameters and bodies, each answered with an error that names what is wrong.
+const BAD_REQUESTS: &[Case] = &[
+    ("GET", "/topics", "/api/v1/topics?limit=0", None, 400, "limit"),
+    ("GET", "/topics", "/api/v1/topics?limit=501", None, 400, "limit"),
+    ("GET", "/topics", "/api/v1/topics?sort=colour", None, 400, "sort"),
+    ("GET", "/topics", "/api/v1/topics?order=up", None, 400, "order"),
+    ("GET", "/topics", "/api/v1/topics?offset=-1", None, 400, "offset"),
+    ("GET", "/topics", "/api/v1/topics?colour=red", None, 400, "colour"),
+    ("GET", "/topics/{topic}", "/api/v1/topics/nope", None, 404, "nope"),
+    ("GET", SEGMENTS, "/api/v1/topics/orders/partitions/x/segments", None, 400, "x"),
+    ("GET", SEGMENTS, "/api/v1/topics/orders/partitions/-1/segments", None, 400, "partition"),
+    ("GET", SEGMENTS, "/api/v1/topics/orders/partitions/7/segments", None, 404, "orders-7"),
+    (
+        "GET",
+        MESSAGES,
+        "/api/v1/topics/orders/partitions/0/messages?from=offset",
+        None,
+        400,
+        "offset",
+    ),
+    ("GET", MESSAGES, "/api/v1/topics/orders/partitions/0/messages?limit=101", None, 400, "limit"),
+    (
+        "GET",
+        MESSAGES,
+        "/api/v1/topics/orders/partitions/0/messages?from=tomorrow",
+        None,
+        400,
+        "from",
+    ),
+    (
+        "GET",
+        MESSAGES,
+        "/api/v1/topics/orders/partitions/0/messages?from=timestamp&timestamp=-5",
+        None,
+        400,
+        "timestamp",
+    ),
+    ("GET", DUMP, "/api/v1/topics/orders/partitions/0/segments/0/dump?file=exe", None, 400, "file"),
+    ("GET", DUMP, "/api/v1/topics/orders/partitions/0/segments/0/dump?lines=0", None, 400, "lines"),
+    ("GET", "/groups", "/api/v1/groups?limit=9999", None, 400, "limit"),
+    ("GET", "/groups/{group}", "/api/v1/groups/nobody", None, 404, "nobody"),
+    ("POST", "/topics", "/api/v1/topics", Some("{not json"), 400, "JSON"),
+    ("POST", "/topics", "/api/v1/topics", Some(r#"{"name":"a","colour":"red"}"#), 400, "colour"),
+    ("POST", "/topics", "/api/v1/topics", Some(r#"{"name":"bad/name"}"#), 400, "bad/name"),
+    (
+        "POST",
+        "/topics/{topic}/configs",
+        "/api/v1/topics/orders/configs",
+        Some("{}"),
+        400,
+        "nothing to change",
+    ),
+    (
+        "POST",
+        "/topics/{topic}/configs",
+        "/api/v1/topics/orders/configs",
+        Some(r#"{"set":{"retention.ms":"soon"}}"#),
+        400,
+        "retention.ms",
+    ),
+    (
+        "POST",
+        "/groups/{group}/reset-offsets",
+        "/api/v1/groups/billing/reset-offsets",
+        Some(r#"{"to":"yesterday"}"#),
+        400,
+        "to must be",
+    ),
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_parameters_get_a_400_that_names_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (server, addr) = start_console(dir.path(), true).await;
     let spec = Spec::fetch(addr).await;
     fill(&spec, &server, addr).await;
-    let messages = "/topics/{topic}/partitions/{partition}/messages";
-    let segments = "/topics/{topic}/partitions/{partition}/segments";
-    let dump = "/topics/{topic}/partitions/{partition}/segments/{base_offset}/dump";
-    let cases: &[(&str, &str, &str, Option<&str>, u16, &str)] = &[
-        ("GET", "/topics", "/api/v1/topics?limit=0", None, 400, "limit"),
-        ("GET", "/topics", "/api/v1/topics?limit=501", None, 400, "limit"),
-        ("GET", "/topics", "/api/v1/topics?sort=colour", None, 400, "sort"),
-        ("GET", "/topics", "/api/v1/topics?order=up", None, 400, "order"),
-        ("GET", "/topics", "/api/v1/topics?offset=-1", None, 400, "offset"),
-        ("GET", "/topics", "/api/v1/topics?colour=red", None, 400, "colour"),
-        ("GET", "/topics/{topic}", "/api/v1/topics/nope", None, 404, "nope"),
-        ("GET", segments, "/api/v1/topics/orders/partitions/x/segments", None, 400, "x"),
-        ("GET", segments, "/api/v1/topics/orders/partitions/-1/segments", None, 400, "partition"),
-        ("GET", segments, "/api/v1/topics/orders/partitions/7/segments", None, 404, "orders-7"),
-        (
-            "GET",
-            messages,
-            "/api/v1/topics/orders/partitions/0/messages?from=offset",
-            None,
-            400,
-            "offset",
-        ),
-        (
-            "GET",
-            messages,
-            "/api/v1/topics/orders/partitions/0/messages?limit=101",
-            None,
-            400,
-            "limit",
-        ),
-        (
-            "GET",
-            messages,
-            "/api/v1/topics/orders/partitions/0/messages?from=tomorrow",
-            None,
-            400,
-            "from",
-        ),
-        (
-            "GET",
-            messages,
-            "/api/v1/topics/orders/partitions/0/messages?from=timestamp&timestamp=-5",
-            None,
-            400,
-            "timestamp",
-        ),
-        (
-            "GET",
-            dump,
-            "/api/v1/topics/orders/partitions/0/segments/0/dump?file=exe",
-            None,
-            400,
-            "file",
-        ),
-        (
-            "GET",
-            dump,
-            "/api/v1/topics/orders/partitions/0/segments/0/dump?lines=0",
-            None,
-            400,
-            "lines",
-        ),
-        ("GET", "/groups", "/api/v1/groups?limit=9999", None, 400, "limit"),
-        ("GET", "/groups/{group}", "/api/v1/groups/nobody", None, 404, "nobody"),
-        ("POST", "/topics", "/api/v1/topics", Some("{not json"), 400, "JSON"),
-        (
-            "POST",
-            "/topics",
-            "/api/v1/topics",
-            Some(r#"{"name":"a","colour":"red"}"#),
-            400,
-            "colour",
-        ),
-        ("POST", "/topics", "/api/v1/topics", Some(r#"{"name":"bad/name"}"#), 400, "bad/name"),
-        (
-            "POST",
-            "/topics/{topic}/configs",
-            "/api/v1/topics/orders/configs",
-            Some("{}"),
-            400,
-            "nothing to change",
-        ),
-        (
-            "POST",
-            "/topics/{topic}/configs",
-            "/api/v1/topics/orders/configs",
-            Some(r#"{"set":{"retention.ms":"soon"}}"#),
-            400,
-            "retention.ms",
-        ),
-        (
-            "POST",
-            "/groups/{group}/reset-offsets",
-            "/api/v1/groups/billing/reset-offsets",
-            Some(r#"{"to":"yesterday"}"#),
-            400,
-            "to must be",
-        ),
-    ];
-    for (method, template, path, body, status, named) in cases {
+    for (method, template, path, body, status, named) in BAD_REQUESTS {
         let value = spec.call(addr, method, template, path, *body, *status).await;
         let message = value["message"].as_str().unwrap_or_default();
         assert!(message.contains(named), "{method} {path}: {message:?} does not name {named:?}");
@@ -621,5 +656,109 @@ async fn actions_are_refused_while_the_console_is_read_only_and_change_nothing()
         assert_eq!(status, 200, "{asset}");
         assert!(!body.trim().is_empty(), "{asset} is empty");
     }
+    server.shutdown().await.expect("shutdown");
+}
+
+/// A broker with a SASL listener and an authorizer: the console asks for a login checked
+/// against the SASL users, and each call runs as that user through the ACLs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_security_the_console_needs_a_login_and_follows_the_users_acls() {
+    use kafka_protocol::messages::CreateAclsRequest;
+    use kafka_protocol::messages::create_acls_request::AclCreation;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_admin="admin-secret";"#;
+    let server = start(
+        dir.path(),
+        &[
+            ("listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0"),
+            ("listener.name.sasl_plaintext.sasl.enabled.mechanisms", "PLAIN"),
+            ("listener.name.sasl_plaintext.plain.sasl.jaas.config", jaas),
+            ("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),
+            ("allow.everyone.if.no.acl.found", "true"),
+            ("seglog.console.listener", "127.0.0.1:0"),
+        ],
+    )
+    .await;
+    let addr = server.console_addr().expect("the console is on");
+    let spec = Spec::fetch(addr).await;
+    // Two topics; `secret` gets an ACL for admin only, which leaves alice none on it.
+    let mut client = Client::connect(&server).await;
+    for topic in ["orders", "secret"] {
+        let create = kafka_protocol::messages::CreateTopicsRequest::default()
+            .with_timeout_ms(5000)
+            .with_topics(vec![
+                kafka_protocol::messages::create_topics_request::CreatableTopic::default()
+                    .with_name(TopicName(name(topic)))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1),
+            ]);
+        assert_eq!(client.send(&create, 7).await.topics[0].error_code, 0);
+        produce(&mut client, topic, 1).await;
+    }
+    let acl = CreateAclsRequest::default().with_creations(vec![
+        AclCreation::default()
+            .with_resource_type(2)
+            .with_resource_name(name("secret"))
+            .with_resource_pattern_type(3)
+            .with_principal(name("User:admin"))
+            .with_host(name("*"))
+            .with_operation(2)
+            .with_permission_type(3),
+    ]);
+    assert_eq!(client.send(&acl, 3).await.results[0].error_code, 0);
+
+    let session = spec.call(addr, "GET", "/session", "/api/v1/session", None, 200).await;
+    assert_eq!(session, json!({"login_required": true, "principal": null}));
+    let denied = spec.call(addr, "GET", "/topics", "/api/v1/topics", None, 401).await;
+    assert!(denied["message"].as_str().is_some_and(|m| m.contains("log in")), "{denied}");
+    let wrong = r#"{"username":"alice","password":"guess"}"#;
+    spec.call(addr, "POST", "/login", "/api/v1/login", Some(wrong), 401).await;
+    let right = r#"{"username":"alice","password":"alice-secret"}"#;
+    let (status, head, value) = http_as(addr, None, "POST", "/api/v1/login", Some(right)).await;
+    assert_eq!(status, 200, "{value}");
+    spec.check("POST", "/login", status, &value);
+    assert_eq!(value["principal"], "User:alice");
+    let cookie = head
+        .lines()
+        .find_map(|line| line.strip_prefix("set-cookie: "))
+        .and_then(|cookie| cookie.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    assert!(head.to_lowercase().contains("httponly"), "{head}");
+
+    let topics = ("GET", "/topics", "/api/v1/topics?internal=false");
+    let listed = spec.call_as(addr, &cookie, topics, 200).await;
+    let names: Vec<&str> = listed["topics"]
+        .as_array()
+        .expect("topics")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["orders"], "alice may not describe secret");
+    let messages = "/topics/{topic}/partitions/{partition}/messages";
+    let read = spec
+        .call_as(
+            addr,
+            &cookie,
+            ("GET", messages, "/api/v1/topics/orders/partitions/0/messages"),
+            200,
+        )
+        .await;
+    assert_eq!(read["messages"].as_array().map(Vec::len), Some(20));
+    for (template, path) in [
+        ("/topics/{topic}", "/api/v1/topics/secret"),
+        (messages, "/api/v1/topics/secret/partitions/0/messages"),
+        (
+            "/topics/{topic}/partitions/{partition}/segments",
+            "/api/v1/topics/secret/partitions/0/segments",
+        ),
+    ] {
+        let refused = spec.call_as(addr, &cookie, ("GET", template, path), 403).await;
+        let message = refused["message"].as_str().unwrap_or_default();
+        assert!(message.contains("User:alice") && message.contains("secret"), "{message}");
+    }
+    let (status, _, _) = http_as(addr, Some(&cookie), "POST", "/api/v1/logout", None).await;
+    assert_eq!(status, 200);
+    spec.call_as(addr, &cookie, topics, 401).await;
     server.shutdown().await.expect("shutdown");
 }
