@@ -3,6 +3,7 @@
 
 mod cli;
 mod compact;
+mod console;
 mod dump;
 mod hostile;
 mod inspect;

@@ -15,6 +15,8 @@ use std::time::Duration;
 pub(crate) struct Broker {
     pub(crate) child: Child,
     pub(crate) addr: String,
+    /// The web console's address, when `extra` turned it on (`--console-listener`).
+    pub(crate) console: Option<String>,
     /// The broker's stderr lines after the address line (tracing's output).
     stderr: Option<mpsc::Receiver<String>>,
 }
@@ -30,7 +32,7 @@ impl Broker {
     }
 
     /// Starts `seglog serve` on `listener` with more arguments (`--override k=v`, ...).
-    fn start_with(dir: &Path, listener: &str, extra: &[&str]) -> Self {
+    pub(crate) fn start_with(dir: &Path, listener: &str, extra: &[&str]) -> Self {
         Self::spawn(Command::new(env!("CARGO_BIN_EXE_seglog")), dir, listener, extra)
     }
 
@@ -57,7 +59,11 @@ impl Broker {
     ) -> Self {
         let mut child = command
             .args(["serve", "--listener", listener, "--metrics-listener", metrics])
-            .args(["--console-listener", ""])
+            .args(if extra.contains(&"--console-listener") {
+                &[][..]
+            } else {
+                &["--console-listener", ""][..]
+            })
             .arg("--log-dir")
             .arg(dir)
             .args(extra)
@@ -73,14 +79,18 @@ impl Broker {
                 let _ = sender.send(line);
             }
         });
-        let addr = loop {
+        let (addr, console) = loop {
             let line =
                 receiver.recv_timeout(Duration::from_mins(1)).expect("serve announces its address");
             if let Some(rest) = line.strip_prefix("seglog: serving Kafka clients on ") {
-                break rest.split_whitespace().next().expect("address").to_owned();
+                let addr = rest.split_whitespace().next().expect("address").to_owned();
+                let console = rest
+                    .split_once("console: http://")
+                    .map(|(_, console)| console.trim_end_matches(')').to_owned());
+                break (addr, console);
             }
         };
-        Self { child, addr, stderr: Some(receiver) }
+        Self { child, addr, console, stderr: Some(receiver) }
     }
 
     /// Stderr lines until one contains `wanted` (that one included); fails after `timeout`.
@@ -400,7 +410,7 @@ fn server_properties_are_read_and_flags_override_single_keys() {
     let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
     let announced = lines.next().unwrap_or_default();
     assert!(announced.starts_with("seglog: serving Kafka clients on 127.0.0.1:"), "{announced}");
-    let broker = Broker { child, addr: String::new(), stderr: None };
+    let broker = Broker { child, addr: String::new(), console: None, stderr: None };
     assert!(broker.terminate().success());
     assert!(from_flag.join("meta.properties").exists(), "the data went to --log-dir");
     assert!(!from_file.exists(), "--log-dir overrides log.dirs");
