@@ -237,12 +237,21 @@ struct ConfigView {
     sensitive: bool,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PartitionsQuery {
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
 #[derive(Serialize)]
 pub(super) struct TopicView {
     #[serde(flatten)]
     summary: TopicItem,
     topic_id: String,
-    partitions: Vec<PartitionRow>,
+    /// One page of the partitions (`offset`, `limit`), in order.
+    partitions_offset: usize,
+    partition_rows: Vec<PartitionRow>,
     configs: Vec<ConfigView>,
 }
 
@@ -293,8 +302,10 @@ async fn topic_configs(app: &App, topic: &str) -> Result<Vec<ConfigView>, ApiErr
 pub(super) async fn describe(
     State(app): State<App>,
     Path(topic): Path<String>,
+    Query(query): Query<PartitionsQuery>,
 ) -> Result<Json<TopicView>, ApiError> {
     check(&app, AclOperation::Describe, &topic)?;
+    let (offset, limit) = page_bounds(query.offset, query.limit)?;
     let broker = Arc::clone(&app.broker);
     let name = topic.clone();
     let (summary, partitions, topic_id) = blocking(move || {
@@ -307,11 +318,18 @@ pub(super) async fn describe(
             .topic_id(&name)
             .map(|id| seglog_format::java::uuid_to_base64(&id))
             .unwrap_or_default();
-        Ok((summary, rows, topic_id))
+        let page = rows.into_iter().skip(offset).take(limit).collect();
+        Ok((summary, page, topic_id))
     })
     .await?;
     let configs = topic_configs(&app, &topic).await?;
-    Ok(Json(TopicView { summary, topic_id, partitions, configs }))
+    Ok(Json(TopicView {
+        summary,
+        topic_id,
+        partitions_offset: offset,
+        partition_rows: partitions,
+        configs,
+    }))
 }
 
 /// `topic` and `partition` of a path, checked.

@@ -193,6 +193,9 @@ const KEYS: &[Key] = &[
     ("sasl.server.max.receive.size", Type::Int, Some("524288"), Use::AsGiven),
     ("security.inter.broker.protocol", Type::String, Some("PLAINTEXT"), Use::Ignored),
     ("seglog.authentication.timeout.ms", Type::Long, Some("10000"), Use::AsGiven),
+    ("seglog.console.actions.enable", Type::Boolean, Some("false"), Use::Live),
+    ("seglog.console.listener", Type::String, Some("127.0.0.1:9309"), Use::Live),
+    ("seglog.console.sample.interval.ms", Type::Long, Some("5000"), Use::Live),
     ("seglog.fetch.max.wait.ms", Type::Long, Some("30000"), Use::Live),
     ("seglog.metrics.listener", Type::String, Some("127.0.0.1:9308"), Use::Live),
     ("seglog.metrics.partitions.max", Type::Int, Some("1000"), Use::Live),
@@ -364,6 +367,11 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
         "replica.high.watermark.checkpoint.interval.ms" => {
             log.high_watermark_checkpoint_interval_ms.to_string()
         }
+        "seglog.console.actions.enable" => config.console.actions_enable.to_string(),
+        "seglog.console.listener" => {
+            config.console.listener.map(|addr| addr.to_string()).unwrap_or_default()
+        }
+        "seglog.console.sample.interval.ms" => config.console.sample_interval_ms.to_string(),
         "seglog.fetch.max.wait.ms" => config.fetch_wait_max_ms.to_string(),
         "seglog.metrics.listener" => {
             config.metrics_listener.map(|addr| addr.to_string()).unwrap_or_default()

@@ -295,8 +295,13 @@ async fn check_topics(spec: &Spec, addr: SocketAddr, orders_bytes: u64, segments
     assert_eq!(filtered["topics"][0]["name"], "__consumer_offsets");
 
     let topic = spec.call(addr, "GET", "/topics/{topic}", "/api/v1/topics/orders", None, 200).await;
-    assert_eq!(topic["partitions"][0]["high_watermark"], 200);
-    assert_eq!(topic["partitions"][0]["segments"], segments_0);
+    assert_eq!(topic["partitions"], 2);
+    assert_eq!(topic["partition_rows"][0]["high_watermark"], 200);
+    assert_eq!(topic["partition_rows"][0]["segments"], segments_0);
+    let second = "/api/v1/topics/orders?offset=1&limit=1";
+    let page = spec.call(addr, "GET", "/topics/{topic}", second, None, 200).await;
+    let rows = page["partition_rows"].as_array().expect("rows");
+    assert_eq!((rows.len(), &rows[0]["partition"]), (1, &json!(1)), "one page of partitions");
     let segment_bytes = topic["configs"]
         .as_array()
         .expect("configs")
