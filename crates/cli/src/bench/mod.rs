@@ -12,11 +12,15 @@
 //! - `tiered.rs`: `--workload tiered`, tiered storage over a simulated S3: a producer's p99
 //!   with and without uploads, upload throughput and cold remote reads next to the simulated
 //!   bandwidth.
+//! - `console.rs`: `--workload console`, the web console's pages under load (10,000
+//!   partitions, 1,000 groups) next to the 500 ms goal, and a producer's p99 with and without
+//!   the console loaded.
 //! - this file: the arguments and what the workloads share (the raw disk references, the
 //!   table, timing helpers).
 
 mod append;
 mod compact;
+mod console;
 mod loops;
 mod tiered;
 mod txn;
@@ -66,7 +70,8 @@ pub(crate) struct BenchArgs {
     /// producer's latency while it runs), `transactional` (produce through the broker in
     /// transactions of 100 and 1,000 records, next to the same produce without) or `tiered`
     /// (tiered storage over a simulated S3: producer p99 with and without uploads, upload and
-    /// cold-read throughput next to the simulated bandwidth).
+    /// cold-read throughput next to the simulated bandwidth) or `console` (the web console's
+    /// pages under load, and a producer's p99 with and without them).
     #[arg(long, value_enum, default_value_t = Workload::Append)]
     workload: Workload,
     /// With `--workload compact`: the cleaner's I/O limit while the producer runs
@@ -81,6 +86,12 @@ pub(crate) struct BenchArgs {
     /// in MiB.
     #[arg(long, default_value_t = 128)]
     dedupe_buffer_mib: u64,
+    /// With `--workload console`: the partitions of the wide topic.
+    #[arg(long, default_value_t = 10_000)]
+    wide_partitions: i32,
+    /// With `--workload console`: the consumer groups, each with committed offsets.
+    #[arg(long, default_value_t = 1000)]
+    groups: usize,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -97,6 +108,8 @@ pub(crate) enum Workload {
     Transactional,
     /// Tiered storage over a simulated S3 (`tiered.rs`).
     Tiered,
+    /// The web console's pages under load, next to a producer's p99 (`console.rs`).
+    Console,
     /// The append loops of seglog and `commitlog` alone, for instruction counts
     /// (`loops.rs`, `scripts/instructions.sh`).
     Loops,
@@ -116,6 +129,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         Workload::Compact => compact::run(args),
         Workload::Transactional => txn::run(args),
         Workload::Tiered => tiered::run(args),
+        Workload::Console => console::run(args),
         Workload::Loops => loops::run(args),
     }
 }

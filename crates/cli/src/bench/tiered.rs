@@ -62,13 +62,19 @@ struct Figures {
 }
 
 /// One paced produce run.
-struct Produced {
-    bytes: u64,
-    elapsed: Duration,
-    latency: Histogram<u64>,
+pub(super) struct Produced {
+    pub(super) bytes: u64,
+    pub(super) elapsed: Duration,
+    pub(super) latency: Histogram<u64>,
 }
 
-async fn create_topic(client: &mut Client, topic: &str, configs: &[(&str, String)]) -> Result<()> {
+/// Creates `topic` with `partitions` partitions and `configs`.
+pub(super) async fn create_topic(
+    client: &mut Client,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, String)],
+) -> Result<()> {
     let configs = configs
         .iter()
         .map(|(k, v)| {
@@ -81,7 +87,7 @@ async fn create_topic(client: &mut Client, topic: &str, configs: &[(&str, String
         .with_topics(vec![
             CreatableTopic::default()
                 .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
-                .with_num_partitions(1)
+                .with_num_partitions(partitions)
                 .with_replication_factor(1)
                 .with_configs(configs),
         ])
@@ -95,7 +101,7 @@ async fn create_topic(client: &mut Client, topic: &str, configs: &[(&str, String
 
 /// Produces `total_bytes` to partition 0 of `topic` in batches of `--batch-bytes`, acks=1,
 /// paced at `rate_mb_per_s` (0: unpaced), timing each request.
-async fn produce(
+pub(super) async fn produce(
     client: &mut Client,
     args: &BenchArgs,
     topic: &str,
@@ -188,13 +194,13 @@ async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
     );
     let segment = ("segment.bytes", SEGMENT_BYTES.to_string());
     let tiered = ("remote.storage.enable", "true".to_owned());
-    create_topic(&mut client, "plain", std::slice::from_ref(&segment)).await?;
+    create_topic(&mut client, "plain", 1, std::slice::from_ref(&segment)).await?;
     let plain = produce(&mut client, args, "plain", total_bytes, rate).await?;
-    create_topic(&mut client, "tiered", &[segment.clone(), tiered.clone()]).await?;
+    create_topic(&mut client, "tiered", 1, &[segment.clone(), tiered.clone()]).await?;
     let tiered_run = produce(&mut client, args, "tiered", total_bytes, rate).await?;
 
     // Upload throughput: a backlog written untiered, then tiering turned on.
-    create_topic(&mut client, "backlog", std::slice::from_ref(&segment)).await?;
+    create_topic(&mut client, "backlog", 1, std::slice::from_ref(&segment)).await?;
     produce(&mut client, args, "backlog", total_bytes, 0.0).await?;
     let manager = Arc::clone(server.broker().manager());
     let backlog = manager.get_log(&TopicPartition { topic: "backlog".into(), partition: 0 })?;
