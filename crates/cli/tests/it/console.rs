@@ -2,8 +2,9 @@
 //! segments written by kcat, a group that consumed part of it), every page driven in Debian's
 //! chromium by playwright-core (`tests/console/browser.mjs`), with the figures on the pages
 //! compared with what the test wrote and what is on disk, and a screenshot of each page under
-//! `target/console-screenshots/`. `.ci/run` installs chromium and playwright-core; under CI a
-//! missing one fails the test, elsewhere it says loudly that it skipped.
+//! `target/console-screenshots/`, behind the login a SASL listener asks for. `.ci/run` installs
+//! chromium and playwright-core; under CI a missing one fails the test, elsewhere it says loudly
+//! that it skipped.
 
 #![allow(clippy::format_collect, reason = "test data built line by line")]
 
@@ -14,16 +15,42 @@ use std::process::{Command, Stdio};
 
 use crate::serve::{Broker, client, which};
 
-/// A GET of the console: the status and the body.
-fn get(addr: &str, path: &str) -> (u16, String) {
+/// The user the secured broker's console is logged in as.
+const USER: &str = "alice";
+const PASSWORD: &str = "alice-secret";
+
+/// One request to the console: the status, the head and the body.
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    cookie: &str,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).expect("the console accepts");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
-        .expect("request written");
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nCookie: {cookie}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("request written");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("response read");
     let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
     let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("a status");
-    (status, body.to_owned())
+    (status, head.to_owned(), body.to_owned())
+}
+
+/// Logs in as [`USER`]; the session cookie (`name=value`).
+fn login(addr: &str) -> String {
+    let body = format!(r#"{{"username":"{USER}","password":"{PASSWORD}"}}"#);
+    let (status, head, answer) = request(addr, "POST", "/api/v1/login", &body, "");
+    assert_eq!(status, 200, "{answer}");
+    head.lines()
+        .find_map(|line| line.strip_prefix("set-cookie: "))
+        .and_then(|cookie| cookie.split(';').next())
+        .expect("a session cookie")
+        .to_owned()
 }
 
 /// Runs kcat with `args`, feeding `input`; fails the test on an error.
@@ -63,12 +90,37 @@ fn check_dump_view(console: &str, data: &Path) {
         .output()
         .expect("seglog dump runs");
     let dumped = String::from_utf8(dumped.stdout).expect("UTF-8 dump");
-    let (status, page) = get(console, "/api/v1/topics/orders/partitions/0/segments/0/dump?lines=3");
+    let path = "/api/v1/topics/orders/partitions/0/segments/0/dump?lines=3";
+    let (status, _, _) = request(console, "GET", path, "", "");
+    assert_eq!(status, 401, "the broker has a SASL listener: a login first");
+    let (status, _, page) = request(console, "GET", path, "", &login(console));
     assert_eq!(status, 200, "{page}");
     let page: serde_json::Value = serde_json::from_str(&page).expect("JSON");
     let expected: Vec<&str> = dumped.lines().take(3).collect();
     assert_eq!(page["lines"], serde_json::json!(expected), "the dump view is seglog dump's text");
     assert_eq!(page["more"], true);
+}
+
+/// `seglog serve` over `data` with the console on, and a SASL listener (PLAIN, [`USER`]) beside
+/// the clients' PLAINTEXT one: the console asks for a login.
+fn start_secured(data: &Path) -> Broker {
+    let jaas = format!(
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{USER}=\"{PASSWORD}\";"
+    );
+    Broker::start_with(
+        data,
+        "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        &[
+            "--console-listener",
+            "127.0.0.1:0",
+            "--override",
+            "seglog.console.sample.interval.ms=200",
+            "--override",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN",
+            "--override",
+            &jaas,
+        ],
+    )
 }
 
 #[test]
@@ -102,16 +154,7 @@ fn every_console_page_shows_the_brokers_figures_in_chromium() {
         .output()
         .expect("seglog runs");
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-    let broker = Broker::start_with(
-        &data,
-        "127.0.0.1:0",
-        &[
-            "--console-listener",
-            "127.0.0.1:0",
-            "--override",
-            "seglog.console.sample.interval.ms=200",
-        ],
-    );
+    let broker = start_secured(&data);
     let console = broker.console.clone().expect("serve announces the console");
     let lines: String =
         (0..3000).map(|i| format!("order-{i} {{\"id\":{i},\"amount\":{}}}\n", i % 97)).collect();
@@ -143,6 +186,7 @@ fn every_console_page_shows_the_brokers_figures_in_chromium() {
         "group_lag": 2000,
         "topics": 2,
         "partitions": 52,
+        "login": {"user": USER, "password": PASSWORD},
     });
     let output = Command::new(node)
         .arg("browser.mjs")
@@ -157,9 +201,17 @@ fn every_console_page_shows_the_brokers_figures_in_chromium() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the browser checks failed:\n{stdout}\n{stderr}");
     assert!(!stdout.contains("not ok"), "{stdout}");
-    for page in
-        ["overview", "topics", "topic", "partition", "messages", "groups", "group", "health"]
-    {
+    for page in [
+        "login",
+        "overview",
+        "topics",
+        "topic",
+        "partition",
+        "messages",
+        "groups",
+        "group",
+        "health",
+    ] {
         let shot = screenshots.join(format!("{page}.png"));
         let size = std::fs::metadata(&shot).map_or(0, |m| m.len());
         assert!(size > 10_000, "{} is missing or blank ({size} bytes)", shot.display());
