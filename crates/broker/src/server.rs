@@ -326,12 +326,8 @@ impl Server {
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(crate::tiering::run(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = console_listener {
-            tasks.spawn(crate::console::serve(
-                Arc::clone(&broker),
-                listener,
-                stopped.clone(),
-                dump,
-            ));
+            crate::console::spawn(Arc::clone(&broker), listener, stopped.clone(), dump)
+                .map_err(|source| ServeError::Thread { what: "console", source })?;
         }
         if let Some(listener) = metrics_listener {
             metrics::install();

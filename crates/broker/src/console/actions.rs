@@ -36,7 +36,9 @@ pub(super) struct Done {
     message: String,
 }
 
-fn done(message: String) -> Json<Done> {
+/// An action's answer; every partition's row is read again after it.
+fn done(app: &App, message: String) -> Json<Done> {
+    app.rows.clear();
     Json(Done { ok: true, message })
 }
 
@@ -97,7 +99,10 @@ pub(super) async fn create_topic(
     }
     Ok((
         StatusCode::CREATED,
-        done(format!("topic {} created with {} partitions", body.name, result.num_partitions)),
+        done(
+            &app,
+            format!("topic {} created with {} partitions", body.name, result.num_partitions),
+        ),
     ))
 }
 
@@ -121,7 +126,7 @@ pub(super) async fn delete_topic(
             result.error_message.clone(),
         ));
     }
-    Ok(done(format!("topic {topic} deleted")))
+    Ok(done(&app, format!("topic {topic} deleted")))
 }
 
 #[derive(Debug, Deserialize)]
@@ -175,7 +180,7 @@ pub(super) async fn alter_configs(
             result.error_message.clone(),
         ));
     }
-    Ok(done(format!("configs of {topic} altered")))
+    Ok(done(&app, format!("configs of {topic} altered")))
 }
 
 #[derive(Debug, Deserialize)]
@@ -208,7 +213,7 @@ pub(super) async fn delete_records(
     if result.error_code != 0 {
         return Err(kafka::wire_error("DeleteRecords", result.error_code, None));
     }
-    Ok(done(format!("{topic}-{partition} now starts at {}", result.low_watermark)))
+    Ok(done(&app, format!("{topic}-{partition} now starts at {}", result.low_watermark)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,5 +313,5 @@ pub(super) async fn reset_offsets(
             }
         }
     }
-    Ok(done(format!("{} offsets of group {group} reset", targets.len())))
+    Ok(done(&app, format!("{} offsets of group {group} reset", targets.len())))
 }

@@ -131,6 +131,8 @@ struct App {
     broker: Arc<Broker>,
     /// The logged-in sessions.
     sessions: Arc<auth::Sessions>,
+    /// Every partition's row, reused for a second.
+    rows: Arc<topics::RowsCache>,
     history: Arc<History>,
     dump: Option<DumpFn>,
     started: Instant,
@@ -332,8 +334,52 @@ const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
 const FAVICON_SVG: &str = include_str!("assets/favicon.svg");
 
+/// The console's own thread's niceness: the kernel runs the broker's threads first when both
+/// want a core, so that loading pages does not move the producers' latency.
+const CONSOLE_NICE: i32 = 10;
+/// Threads the console's runtime may start for storage reads.
+const CONSOLE_BLOCKING_THREADS_MAX: usize = 2;
+
+/// Starts the console on a thread of its own, with its own runtime and blocking pool, at a
+/// lower priority than the broker's (nice [`CONSOLE_NICE`]; threads it starts inherit it): no
+/// page ever waits in the queue of the reactor that serves Kafka clients, or takes a core from
+/// it. It ends at shutdown.
+pub(crate) fn spawn(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    stopped: watch::Receiver<bool>,
+    dump: Option<DumpFn>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let listener = listener.into_std()?;
+    std::thread::Builder::new().name("seglog-console".to_owned()).spawn(move || {
+        if let Err(error) =
+            rustix::process::setpriority_process(Some(rustix::thread::gettid()), CONSOLE_NICE)
+        {
+            tracing::debug!(%error, "the console thread keeps the broker's priority");
+        }
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("seglog-console")
+            .max_blocking_threads(CONSOLE_BLOCKING_THREADS_MAX)
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                tracing::error!(%error, "the console cannot start its runtime");
+                return;
+            }
+        };
+        runtime.block_on(async move {
+            match TcpListener::from_std(listener) {
+                Ok(listener) => serve(broker, listener, stopped, dump).await,
+                Err(error) => tracing::error!(%error, "the console cannot listen"),
+            }
+        });
+    })
+}
+
 /// Serves the console on `listener` until shutdown, and samples the history meanwhile.
-pub(crate) async fn serve(
+async fn serve(
     broker: Arc<Broker>,
     listener: TcpListener,
     mut stopped: watch::Receiver<bool>,
@@ -343,6 +389,7 @@ pub(crate) async fn serve(
     let app = App {
         broker,
         sessions: Arc::new(auth::Sessions::default()),
+        rows: Arc::new(topics::RowsCache::default()),
         history: Arc::clone(&history),
         dump,
         started: Instant::now(),

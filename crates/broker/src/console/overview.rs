@@ -8,7 +8,7 @@ use axum::extract::State;
 use serde::Serialize;
 
 use super::history::{ApiRate, ThroughputPoint};
-use super::topics::{PartitionRow, partition_rows};
+use super::topics::PartitionRow;
 use super::{ApiError, App, blocking};
 
 /// What the last start found on disk, for the health page.
@@ -116,7 +116,7 @@ fn log_dirs(app: &App, rows: &[PartitionRow]) -> Vec<LogDirView> {
 /// `GET /api/v1/overview`.
 pub(super) async fn overview(State(app): State<App>) -> Result<Json<Overview>, ApiError> {
     let work = app.clone();
-    let rows = blocking(move || Ok(partition_rows(&work.broker, None))).await?;
+    let rows = blocking(move || Ok(work.rows.get(&work.broker))).await?;
     let broker = &app.broker;
     let mut topics: Vec<&str> = rows.iter().map(|row| row.topic.as_str()).collect();
     topics.dedup();

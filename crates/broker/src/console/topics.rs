@@ -4,7 +4,8 @@
 //! checkpoints and never loaded for a list; a partition's own pages load it, as a read would.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
@@ -79,25 +80,49 @@ fn row(broker: &Broker, tp: &TopicPartition) -> PartitionRow {
         return row;
     }
     row.loaded = true;
-    row.size_bytes = log.size_bytes().ok();
-    row.log_start_offset = log.log_start_offset().ok();
-    row.local_log_start_offset = log.local_log_start_offset().ok();
-    row.high_watermark = log.high_watermark().ok();
-    row.last_stable_offset = log.last_stable_offset().ok();
-    row.log_end_offset = log.log_end_offset().ok();
-    row.segments = log.segment_base_offsets().ok().map(|bases| bases.len());
+    if let Ok(figures) = log.figures() {
+        row.size_bytes = Some(figures.size_bytes);
+        row.log_start_offset = Some(figures.log_start_offset);
+        row.local_log_start_offset = Some(figures.local_log_start_offset);
+        row.high_watermark = Some(figures.high_watermark);
+        row.last_stable_offset = Some(figures.last_stable_offset);
+        row.log_end_offset = Some(figures.log_end_offset);
+        row.segments = Some(figures.segments);
+    } else {
+        row.offline = true;
+    }
     row
 }
 
-/// Every partition's row (of `topic` only, when given), in order; loads nothing.
-pub(super) fn partition_rows(broker: &Broker, topic: Option<&str>) -> Vec<PartitionRow> {
-    broker
-        .manager()
-        .partitions()
-        .iter()
-        .filter(|tp| topic.is_none_or(|topic| tp.topic == topic))
-        .map(|tp| row(broker, tp))
-        .collect()
+/// How long every partition's rows are reused: the overview, the topic list and a topic's page
+/// read them all, and at 10,000 partitions a scan costs milliseconds of a core.
+const ROWS_TTL: Duration = Duration::from_secs(1);
+
+/// Every partition's row, at most [`ROWS_TTL`] old (an action clears it).
+#[derive(Debug, Default)]
+pub(super) struct RowsCache {
+    rows: Mutex<Option<(Instant, Arc<Vec<PartitionRow>>)>>,
+}
+
+impl RowsCache {
+    /// Every partition's row, in order; loads no partition (a blocking call).
+    pub(super) fn get(&self, broker: &Broker) -> Arc<Vec<PartitionRow>> {
+        if let Some((at, rows)) = &*self.rows.lock().unwrap_or_else(PoisonError::into_inner)
+            && at.elapsed() < ROWS_TTL
+        {
+            return Arc::clone(rows);
+        }
+        let rows: Arc<Vec<PartitionRow>> =
+            Arc::new(broker.manager().partitions().iter().map(|tp| row(broker, tp)).collect());
+        *self.rows.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((Instant::now(), Arc::clone(&rows)));
+        rows
+    }
+
+    /// Forgets the rows (after an action changed them).
+    pub(super) fn clear(&self) {
+        *self.rows.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -199,10 +224,10 @@ pub(super) async fn list(
             "sort must be one of name, partitions, size, records, retention, not {sort:?}"
         )));
     }
-    let broker = Arc::clone(&app.broker);
+    let work = app.clone();
     let mut topics = blocking(move || {
-        let rows = partition_rows(&broker, None);
-        Ok(topic_items(&broker, &rows))
+        let rows = work.rows.get(&work.broker);
+        Ok(topic_items(&work.broker, &rows))
     })
     .await?;
     topics.retain(|topic| may(&app, AclOperation::Describe, &topic.name));
@@ -306,11 +331,13 @@ pub(super) async fn describe(
 ) -> Result<Json<TopicView>, ApiError> {
     check(&app, AclOperation::Describe, &topic)?;
     let (offset, limit) = page_bounds(query.offset, query.limit)?;
-    let broker = Arc::clone(&app.broker);
+    let work = app.clone();
     let name = topic.clone();
     let (summary, partitions, topic_id) = blocking(move || {
-        let rows = partition_rows(&broker, Some(&name));
-        let Some(summary) = topic_items(&broker, &rows).into_iter().next() else {
+        let broker = &work.broker;
+        let rows: Vec<PartitionRow> =
+            work.rows.get(broker).iter().filter(|row| row.topic == name).cloned().collect();
+        let Some(summary) = topic_items(broker, &rows).into_iter().next() else {
             return Err(ApiError::not_found(format!("no topic {name:?}")));
         };
         let topic_id = broker

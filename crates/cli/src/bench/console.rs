@@ -2,7 +2,8 @@
 //! 127.0.0.1. A topic of 10,000 partitions (`--wide-partitions`) and 1,000 groups (`--groups`),
 //! each with committed offsets, then a paced producer (`--rate-mb-per-s`, default 20) to its
 //! own topic for `--producer-secs`: alone, then while a client loads every console page in
-//! turn (each page's API calls one after another, as its script makes them), alternating, twice.
+//! turn (each page's API calls one after another, as its script makes them), back to back or
+//! `--console-pages-per-sec` (a few people browsing: 2), alternating, twice.
 //! Reported: each page's p99 and worst time next to the 500 ms goal, and the producer's p99
 //! with the console loaded over without it (same run).
 
@@ -63,17 +64,29 @@ fn get(addr: SocketAddr, path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Loads every page in turn until `stop`, timing each page (its calls one after another).
-fn load_pages(addr: SocketAddr, stop: &AtomicBool) -> Result<Vec<Histogram<u64>>> {
+/// Loads every page in turn until `stop`, timing each page (its calls one after another), at
+/// most `pages_per_sec` pages a second (0: back to back).
+fn load_pages(
+    addr: SocketAddr,
+    stop: &AtomicBool,
+    pages_per_sec: f64,
+) -> Result<Vec<Histogram<u64>>> {
     let mut times =
         PAGES.iter().map(|_| Histogram::<u64>::new(3)).collect::<Result<Vec<_>, _>>()?;
+    let started = Instant::now();
+    let mut loaded = 0u64;
     while !stop.load(Ordering::Relaxed) {
         for ((_, calls), histogram) in PAGES.iter().zip(&mut times) {
+            if pages_per_sec > 0.0 {
+                let due = started + Duration::from_secs_f64(loaded as f64 / pages_per_sec);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
             let begun = Instant::now();
             for call in *calls {
                 get(addr, call)?;
             }
             histogram.record(nanos_since(begun))?;
+            loaded += 1;
         }
     }
     Ok(times)
@@ -135,11 +148,16 @@ async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
     let mut client = Client::connect(server.local_addr()).await?;
     eprintln!(
         "seglog bench --workload console: {} partitions, {} groups; producer {} MB/s for {} s, \
-         alone then with every page loading, {ROUNDS} rounds",
+         alone then with every page loading ({}), {ROUNDS} rounds",
         args.wide_partitions,
         args.groups,
         args.rate_mb_per_s_or(20.0),
-        args.producer_secs
+        args.producer_secs,
+        if args.console_pages_per_sec > 0.0 {
+            format!("{} pages a second", args.console_pages_per_sec)
+        } else {
+            "back to back".to_owned()
+        }
     );
     let started = Instant::now();
     create_topic(&mut client, "wide", args.wide_partitions, &[]).await?;
@@ -154,7 +172,10 @@ async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
         let stop = Arc::new(AtomicBool::new(false));
         let loader = {
             let stop = Arc::clone(&stop);
-            std::thread::spawn(move || load_pages(console, &stop))
+            {
+                let pages_per_sec = args.console_pages_per_sec;
+                std::thread::spawn(move || load_pages(console, &stop, pages_per_sec))
+            }
         };
         let produced = produce(&mut client, args, "load", total, rate).await;
         stop.store(true, Ordering::Relaxed);
@@ -217,6 +238,7 @@ fn report(args: &BenchArgs, figures: &Figures) -> Result<()> {
             "workload": "console",
             "partitions": args.wide_partitions,
             "groups": args.groups,
+            "console_pages_per_sec": args.console_pages_per_sec,
             "pages": pages,
             "produce_alone_p99_ms": p99_alone,
             "produce_with_console_p99_ms": p99_loaded,

@@ -92,6 +92,10 @@ pub(crate) struct BenchArgs {
     /// With `--workload console`: the consumer groups, each with committed offsets.
     #[arg(long, default_value_t = 1000)]
     groups: usize,
+    /// With `--workload console`: pages loaded a second while the producer runs (0: back to
+    /// back, a stress; a few people browsing load about 2).
+    #[arg(long, default_value_t = 0.0)]
+    console_pages_per_sec: f64,
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,

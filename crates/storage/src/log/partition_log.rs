@@ -50,7 +50,7 @@ mod txn;
 pub use background::BackgroundQueue;
 pub(crate) use cleaning::{CleanerView, SegmentView};
 pub use lazy::CheckpointOffsets;
-pub use summary::{LogSummary, SegmentSummary};
+pub use summary::{LogFigures, LogSummary, SegmentSummary};
 pub use tiered::ClosedSegment;
 use txn::{
     aborted_transactions, aborted_transactions_below, last_stable_offset,

@@ -2,8 +2,28 @@
 //! what the broker's web console draws as the partition's timeline (each segment to scale,
 //! its offsets, times, index fill, and whether it is active, tiered or being deleted).
 
-use super::PartitionLog;
+use super::{PartitionLog, last_stable_offset};
 use crate::error::Result;
+
+/// A log's offsets, size and segment count, read under one read lock (a row of the console's
+/// partition tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogFigures {
+    /// The log start offset.
+    pub log_start_offset: i64,
+    /// The first local offset.
+    pub local_log_start_offset: i64,
+    /// The high watermark.
+    pub high_watermark: i64,
+    /// The last stable offset.
+    pub last_stable_offset: i64,
+    /// The log end offset.
+    pub log_end_offset: i64,
+    /// Bytes of the local segments.
+    pub size_bytes: u64,
+    /// Local segments.
+    pub segments: usize,
+}
 
 /// One segment of a log, as the console shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +79,20 @@ const OFFSET_ENTRY_BYTES: u64 = 8;
 const TIME_ENTRY_BYTES: u64 = 12;
 
 impl PartitionLog {
+    /// The log's offsets, size and segment count, under one read lock, without an allocation.
+    pub fn figures(&self) -> Result<LogFigures> {
+        let state = self.read_state()?;
+        Ok(LogFigures {
+            log_start_offset: state.log_start_offset,
+            local_log_start_offset: state.local_log_start_offset,
+            high_watermark: state.high_watermark.message_offset,
+            last_stable_offset: last_stable_offset(&state),
+            log_end_offset: state.local.log_end_offset(),
+            size_bytes: state.local.segments().size_bytes(),
+            segments: state.local.segments().len(),
+        })
+    }
+
     /// The log's offsets and its segments, local and being deleted, under one read lock: no
     /// file is read (an unloaded log is loaded first, as any read does).
     pub fn summary(&self) -> Result<LogSummary> {
