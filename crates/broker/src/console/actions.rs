@@ -87,16 +87,8 @@ pub(super) async fn create_topic(
         );
     let request = CreateTopicsRequest::default().with_topics(vec![topic]).with_timeout_ms(30_000);
     let response = kafka::call(&app.broker, app.session(), &request, 7).await?;
-    let Some(result) = response.topics.first() else {
-        return Err(ApiError::internal("CreateTopics answered no topic"));
-    };
-    if result.error_code != 0 {
-        return Err(kafka::wire_error(
-            "CreateTopics",
-            result.error_code,
-            result.error_message.clone(),
-        ));
-    }
+    let result = kafka::first("CreateTopics", &response.topics)?;
+    kafka::ok("CreateTopics", result.error_code, result.error_message.as_ref())?;
     Ok((
         StatusCode::CREATED,
         done(
@@ -116,16 +108,8 @@ pub(super) async fn delete_topic(
         .with_topic_names(vec![TopicName(name(&topic))])
         .with_timeout_ms(30_000);
     let response = kafka::call(&app.broker, app.session(), &request, 4).await?;
-    let Some(result) = response.responses.first() else {
-        return Err(ApiError::internal("DeleteTopics answered no topic"));
-    };
-    if result.error_code != 0 {
-        return Err(kafka::wire_error(
-            "DeleteTopics",
-            result.error_code,
-            result.error_message.clone(),
-        ));
-    }
+    let result = kafka::first("DeleteTopics", &response.responses)?;
+    kafka::ok("DeleteTopics", result.error_code, result.error_message.as_ref())?;
     Ok(done(&app, format!("topic {topic} deleted")))
 }
 
@@ -170,16 +154,8 @@ pub(super) async fn alter_configs(
             .with_configs(configs),
     ]);
     let response = kafka::call(&app.broker, app.session(), &request, 1).await?;
-    let Some(result) = response.responses.first() else {
-        return Err(ApiError::internal("IncrementalAlterConfigs answered no resource"));
-    };
-    if result.error_code != 0 {
-        return Err(kafka::wire_error(
-            "IncrementalAlterConfigs",
-            result.error_code,
-            result.error_message.clone(),
-        ));
-    }
+    let result = kafka::first("IncrementalAlterConfigs", &response.responses)?;
+    kafka::ok("IncrementalAlterConfigs", result.error_code, result.error_message.as_ref())?;
     Ok(done(&app, format!("configs of {topic} altered")))
 }
 
@@ -208,11 +184,9 @@ pub(super) async fn delete_records(
         .with_timeout_ms(30_000);
     let response = kafka::call(&app.broker, app.session(), &request, 2).await?;
     let Some(result) = response.topics.first().and_then(|t| t.partitions.first()) else {
-        return Err(ApiError::internal("DeleteRecords answered no partition"));
+        return Err(ApiError::internal("DeleteRecords answered nothing"));
     };
-    if result.error_code != 0 {
-        return Err(kafka::wire_error("DeleteRecords", result.error_code, None));
-    }
+    kafka::ok("DeleteRecords", result.error_code, None)?;
     Ok(done(&app, format!("{topic}-{partition} now starts at {}", result.low_watermark)))
 }
 

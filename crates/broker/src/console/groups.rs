@@ -40,9 +40,7 @@ struct Listed {
 async fn list_groups(app: &App) -> Result<Vec<Listed>, ApiError> {
     let response =
         kafka::call(&app.broker, app.session(), &ListGroupsRequest::default(), 5).await?;
-    if response.error_code != 0 {
-        return Err(kafka::wire_error("ListGroups", response.error_code, None));
-    }
+    kafka::ok("ListGroups", response.error_code, None)?;
     let mut groups: Vec<Listed> = response
         .groups
         .into_iter()
@@ -160,8 +158,22 @@ struct Member {
     client_id: String,
     client_host: String,
     /// Assigned partitions per topic.
-    assignment: BTreeMap<String, Vec<i32>>,
+    assignment: Assignment,
 }
+
+impl Member {
+    fn new(id: &StrBytes, client_id: &StrBytes, host: &StrBytes, assignment: Assignment) -> Self {
+        Self {
+            id: id.to_string(),
+            client_id: client_id.to_string(),
+            client_host: host.to_string(),
+            assignment,
+        }
+    }
+}
+
+/// Assigned partitions per topic.
+type Assignment = BTreeMap<String, Vec<i32>>;
 
 /// Members of classic groups (DescribeGroups) and consumer groups (ConsumerGroupDescribe).
 async fn members(app: &App, groups: &[Listed]) -> Result<BTreeMap<String, Vec<Member>>, ApiError> {
@@ -178,15 +190,13 @@ async fn members(app: &App, groups: &[Listed]) -> Result<BTreeMap<String, Vec<Me
             let members = group
                 .members
                 .into_iter()
-                .map(|m| Member {
-                    id: m.member_id.to_string(),
-                    client_id: m.client_id.to_string(),
-                    client_host: m.client_host.to_string(),
-                    assignment: if consumer_protocol {
+                .map(|m| {
+                    let assignment = if consumer_protocol {
                         classic_assignment(&m.member_assignment)
                     } else {
                         BTreeMap::new()
-                    },
+                    };
+                    Member::new(&m.member_id, &m.client_id, &m.client_host, assignment)
                 })
                 .collect();
             all.insert(group.group_id.to_string(), members);
@@ -201,16 +211,14 @@ async fn members(app: &App, groups: &[Listed]) -> Result<BTreeMap<String, Vec<Me
             let members = group
                 .members
                 .into_iter()
-                .map(|m| Member {
-                    id: m.member_id.to_string(),
-                    client_id: m.client_id.to_string(),
-                    client_host: m.client_host.to_string(),
-                    assignment: m
+                .map(|m| {
+                    let assignment = m
                         .assignment
                         .topic_partitions
                         .iter()
                         .map(|t| (t.topic_name.to_string(), t.partitions.clone()))
-                        .collect(),
+                        .collect();
+                    Member::new(&m.member_id, &m.client_id, &m.client_host, assignment)
                 })
                 .collect();
             all.insert(group.group_id.to_string(), members);

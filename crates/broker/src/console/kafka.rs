@@ -43,6 +43,16 @@ pub(super) async fn call<R: Request>(
         .map_err(|error| ApiError::internal(format!("cannot decode the answer: {error}")))
 }
 
+/// The first result of an answer that must hold one (one topic, one resource, ...).
+pub(super) fn first<'a, T>(api: &str, results: &'a [T]) -> Result<&'a T, ApiError> {
+    results.first().ok_or_else(|| ApiError::internal(format!("{api} answered nothing")))
+}
+
+/// `Ok` for error code 0, else [`wire_error`].
+pub(super) fn ok(api: &str, code: i16, message: Option<&StrBytes>) -> Result<(), ApiError> {
+    if code == 0 { Ok(()) } else { Err(wire_error(api, code, message.cloned())) }
+}
+
 /// The API error for a Kafka error code in an answer: its status by kind, Kafka's name and
 /// message.
 pub(super) fn wire_error(api: &str, code: i16, message: Option<StrBytes>) -> ApiError {

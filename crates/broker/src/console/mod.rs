@@ -202,64 +202,35 @@ impl IntoResponse for ApiError {
 
 /// `axum::extract::Query` whose rejection is an [`ApiError`] (a JSON 400 naming the
 /// parameter).
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub(crate) struct Query<T>(pub(crate) T);
 
-impl<T, S> axum::extract::FromRequestParts<S> for Query<T>
-where
-    T: serde::de::DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Query(value)| Self(value))
-            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
-    }
-}
-
 /// `axum::extract::Path` whose rejection is an [`ApiError`].
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub(crate) struct Path<T>(pub(crate) T);
 
-impl<T, S> axum::extract::FromRequestParts<S> for Path<T>
-where
-    T: serde::de::DeserializeOwned + Send,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Path(value)| Self(value))
-            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
-    }
-}
-
 /// `axum::Json` whose rejection is an [`ApiError`].
+#[derive(axum::extract::FromRequest)]
+#[from_request(via(Json), rejection(ApiError))]
 pub(crate) struct JsonBody<T>(pub(crate) T);
 
-impl<T, S> axum::extract::FromRequest<S> for JsonBody<T>
-where
-    T: serde::de::DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        Json::<T>::from_request(request, state)
-            .await
-            .map(|Json(value)| Self(value))
-            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
-    }
+/// A rejected parameter, path or body is a 400 with axum's text, which names it.
+macro_rules! rejections_are_bad_requests {
+    ($($rejection:ty),*) => {$(
+        impl From<$rejection> for ApiError {
+            fn from(rejection: $rejection) -> Self {
+                Self::bad_request(rejection.body_text())
+            }
+        }
+    )*};
 }
+rejections_are_bad_requests!(
+    axum::extract::rejection::QueryRejection,
+    axum::extract::rejection::PathRejection,
+    axum::extract::rejection::JsonRejection
+);
 
 /// Runs blocking storage work on the blocking pool.
 async fn blocking<T: Send + 'static>(

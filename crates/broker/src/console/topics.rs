@@ -304,18 +304,14 @@ async fn topic_configs(app: &App, topic: &str) -> Result<Vec<ConfigView>, ApiErr
     ]);
     let response: DescribeConfigsResponse =
         kafka::call(&app.broker, app.session(), &request, 4).await?;
-    let Some(result) = response.results.into_iter().next() else {
-        return Err(ApiError::internal("DescribeConfigs answered no resource"));
-    };
-    if result.error_code != 0 {
-        return Err(kafka::wire_error("DescribeConfigs", result.error_code, result.error_message));
-    }
+    let result = kafka::first("DescribeConfigs", &response.results)?;
+    kafka::ok("DescribeConfigs", result.error_code, result.error_message.as_ref())?;
     Ok(result
         .configs
-        .into_iter()
+        .iter()
         .map(|entry| ConfigView {
             name: entry.name.to_string(),
-            value: entry.value.map(|v| v.to_string()),
+            value: entry.value.as_ref().map(ToString::to_string),
             source: config_source(entry.config_source),
             read_only: entry.read_only,
             sensitive: entry.is_sensitive,

@@ -9,7 +9,6 @@
 
 #![expect(clippy::cast_precision_loss, reason = "figures for a table")]
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,14 +25,14 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::tiered::{Produced, create_topic, produce};
 use super::txn::Client;
-use super::{BenchArgs, nanos_since, run_dir};
+use super::{BenchArgs, broker_config, nanos_since, run_dir};
 
 /// The goal of issue 23: every page within this, on this machine, while a producer runs.
 const PAGE_GOAL: Duration = Duration::from_millis(500);
 /// Producer and console phases, alternating.
 const ROUNDS: usize = 2;
 
-/// Each page and the API calls its script makes.
+/// Each page and the API calls its script makes (`{group}`: the group in the middle).
 const PAGES: &[(&str, &[&str])] = &[
     ("overview", &["/", "/api/v1/overview", "/api/v1/throughput"]),
     ("topics", &["/api/v1/topics?limit=50&sort=size&order=desc"]),
@@ -47,7 +46,7 @@ const PAGES: &[(&str, &[&str])] = &[
         ],
     ),
     ("groups", &["/api/v1/groups?limit=50"]),
-    ("group", &["/api/v1/groups/group-00500"]),
+    ("group", &["/api/v1/groups/{group}"]),
     ("health", &["/api/v1/health"]),
 ];
 
@@ -70,6 +69,7 @@ fn load_pages(
     addr: SocketAddr,
     stop: &AtomicBool,
     pages_per_sec: f64,
+    group: &str,
 ) -> Result<Vec<Histogram<u64>>> {
     let mut times =
         PAGES.iter().map(|_| Histogram::<u64>::new(3)).collect::<Result<Vec<_>, _>>()?;
@@ -83,7 +83,7 @@ fn load_pages(
             }
             let begun = Instant::now();
             for call in *calls {
-                get(addr, call)?;
+                get(addr, &call.replace("{group}", group))?;
             }
             histogram.record(nanos_since(begun))?;
             loaded += 1;
@@ -129,19 +129,15 @@ struct Figures {
 }
 
 async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
-    let mut properties: BTreeMap<String, String> = [
-        ("listeners", "PLAINTEXT://127.0.0.1:0"),
-        ("seglog.metrics.listener", ""),
-        ("seglog.console.listener", "127.0.0.1:0"),
-        ("seglog.console.sample.interval.ms", "1000"),
-        ("offsets.topic.num.partitions", "50"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    properties.insert("log.dirs".to_owned(), root.display().to_string());
-    properties.insert("seglog.durability".to_owned(), args.durability.clone());
-    let config = seglog_broker::BrokerConfig::from_properties(&properties)?;
+    let config = broker_config(
+        args,
+        root,
+        &[
+            ("seglog.console.listener", "127.0.0.1:0"),
+            ("seglog.console.sample.interval.ms", "1000"),
+            ("offsets.topic.num.partitions", "50"),
+        ],
+    )?;
     let dump: seglog_broker::console::DumpFn = Arc::new(crate::dump::console_page);
     let server = seglog_broker::Server::start_with_dump(config, dump).await?;
     let console = server.console_addr().context("the console is on")?;
@@ -174,7 +170,8 @@ async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
             let stop = Arc::clone(&stop);
             {
                 let pages_per_sec = args.console_pages_per_sec;
-                std::thread::spawn(move || load_pages(console, &stop, pages_per_sec))
+                let group = format!("group-{:05}", args.groups / 2);
+                std::thread::spawn(move || load_pages(console, &stop, pages_per_sec, &group))
             }
         };
         let produced = produce(&mut client, args, "load", total, rate).await;

@@ -258,6 +258,27 @@ fn write_rows(out: &mut impl Write, rows: &[Row]) -> Result<()> {
 }
 
 /// The run directory under `--dir`, made fresh, and its remover.
+/// The in-process broker's config for a workload: on 127.0.0.1:0 over `root`, with
+/// `--durability`, `/metrics` and the console off unless `keys` say otherwise.
+fn broker_config(
+    args: &BenchArgs,
+    root: &Path,
+    keys: &[(&str, &str)],
+) -> Result<seglog_broker::BrokerConfig> {
+    let mut properties: std::collections::BTreeMap<String, String> = [
+        ("listeners", "PLAINTEXT://127.0.0.1:0"),
+        ("seglog.metrics.listener", ""),
+        ("seglog.console.listener", ""),
+    ]
+    .iter()
+    .chain(keys)
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    properties.insert("log.dirs".to_owned(), root.display().to_string());
+    properties.insert("seglog.durability".to_owned(), args.durability.clone());
+    Ok(seglog_broker::BrokerConfig::from_properties(&properties)?)
+}
+
 fn run_dir(args: &BenchArgs) -> Result<(PathBuf, Cleanup)> {
     let root = args.dir.join(format!("run-{}", std::process::id()));
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;

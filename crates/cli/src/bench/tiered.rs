@@ -34,7 +34,7 @@ use seglog_remote::faults::{FaultStore, Latency};
 use seglog_storage::log::partition_log::TopicPartition;
 
 use super::txn::Client;
-use super::{BenchArgs, Row, mb_per_s, nanos_since, run_dir, write_rows};
+use super::{BenchArgs, Row, broker_config, mb_per_s, nanos_since, run_dir, write_rows};
 
 /// The simulated S3: first-byte latency and per-request bandwidth.
 const S3: Latency =
@@ -164,21 +164,16 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> Result<bool>) -> Resul
 async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Figures> {
     let faults = Arc::new(FaultStore::new(Arc::new(InMemory::new()), 1, 0));
     let store: Arc<dyn ObjectStore> = Arc::clone(&faults) as _;
-    let mut properties: BTreeMap<String, String> = [
-        ("listeners", "PLAINTEXT://127.0.0.1:0"),
-        ("seglog.metrics.listener", ""),
-        ("seglog.console.listener", ""),
-        ("remote.log.storage.system.enable", "true"),
-        ("seglog.remote.storage.bucket", "simulated"),
-        ("remote.log.manager.task.interval.ms", "100"),
-        ("log.retention.check.interval.ms", "100"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    properties.insert("log.dirs".to_owned(), root.display().to_string());
-    properties.insert("seglog.durability".to_owned(), args.durability.clone());
-    let config = seglog_broker::BrokerConfig::from_properties(&properties)?;
+    let config = broker_config(
+        args,
+        root,
+        &[
+            ("remote.log.storage.system.enable", "true"),
+            ("seglog.remote.storage.bucket", "simulated"),
+            ("remote.log.manager.task.interval.ms", "100"),
+            ("log.retention.check.interval.ms", "100"),
+        ],
+    )?;
     let server = seglog_broker::Server::start_with_remote_store(config, store).await?;
     faults.set_latency(Some(S3)); // after the start's probe
     let mut client = Client::connect(server.local_addr()).await?;

@@ -24,7 +24,7 @@ use seglog_format::{Compression, RecordBatchBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{BenchArgs, Row, mb_per_s, run_dir, write_rows};
+use super::{BenchArgs, Row, broker_config, mb_per_s, run_dir, write_rows};
 
 /// The runs, in the order they interleave: `None` is the plain producer.
 const MODES: [Option<u64>; 3] = [None, Some(100), Some(1000)];
@@ -91,18 +91,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
 }
 
 async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Vec<Run>> {
-    let mut properties: BTreeMap<String, String> = BTreeMap::new();
-    for (key, value) in [
-        ("listeners", "PLAINTEXT://127.0.0.1:0"),
-        ("seglog.metrics.listener", ""),
-        ("seglog.console.listener", ""),
-        ("transaction.state.log.num.partitions", "1"),
-    ] {
-        properties.insert(key.to_owned(), value.to_owned());
-    }
-    properties.insert("log.dirs".to_owned(), root.display().to_string());
-    properties.insert("seglog.durability".to_owned(), args.durability.clone());
-    let config = seglog_broker::BrokerConfig::from_properties(&properties)?;
+    let config = broker_config(args, root, &[("transaction.state.log.num.partitions", "1")])?;
     let server = seglog_broker::Server::start(config).await?;
     let stream = TcpStream::connect(server.local_addr()).await?;
     stream.set_nodelay(true)?;
