@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -115,7 +114,7 @@ fn token(headers: &HeaderMap) -> Option<&str> {
 /// login is required.
 pub(super) async fn require_login(
     State(app): State<App>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(super::listener::Peer(peer)): ConnectInfo<super::listener::Peer>,
     request: Request,
     next: Next,
 ) -> Response {

@@ -14,7 +14,8 @@
 //! - `history.rs`: the sampler of throughput and lag, the last hour, bounded.
 //! - `kafka.rs`: groups, configs and actions go through the broker's own Kafka handlers.
 //!
-//! Limits: every call runs within [`REQUEST_TIME_MAX`], storage work on the blocking pool
+//! Limits: at most 64 connections at once (`listener.rs`), every call runs within
+//! [`REQUEST_TIME_MAX`], storage work on the blocking pool
 //! (never on the reactor the Kafka listeners share), lists are paged, a message page reads at
 //! most [`topics::MESSAGE_BYTES_MAX`], a dump page at most [`DUMP_LINES_MAX`] lines.
 
@@ -23,6 +24,7 @@ mod auth;
 mod groups;
 mod history;
 mod kafka;
+mod listener;
 mod overview;
 mod topics;
 mod traffic;
@@ -366,8 +368,8 @@ async fn serve(
         started: Instant::now(),
     };
     let sampler = tokio::spawn(history::sample(app.clone(), stopped.clone()));
-    let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
-    let served = axum::serve(listener, service)
+    let service = router(app).into_make_service_with_connect_info::<listener::Peer>();
+    let served = axum::serve(listener::Limited::new(listener), service)
         .with_graceful_shutdown(async move {
             let _ = stopped.changed().await;
         })

@@ -767,3 +767,23 @@ async fn with_security_the_console_needs_a_login_and_follows_the_users_acls() {
     spec.call_as(addr, &cookie, topics, 401).await;
     server.shutdown().await.expect("shutdown");
 }
+
+/// The console holds at most 64 connections: a 65th waits in the backlog until one closes, so
+/// that idle or hostile clients cost the broker a bounded number of descriptors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_holds_at_most_64_connections_and_serves_the_next_when_one_closes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (server, addr) = start_console(dir.path(), false).await;
+    let mut idle = Vec::new();
+    for _ in 0..64 {
+        idle.push(TcpStream::connect(addr).await.expect("connects"));
+    }
+    let mut waiting = tokio::spawn(http(addr, "GET", "/api/v1/session", None));
+    let early = tokio::time::timeout(Duration::from_millis(500), &mut waiting).await;
+    assert!(early.is_err(), "a 65th connection was served while 64 were held: {early:?}");
+    drop(idle.pop());
+    let (status, session) = waiting.await.expect("the request task");
+    assert_eq!((status, &session["login_required"]), (200, &json!(false)));
+    drop(idle);
+    server.shutdown().await.expect("shutdown");
+}
