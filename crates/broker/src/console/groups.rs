@@ -135,20 +135,31 @@ pub(super) async fn committed_partitions(
     Ok(committed.into_values().flat_map(BTreeMap::into_keys).collect())
 }
 
-/// Every group's total lag (the history's sample).
-pub(super) async fn all_lags(app: &App) -> Result<BTreeMap<String, i64>, ApiError> {
-    let groups: Vec<String> = list_groups(app)
-        .await?
-        .into_iter()
-        .take(super::history::GROUPS_TRACKED_MAX)
-        .map(|g| g.group_id)
-        .collect();
-    let committed = committed(app, &groups).await?;
-    let ends = lags(app, &committed).await?;
-    Ok(committed
-        .iter()
-        .map(|(group, offsets)| (group.clone(), total_lag(offsets, &ends)))
-        .collect())
+/// Every group's total lag (the history's sample), read from the coordinator itself: the
+/// sampler has no caller to authorize, and a group's history is shown only to a caller whose
+/// own ListGroups names the group.
+pub(super) fn all_lags(broker: &Broker) -> BTreeMap<String, i64> {
+    let mut committed: BTreeMap<String, BTreeMap<TopicPartition, i64>> = BTreeMap::new();
+    let groups = broker.groups.list_groups(&[], &[]);
+    for (group, _, _, _) in groups.into_iter().take(super::history::GROUPS_TRACKED_MAX) {
+        let Ok(topics) = broker.groups.fetch_offsets(&group, None) else { continue };
+        let offsets = topics
+            .into_iter()
+            .flat_map(|(topic, partitions)| {
+                partitions.into_iter().filter_map(move |(partition, committed)| {
+                    let tp = TopicPartition { topic: topic.clone(), partition };
+                    committed.map(|committed| (tp, committed.offset))
+                })
+            })
+            .collect();
+        committed.insert(group, offsets);
+    }
+    let mut partitions: Vec<TopicPartition> =
+        committed.values().flat_map(|offsets| offsets.keys().cloned()).collect();
+    partitions.sort();
+    partitions.dedup();
+    let ends = high_watermarks(broker, partitions);
+    committed.iter().map(|(group, offsets)| (group.clone(), total_lag(offsets, &ends))).collect()
 }
 
 #[derive(Debug, Clone, Serialize)]

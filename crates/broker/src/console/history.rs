@@ -4,7 +4,7 @@
 //! for at most [`GROUPS_TRACKED_MAX`] groups.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -158,9 +158,10 @@ pub(super) async fn sample(app: App, mut stopped: watch::Receiver<bool>) {
         let now_ms = crate::handlers::now_ms();
         app.history.note_traffic(now_ms, app.broker.console.traffic.totals());
         if n.is_multiple_of(LAG_EVERY) {
-            match super::groups::all_lags(&app).await {
+            let broker = Arc::clone(&app.broker);
+            match tokio::task::spawn_blocking(move || super::groups::all_lags(&broker)).await {
                 Ok(lags) => app.history.note_lags(now_ms, &lags),
-                Err(error) => tracing::debug!(?error, "the console could not sample lag"),
+                Err(error) => tracing::debug!(%error, "the console could not sample lag"),
             }
         }
         n += 1;

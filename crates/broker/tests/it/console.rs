@@ -436,6 +436,19 @@ async fn check_groups_and_history(spec: &Spec, server: &Server, addr: SocketAddr
         assert!(tokio::time::Instant::now() < deadline, "no throughput sampled: {throughput:#}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Lag is sampled every sixth sample (300 ms here), from the coordinator: billing's history
+    // shows its lag.
+    loop {
+        let group =
+            spec.call(addr, "GET", "/groups/{group}", "/api/v1/groups/billing", None, 200).await;
+        let history = group["lag_history"].as_array().cloned().unwrap_or_default();
+        // At least 150 (200 records, 50 committed); more once the loop above produced.
+        if history.iter().any(|point| point["lag"].as_i64().is_some_and(|lag| lag >= 150)) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no lag sampled: {group:#}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let health = spec.call(addr, "GET", "/health", "/api/v1/health", None, 200).await;
     assert!(health["fsync_latency"]["count"].as_u64().is_some_and(|n| n >= 10), "{health:#}");
     assert!(health["fsync_latency"]["p99_us"].as_u64().is_some_and(|n| n > 0), "{health:#}");
