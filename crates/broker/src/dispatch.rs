@@ -161,7 +161,6 @@ pub(crate) async fn handle_throttled(
     let name = api_name(api_key);
     let result = route(broker, &request).await;
     ::metrics::counter!("seglog_requests_total", "api" => name).increment(1);
-    broker.console.traffic.request(api_key as i16, result.is_err());
     ::metrics::histogram!("seglog_request_seconds", "api" => name)
         .record(started.elapsed().as_secs_f64());
     let result = match result {

@@ -830,6 +830,8 @@ async fn serve_connection<S: ConnectionStream>(
         };
         ::metrics::counter!("seglog_bytes_in_total").increment(frame.len() as u64 + 4);
         broker.console.traffic.bytes_in(frame.len() + 4);
+        // Clients' requests per API for the console (its own calls to the handlers are not).
+        let api_key = dispatch::peek_api_key(&frame);
         let (outcome, throttle) = match auth.on_frame(broker, frame).await {
             Step::Dispatch(frame, session) => {
                 dispatch::handle_throttled(broker, frame, &session).await
@@ -843,6 +845,10 @@ async fn serve_connection<S: ConnectionStream>(
                 return Err(reason);
             }
         };
+        if let Some(api_key) = api_key {
+            let failed = matches!(outcome, Outcome::Close(_));
+            broker.console.traffic.request(api_key as i16, failed);
+        }
         match outcome {
             Outcome::Respond(prefix, body) => {
                 ::metrics::counter!("seglog_bytes_out_total")
