@@ -220,7 +220,15 @@ fn cleaner(app: &App) -> Cleaner {
     let manager = app.broker.manager();
     let metrics = manager.cleaner_metrics();
     let mut partitions = Vec::new();
-    for tp in manager.partitions() {
+    // Only compacted topics' partitions have a cleaner state: the others are not visited.
+    let compacted: std::collections::BTreeSet<String> = manager
+        .topics()
+        .into_iter()
+        .filter(|topic| manager.topic_config(topic).is_ok_and(|config| config.is_compact()))
+        .collect();
+    let partitions_of_compacted =
+        manager.partitions().into_iter().filter(|tp| compacted.contains(&tp.topic));
+    for tp in partitions_of_compacted {
         let Ok(log) = manager.get_log(&tp) else { continue };
         if !log.is_loaded() {
             continue;
