@@ -235,20 +235,25 @@ pub async fn find_orphans(
     in_flight: &BTreeSet<SegmentId>,
 ) -> Result<Vec<Path>> {
     let named: BTreeSet<SegmentId> = manifest.segments.iter().map(|entry| entry.id).collect();
+    Ok(segment_objects(store, layout)
+        .await?
+        .into_iter()
+        .filter(|key| match layout.parse_object_key(key) {
+            Some((_, id, _)) => !named.contains(&id) && !in_flight.contains(&id),
+            None => true,
+        })
+        .collect())
+}
+
+/// The keys of every object in a partition's segments folder.
+async fn segment_objects(store: &dyn ObjectStore, layout: &PartitionLayout) -> Result<Vec<Path>> {
     let dir = layout.segments_dir();
     let listed: Vec<_> = store
         .list(Some(&dir))
         .try_collect()
         .await
         .map_err(|source| RemoteError::store("list", &dir, source))?;
-    Ok(listed
-        .into_iter()
-        .map(|meta| meta.location)
-        .filter(|key| match layout.parse_object_key(key) {
-            Some((_, id, _)) => !named.contains(&id) && !in_flight.contains(&id),
-            None => true,
-        })
-        .collect())
+    Ok(listed.into_iter().map(|meta| meta.location).collect())
 }
 
 /// Deletes the objects at `keys`; objects already gone are fine.
@@ -274,13 +279,7 @@ pub async fn delete_partition_objects(
     store: &dyn ObjectStore,
     layout: &PartitionLayout,
 ) -> Result<usize> {
-    let dir = layout.segments_dir();
-    let listed: Vec<_> = store
-        .list(Some(&dir))
-        .try_collect()
-        .await
-        .map_err(|source| RemoteError::store("list", &dir, source))?;
-    let keys: Vec<Path> = listed.into_iter().map(|meta| meta.location).collect();
+    let keys = segment_objects(store, layout).await?;
     delete_objects(store, &keys).await?;
     Ok(keys.len())
 }

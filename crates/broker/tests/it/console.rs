@@ -10,10 +10,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use base64::Engine as _;
-use bytes::Bytes;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
 use seglog_broker::Server;
 use seglog_format::Compression;
 use seglog_storage::log::partition_log::TopicPartition;
@@ -22,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::{Client, batch, start};
+use crate::protocol::{self, s};
 
 /// One HTTP/1.1 exchange (`Connection: close`): the status and the body parsed as JSON.
 async fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
@@ -184,25 +181,13 @@ async fn start_console(dir: &Path, actions: bool) -> (Server, SocketAddr) {
     (server, addr)
 }
 
-fn name(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
-
 /// Produces `n` batches of 20 records (`v<i>`, timestamps from 1,000,000) to `topic`-0.
 async fn produce(client: &mut Client, topic: &str, n_batches: usize) {
     for b in 0..n_batches {
         let values: Vec<String> = (0..20).map(|i| format!("v{}", b * 20 + i)).collect();
         let values: Vec<&str> = values.iter().map(String::as_str).collect();
         let first = 1_000_000 + i64::try_from(b * 20).expect("small");
-        let records: Bytes = batch(Compression::None, &values, first);
-        let request =
-            ProduceRequest::default().with_acks(-1).with_timeout_ms(5000).with_topic_data(vec![
-                TopicProduceData::default().with_name(TopicName(name(topic))).with_partition_data(
-                    vec![PartitionProduceData::default().with_index(0).with_records(Some(records))],
-                ),
-            ]);
-        let response = client.send(&request, 9).await;
-        assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+        protocol::produce(client, topic, batch(Compression::None, &values, first)).await;
     }
 }
 
@@ -213,10 +198,10 @@ async fn commit(client: &mut Client, group: &str, topic: &str, offset: i64) {
     };
     use kafka_protocol::messages::{GroupId, OffsetCommitRequest};
     let request = OffsetCommitRequest::default()
-        .with_group_id(GroupId(name(group)))
+        .with_group_id(GroupId(s(group)))
         .with_generation_id_or_member_epoch(-1)
         .with_topics(vec![
-            OffsetCommitRequestTopic::default().with_name(TopicName(name(topic))).with_partitions(
+            OffsetCommitRequestTopic::default().with_name(protocol::name(topic)).with_partitions(
                 vec![
                     OffsetCommitRequestPartition::default()
                         .with_partition_index(0)
@@ -616,14 +601,7 @@ async fn actions_are_refused_while_the_console_is_read_only_and_change_nothing()
     let (server, addr) = start_console(dir.path(), false).await;
     let spec = Spec::fetch(addr).await;
     let mut client = Client::connect(&server).await;
-    let create = kafka_protocol::messages::CreateTopicsRequest::default()
-        .with_timeout_ms(5000)
-        .with_topics(vec![
-            kafka_protocol::messages::create_topics_request::CreatableTopic::default()
-                .with_name(TopicName(name("orders")))
-                .with_num_partitions(1)
-                .with_replication_factor(1),
-        ]);
+    let create = protocol::create_topic_request("orders", 1, &[]);
     assert_eq!(client.send(&create, 7).await.topics[0].error_code, 0);
     produce(&mut client, "orders", 2).await;
     commit(&mut client, "billing", "orders", 5).await;
@@ -702,24 +680,17 @@ async fn with_security_the_console_needs_a_login_and_follows_the_users_acls() {
     // Two topics; `secret` gets an ACL for admin only, which leaves alice none on it.
     let mut client = Client::connect(&server).await;
     for topic in ["orders", "secret"] {
-        let create = kafka_protocol::messages::CreateTopicsRequest::default()
-            .with_timeout_ms(5000)
-            .with_topics(vec![
-                kafka_protocol::messages::create_topics_request::CreatableTopic::default()
-                    .with_name(TopicName(name(topic)))
-                    .with_num_partitions(1)
-                    .with_replication_factor(1),
-            ]);
+        let create = protocol::create_topic_request(topic, 1, &[]);
         assert_eq!(client.send(&create, 7).await.topics[0].error_code, 0);
         produce(&mut client, topic, 1).await;
     }
     let acl = CreateAclsRequest::default().with_creations(vec![
         AclCreation::default()
             .with_resource_type(2)
-            .with_resource_name(name("secret"))
+            .with_resource_name(s("secret"))
             .with_resource_pattern_type(3)
-            .with_principal(name("User:admin"))
-            .with_host(name("*"))
+            .with_principal(s("User:admin"))
+            .with_host(s("*"))
             .with_operation(2)
             .with_permission_type(3),
     ]);

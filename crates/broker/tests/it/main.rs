@@ -10,6 +10,7 @@ mod authz;
 mod common;
 mod console;
 mod fetch_files;
+mod fetch_versions;
 mod groups;
 mod log_dirs;
 mod metrics;
