@@ -126,9 +126,58 @@ pub fn uuid_from_base64(text: &str) -> Result<[u8; 16], String> {
     Ok(bits.to_be_bytes())
 }
 
+/// Java's `Double.toString` (what Jackson prints for a `DoubleNode`): the shortest digits that
+/// read back to the same double, as a decimal with at least one fractional digit between
+/// 10^-3 and 10^7, else as `d.dddE<n>`; `NaN`, `Infinity`, `-0.0`.
+pub fn java_double_to_string(value: f64) -> String {
+    if value.is_nan() {
+        return "NaN".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
+    }
+    if (1e-3..1e7).contains(&value.abs()) {
+        let text = format!("{value}");
+        return if text.contains('.') { text } else { text + ".0" };
+    }
+    let text = format!("{value:e}");
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+    if mantissa.contains('.') {
+        format!("{mantissa}E{exponent}")
+    } else {
+        format!("{mantissa}.0E{exponent}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn double_to_string_matches_java() {
+        // Values of `Double.toString` in Java.
+        for (value, java) in [
+            (1.0, "1.0"),
+            (-2.5, "-2.5"),
+            (0.001, "0.001"),
+            (0.000_1, "1.0E-4"),
+            (1_000_000.0, "1000000.0"),
+            (10_000_000.0, "1.0E7"),
+            (1.234_5e10, "1.2345E10"),
+            (1024.0 * 1024.0 * 100.0, "1.048576E8"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::MAX, "1.7976931348623157E308"),
+            (f64::MIN_POSITIVE, "2.2250738585072014E-308"),
+            (-0.0, "-0.0"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(java_double_to_string(value), java, "{value:?}");
+        }
+    }
 
     #[test]
     fn string_hash_matches_java() {

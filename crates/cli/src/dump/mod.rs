@@ -111,6 +111,9 @@ pub(crate) struct DumpArgs {
     /// Parse records as `__transaction_state` data.
     #[arg(long)]
     transaction_log_decoder: bool,
+    /// Parse records as KRaft cluster metadata (`__cluster_metadata`: JSON, as Kafka prints it).
+    #[arg(long)]
+    cluster_metadata_decoder: bool,
     /// Print what this Kafka release's kafka-dump-log.sh prints (2.0 or later; default: the
     /// 3.3+ format).
     #[arg(long, value_name = "version")]
@@ -179,6 +182,8 @@ enum Parser {
     Offsets,
     /// `__transaction_state` records.
     TransactionLog,
+    /// `__cluster_metadata` records as JSON.
+    ClusterMetadata,
 }
 
 /// A Kafka release, `major.minor` (a patch number is accepted and ignored: the dump format only
@@ -326,6 +331,9 @@ impl Options {
         if args.transaction_log_decoder {
             needs("--transaction-log-decoder", 3, 0)?;
         }
+        if args.cluster_metadata_decoder {
+            needs("--cluster-metadata-decoder", 3, 0)?;
+        }
         let mut notices = Vec::new();
         // Kafka builds the value decoder first, then the key decoder.
         let value = resolve_decoder(
@@ -346,12 +354,16 @@ impl Options {
         } else if args.transaction_log_decoder {
             notices.clear();
             Parser::TransactionLog
+        } else if args.cluster_metadata_decoder {
+            notices.clear();
+            Parser::ClusterMetadata
         } else {
             Parser::Decoders { key, value }
         };
         let print_data_log = args.print_data_log
             || args.offsets_decoder
             || args.transaction_log_decoder
+            || args.cluster_metadata_decoder
             || args.key_decoder.is_some()
             || args.key_decoder_class.is_some()
             || args.value_decoder.is_some()

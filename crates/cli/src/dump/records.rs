@@ -306,6 +306,11 @@ pub(super) fn parse_record(
         }
         Parser::Offsets => decoders::offsets_key_value(record),
         Parser::TransactionLog => decoders::transaction_key_value(record),
+        // No keys for metadata records.
+        Parser::ClusterMetadata => Ok((
+            None,
+            Some(seglog_format::schema::metadata::dump_payload(record.value, record.offset)),
+        )),
     }
 }
 

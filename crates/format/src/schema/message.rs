@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{DecodeError, Result};
-use crate::java::{BASE64_STANDARD, BASE64_URL_SAFE, base64};
+use crate::java::{BASE64_STANDARD, BASE64_URL_SAFE, base64, java_double_to_string};
 
 /// Why a schema-described message did not read, in the words of Kafka's Java readers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,11 +95,13 @@ impl Versions {
 /// A field type.
 #[derive(Debug, Clone, Copy)]
 pub enum Ty {
+    Bool,
     Int8,
     Int16,
     Uint16,
     Int32,
     Int64,
+    Float64,
     Uuid,
     Str,
     Bytes,
@@ -112,6 +114,18 @@ pub enum Ty {
 pub enum Default {
     Int(i64),
     Null,
+    /// An empty array (an array field's default when its schema names none).
+    Empty,
+}
+
+impl Default {
+    fn value(self) -> Value {
+        match self {
+            Self::Int(value) => Value::Int(value),
+            Self::Null => Value::Null,
+            Self::Empty => Value::Array(Vec::new()),
+        }
+    }
 }
 
 /// One field of a struct.
@@ -185,7 +199,10 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
     Null,
+    Bool(bool),
     Int(i64),
+    /// A float64, as its IEEE 754 bits (so that values compare as Java's `equals` does).
+    Float(u64),
     Uuid([u8; 16]),
     Str(String),
     Bytes(Vec<u8>),
@@ -295,7 +312,8 @@ impl<'a> Reader<'a> {
         self.take::<4>().map(i32::from_be_bytes)
     }
 
-    fn unsigned_varint(&mut self) -> Result<i32> {
+    /// An unsigned varint (at most five bytes).
+    pub fn unsigned_varint(&mut self) -> Result<i32> {
         let mut value: u32 = 0;
         for idx in 0..5 {
             let [byte] = self.take::<1>()?;
@@ -349,10 +367,7 @@ fn read_struct(
         }
         if field.is_tagged_in(version) {
             // A tagged field: its default until the tag section says otherwise.
-            let default = match field.tag {
-                Some((_, _, Default::Int(value))) => Value::Int(value),
-                _ => Value::Null,
-            };
+            let default = field.tag.map_or(Value::Null, |(_, _, default)| default.value());
             tagged.push((fields.len(), default.clone()));
             fields.push((field.name, default));
         } else {
@@ -437,11 +452,13 @@ impl ValueRead {
     /// ` element` for the items of an array, as Kafka's generated code says).
     fn value(self, name: &str, ty: &Ty, reader: &mut Reader<'_>, tagged: bool) -> Result<Value> {
         Ok(match ty {
+            Ty::Bool => Value::Bool(reader.take::<1>()? != [0]),
             Ty::Int8 => Value::Int(i64::from(i8::from_be_bytes(reader.take::<1>()?))),
             Ty::Int16 => Value::Int(i64::from(reader.i16()?)),
             Ty::Uint16 => Value::Int(i64::from(reader.take::<2>().map(u16::from_be_bytes)?)),
             Ty::Int32 => Value::Int(i64::from(reader.i32()?)),
             Ty::Int64 => Value::Int(reader.take::<8>().map(i64::from_be_bytes)?),
+            Ty::Float64 => Value::Float(reader.take::<8>().map(u64::from_be_bytes)?),
             Ty::Uuid => Value::Uuid(reader.take::<16>()?),
             Ty::Str => {
                 let length = read_length(reader, self.flexible, true)?;
@@ -507,6 +524,151 @@ impl ValueRead {
     }
 }
 
+/// Writes a message at `version`, as the generated `write(Writable, ObjectSerializationCache,
+/// short)` does: `value` is an object of the message's fields (a field it lacks is written as
+/// its type's zero, or null where nullable); a tagged field is written only when it differs
+/// from its default, in tag order.
+pub fn write(message: &Message, version: i16, value: &Value, out: &mut Vec<u8>) {
+    write_struct(&message.root, version, message.flexible.contains(version), value, out);
+}
+
+fn write_struct(st: &Struct, version: i16, flexible: bool, value: &Value, out: &mut Vec<u8>) {
+    let mut tagged: Vec<(u32, &Field, &Value)> = Vec::new();
+    for field in st.fields {
+        if !field.versions.contains(version) {
+            continue;
+        }
+        let nullable = field.nullable.contains(version);
+        let field_value = value.get(field.name);
+        if let Some((tag, versions, default)) = field.tag
+            && versions.contains(version)
+        {
+            if let Some(field_value) = field_value
+                && *field_value != default.value()
+            {
+                tagged.push((tag, field, field_value));
+            }
+            continue;
+        }
+        let zero;
+        let field_value = if let Some(present) = field_value {
+            present
+        } else {
+            zero = zero_value(&field.ty, nullable);
+            &zero
+        };
+        write_value(&field.ty, nullable, version, flexible, field_value, out);
+    }
+    if flexible {
+        tagged.sort_by_key(|(tag, ..)| *tag);
+        write_unsigned_varint(tagged.len() as u32, out);
+        for (tag, field, field_value) in tagged {
+            let mut body = Vec::new();
+            let nullable = field.nullable.contains(version);
+            write_value(&field.ty, nullable, version, true, field_value, &mut body);
+            write_unsigned_varint(tag, out);
+            write_unsigned_varint(body.len() as u32, out);
+            out.extend_from_slice(&body);
+        }
+    }
+}
+
+/// What an absent field is written as.
+fn zero_value(ty: &Ty, nullable: bool) -> Value {
+    match ty {
+        _ if nullable => Value::Null,
+        Ty::Bool => Value::Bool(false),
+        Ty::Float64 => Value::Float(0),
+        Ty::Uuid => Value::Uuid([0; 16]),
+        Ty::Str => Value::Str(String::new()),
+        Ty::Bytes => Value::Bytes(Vec::new()),
+        Ty::Struct(_) => Value::Object(Vec::new()),
+        Ty::Array(_) => Value::Array(Vec::new()),
+        Ty::Int8 | Ty::Int16 | Ty::Uint16 | Ty::Int32 | Ty::Int64 => Value::Int(0),
+    }
+}
+
+fn write_unsigned_varint(mut value: u32, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value & 0x7f) as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// A length (or -1 for null): an unsigned varint of length + 1 when flexible, else int16
+/// (`short`) or int32.
+fn write_length(length: Option<usize>, flexible: bool, short: bool, out: &mut Vec<u8>) {
+    match (length, flexible) {
+        (None, true) => out.push(0),
+        (Some(n), true) => write_unsigned_varint(u32::try_from(n + 1).unwrap_or(u32::MAX), out),
+        (None, false) if short => out.extend_from_slice(&(-1i16).to_be_bytes()),
+        (None, false) => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        (Some(n), false) if short => {
+            out.extend_from_slice(&i16::try_from(n).unwrap_or(i16::MAX).to_be_bytes());
+        }
+        (Some(n), false) => {
+            out.extend_from_slice(&i32::try_from(n).unwrap_or(i32::MAX).to_be_bytes());
+        }
+    }
+}
+
+fn write_value(
+    ty: &Ty,
+    nullable: bool,
+    version: i16,
+    flexible: bool,
+    value: &Value,
+    out: &mut Vec<u8>,
+) {
+    let int = value.as_int().unwrap_or(0);
+    match ty {
+        Ty::Bool => out.push(u8::from(matches!(value, Value::Bool(true)))),
+        Ty::Int8 => out.push(int as i8 as u8),
+        Ty::Int16 => out.extend_from_slice(&(int as i16).to_be_bytes()),
+        Ty::Uint16 => out.extend_from_slice(&(int as u16).to_be_bytes()),
+        Ty::Int32 => out.extend_from_slice(&(int as i32).to_be_bytes()),
+        Ty::Int64 => out.extend_from_slice(&int.to_be_bytes()),
+        Ty::Float64 => {
+            let bits = if let Value::Float(bits) = value { *bits } else { 0 };
+            out.extend_from_slice(&bits.to_be_bytes());
+        }
+        Ty::Uuid => {
+            let bytes = if let Value::Uuid(bytes) = value { *bytes } else { [0; 16] };
+            out.extend_from_slice(&bytes);
+        }
+        Ty::Str | Ty::Bytes => {
+            let bytes = match value {
+                Value::Str(text) => Some(text.as_bytes()),
+                Value::Bytes(bytes) => Some(bytes.as_slice()),
+                _ if nullable => None,
+                _ => Some(&[][..]),
+            };
+            write_length(bytes.map(<[u8]>::len), flexible, matches!(ty, Ty::Str), out);
+            out.extend_from_slice(bytes.unwrap_or_default());
+        }
+        Ty::Struct(st) => {
+            if nullable {
+                // A nullable struct's presence byte (Kafka writes -1 for null, 1 otherwise).
+                if matches!(value, Value::Null) {
+                    out.push(0xff);
+                    return;
+                }
+                out.push(1);
+            }
+            write_struct(st, version, flexible, value, out);
+        }
+        Ty::Array(element) => {
+            let items = value.as_array();
+            let items = if items.is_none() && !nullable { Some(&[][..]) } else { items };
+            write_length(items.map(<[Value]>::len), flexible, false, out);
+            for item in items.unwrap_or_default() {
+                write_value(element, false, version, flexible, item, out);
+            }
+        }
+    }
+}
+
 /// Jackson's compact JSON for a value.
 pub fn to_json(value: &Value) -> String {
     let mut json = String::new();
@@ -519,9 +681,11 @@ pub fn to_json(value: &Value) -> String {
 pub fn write_json(value: &Value, json: &mut String) {
     match value {
         Value::Null => json.push_str("null"),
+        Value::Bool(flag) => json.push_str(if *flag { "true" } else { "false" }),
         Value::Int(number) => {
             let _ = write!(json, "{number}");
         }
+        Value::Float(bits) => json.push_str(&java_double_to_string(f64::from_bits(*bits))),
         Value::Uuid(bytes) => {
             json.push('"');
             json.push_str(&base64(bytes, BASE64_URL_SAFE, false));

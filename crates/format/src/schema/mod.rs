@@ -14,13 +14,14 @@ pub mod group;
 pub mod group_messages;
 pub mod kraft;
 pub mod message;
+pub mod metadata;
 pub mod transaction;
 
 pub use codec::{Decode, Encode};
 
 #[cfg(test)]
 mod tests {
-    use super::{group, group_messages, kraft, message, transaction};
+    use super::{group, group_messages, kraft, message, metadata, transaction};
     use crate::control::ControlRecordType;
 
     /// The body of the `small_codecs` fuzz target's schema part, over seeded inputs: every
@@ -36,6 +37,11 @@ mod tests {
                 epoch: 3,
             }),
             vec![0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 100, 0, 0, 0, 0, 0, 0, 0, 0, 5],
+            // A PartitionChangeRecord v0 with isr and leader tagged.
+            vec![
+                1, 5, 0, 0, 0, 0, 3, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 2, 0, 9, 3, 0,
+                0, 0, 1, 0, 0, 0, 2, 1, 4, 0, 0, 0, 2,
+            ],
         ];
         let mut state: u64 = 0x5eed;
         let mut next = move || {
@@ -72,6 +78,11 @@ mod tests {
                 if let Some(schema) = kraft::schema(ControlRecordType::from_id(record_type)) {
                     let _ = kraft::decode(schema, &data);
                 }
+            }
+            if let Ok(record) = metadata::read_record(&data) {
+                let bytes = metadata::write_record(record.api_key, record.version, &record.data);
+                let again = bytes.and_then(|bytes| metadata::read_record(&bytes).ok());
+                assert_eq!(again.map(|r| r.data), Some(record.data), "{data:?}");
             }
             if let Ok(transaction::TransactionLogKey::TransactionalId(id)) =
                 transaction::decode_key(&data)

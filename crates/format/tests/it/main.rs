@@ -5,6 +5,7 @@ mod batch;
 mod common;
 mod fixtures;
 mod kafka_python;
+mod metadata;
 mod proptest;
 mod regressions;
 mod scan;
