@@ -7,6 +7,7 @@
 //! way out. See ARCHITECTURE.md for where this crate sits.
 
 mod apis;
+pub mod cluster;
 pub mod config;
 pub mod console;
 mod dispatch;

@@ -419,7 +419,7 @@ fn write_small(value: i16, out: &mut Vec<u8>) {
 }
 
 /// `kafka-dump-log --cluster-metadata-decoder`'s payload for a record value (Kafka's
-/// `ClusterMetadataLogMessageParser`): `{"type":…,"version":…,"data":{…}}`, or `Error at
+/// `ClusterMetadataLogMessageParser`): `{"type":..,"version":..,"data":{..}}`, or `Error at
 /// <offset>, skipping. <why>`.
 pub fn dump_payload(value: Option<&[u8]>, offset: i64) -> String {
     match read_record(value.unwrap_or_default()) {

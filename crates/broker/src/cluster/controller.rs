@@ -1,0 +1,466 @@
+//! The controller's decisions (Kafka's `QuorumController` with its `ClusterControlManager`,
+//! `BrokerHeartbeatManager`, `ReplicationControlManager` and `PartitionChangeBuilder`), as a
+//! state machine without I/O: each operation reads the committed [`MetadataImage`] and returns
+//! the records that carry it out, or Kafka's error. The caller commits the records through the
+//! quorum and hands them back to [`Controller::replay`] before it asks for the next operation,
+//! so a decision never rests on an uncommitted record. Only broker liveness (the last
+//! heartbeat of each broker) lives outside the log, as in Kafka.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+
+use super::image::{MetadataImage, PartitionState, ReplayError};
+use super::placement::{self, PlacementBroker};
+use super::records::{
+    BrokerRegistrationChange, CONFIG_RESOURCE_TOPIC, Endpoint, METADATA_VERSION_LEVEL,
+    MetadataRecord, NO_LEADER, NO_LEADER_CHANGE, PartitionChange, PartitionRecord, RegisterBroker,
+};
+
+/// The controller's settings (Kafka's keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// `broker.session.timeout.ms`: a broker silent this long is fenced.
+    pub session_timeout_ms: i64,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self { session_timeout_ms: 9_000 }
+    }
+}
+
+/// BrokerRegistration's request, as the controller uses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerRegistrationRequest {
+    pub broker_id: i32,
+    /// A new id for every start of the broker process.
+    pub incarnation_id: [u8; 16],
+    pub endpoints: Vec<Endpoint>,
+    pub rack: Option<String>,
+}
+
+/// BrokerHeartbeat's request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatRequest {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    /// The highest metadata offset the broker has applied.
+    pub current_metadata_offset: i64,
+    pub want_fence: bool,
+    pub want_shutdown: bool,
+}
+
+/// BrokerHeartbeat's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeartbeatReply {
+    /// Whether the broker has applied the metadata up to its registration.
+    pub is_caught_up: bool,
+    pub is_fenced: bool,
+    /// A controlled shutdown is done: the broker leads nothing and may stop.
+    pub should_shutdown: bool,
+}
+
+/// AlterPartition's data for one partition (from its leader).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterPartitionRequest {
+    pub broker_id: i32,
+    pub broker_epoch: i64,
+    pub topic_id: [u8; 16],
+    pub partition_id: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<i32>,
+}
+
+/// Kafka's `Topic.validate`: 1 to 249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// The controller: the committed image and the brokers' last heartbeats.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    config: ControllerConfig,
+    image: MetadataImage,
+    /// Each registered broker's last contact (ms), in memory only.
+    last_contact_ms: BTreeMap<i32, i64>,
+}
+
+impl Controller {
+    /// A controller over an empty metadata log.
+    pub fn new(config: ControllerConfig) -> Self {
+        Self { config, image: MetadataImage::empty(), last_contact_ms: BTreeMap::new() }
+    }
+
+    /// The committed metadata.
+    pub fn image(&self) -> &MetadataImage {
+        &self.image
+    }
+
+    /// Applies a committed record (its own or, after a failover, its predecessor's).
+    pub fn replay(&mut self, offset: i64, record: &MetadataRecord) -> Result<(), ReplayError> {
+        self.image.replay(offset, record)
+    }
+
+    /// The records a new cluster's log starts with (Kafka's bootstrap metadata).
+    pub fn bootstrap_records() -> Vec<MetadataRecord> {
+        vec![MetadataRecord::FeatureLevel {
+            name: "metadata.version".to_owned(),
+            level: METADATA_VERSION_LEVEL,
+        }]
+    }
+
+    fn has_valid_session(&self, broker_id: i32, now_ms: i64) -> bool {
+        self.last_contact_ms
+            .get(&broker_id)
+            .is_some_and(|last| now_ms - last < self.config.session_timeout_ms)
+    }
+
+    /// BrokerRegistration: a registration at `next_offset` (its broker epoch), fenced until the
+    /// broker catches up. Another incarnation of a broker id whose session is alive is refused.
+    pub fn register_broker(
+        &mut self,
+        request: &BrokerRegistrationRequest,
+        next_offset: i64,
+        now_ms: i64,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        if let Some(existing) = self.image.brokers.get(&request.broker_id)
+            && existing.incarnation_id != request.incarnation_id
+            && self.has_valid_session(request.broker_id, now_ms)
+        {
+            return Err(ResponseError::DuplicateBrokerRegistration);
+        }
+        self.last_contact_ms.insert(request.broker_id, now_ms);
+        let mut records = Vec::new();
+        // A re-registration replaces the old one, whose partitions first lose it.
+        if self.image.brokers.contains_key(&request.broker_id) {
+            records.extend(self.leader_and_isr_updates(Some(request.broker_id), None));
+        }
+        records.push(MetadataRecord::RegisterBroker(RegisterBroker {
+            broker_id: request.broker_id,
+            incarnation_id: request.incarnation_id,
+            broker_epoch: next_offset + i64::try_from(records.len()).unwrap_or(0),
+            endpoints: request.endpoints.clone(),
+            rack: request.rack.clone(),
+            fenced: true,
+            in_controlled_shutdown: false,
+        }));
+        Ok(records)
+    }
+
+    fn check_broker_epoch(&self, broker_id: i32, broker_epoch: i64) -> Result<(), ResponseError> {
+        match self.image.brokers.get(&broker_id) {
+            None => Err(ResponseError::BrokerIdNotRegistered),
+            Some(broker) if broker.epoch != broker_epoch => Err(ResponseError::StaleBrokerEpoch),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Partitions led by `broker_id`.
+    fn leaderships(&self, broker_id: i32) -> usize {
+        self.image
+            .topics
+            .values()
+            .flat_map(|t| t.partitions.values())
+            .filter(|p| p.leader == broker_id)
+            .count()
+    }
+
+    /// BrokerHeartbeat (Kafka's `BrokerHeartbeatManager.calculateNextBrokerState` and
+    /// `ReplicationControlManager.processBrokerHeartbeat`): a fenced broker that has caught up
+    /// is unfenced; one that wants to stop enters controlled shutdown, which moves its
+    /// leaderships away, and is told to stop (and fenced) once it leads nothing.
+    pub fn heartbeat(
+        &mut self,
+        request: &HeartbeatRequest,
+        now_ms: i64,
+    ) -> Result<(HeartbeatReply, Vec<MetadataRecord>), ResponseError> {
+        self.check_broker_epoch(request.broker_id, request.broker_epoch)?;
+        self.last_contact_ms.insert(request.broker_id, now_ms);
+        let broker = self.image.brokers.get(&request.broker_id).cloned();
+        let Some(broker) = broker else { return Err(ResponseError::BrokerIdNotRegistered) };
+        let is_caught_up = request.current_metadata_offset >= broker.epoch;
+        let id = broker.id;
+        let change = |fenced: i8, in_controlled_shutdown: i8| {
+            MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChange {
+                broker_id: id,
+                broker_epoch: broker.epoch,
+                fenced,
+                in_controlled_shutdown,
+            })
+        };
+        let mut records = Vec::new();
+        let mut reply =
+            HeartbeatReply { is_caught_up, is_fenced: broker.fenced, should_shutdown: false };
+        if broker.fenced {
+            if request.want_shutdown {
+                reply.should_shutdown = true;
+            } else if !request.want_fence && is_caught_up {
+                records.push(change(-1, 0));
+                records.extend(self.leader_and_isr_updates(None, Some(id)));
+                reply.is_fenced = false;
+            }
+        } else if broker.in_controlled_shutdown {
+            if self.leaderships(id) == 0 {
+                records.extend(self.fence(id));
+                reply.is_fenced = true;
+                reply.should_shutdown = true;
+            }
+        } else if request.want_fence {
+            records.extend(self.fence(id));
+            reply.is_fenced = true;
+        } else if request.want_shutdown {
+            records.push(change(0, 1));
+            records.extend(self.leader_and_isr_updates(Some(id), None));
+            // The next heartbeat finds it leading nothing and tells it to stop.
+        }
+        Ok((reply, records))
+    }
+
+    /// Kafka's `handleBrokerFenced`: the broker leaves every ISR it can and leads nothing.
+    fn fence(&self, broker_id: i32) -> Vec<MetadataRecord> {
+        let Some(broker) = self.image.brokers.get(&broker_id) else { return Vec::new() };
+        let mut records = self.leader_and_isr_updates(Some(broker_id), None);
+        records.push(MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChange {
+            broker_id,
+            broker_epoch: broker.epoch,
+            fenced: 1,
+            in_controlled_shutdown: 0,
+        }));
+        records
+    }
+
+    /// Fences the first broker (by id) whose session expired, as Kafka's
+    /// `maybeFenceOneStaleBroker` does once per call.
+    pub fn fence_stale_broker(&mut self, now_ms: i64) -> Vec<MetadataRecord> {
+        let stale = self
+            .image
+            .brokers
+            .values()
+            .find(|b| !b.fenced && !self.has_valid_session(b.id, now_ms));
+        stale.map(|b| self.fence(b.id)).unwrap_or_default()
+    }
+
+    /// Kafka's `generateLeaderAndIsrUpdates` over every partition: `remove` leaves each ISR
+    /// (never the last member: the partition is then leaderless, its ISR kept, so the last
+    /// replica can lead again without an unclean election) and cannot lead; `add` may lead
+    /// partitions that have no leader though it is not active yet.
+    fn leader_and_isr_updates(&self, remove: Option<i32>, add: Option<i32>) -> Vec<MetadataRecord> {
+        let acceptable = |r: i32| Some(r) != remove && (Some(r) == add || self.image.is_active(r));
+        let mut records = Vec::new();
+        for topic in self.image.topics.values() {
+            for (partition_id, p) in &topic.partitions {
+                let touches = remove.is_some_and(|r| p.isr.contains(&r))
+                    || add.is_some_and(|a| p.leader == NO_LEADER && p.isr.contains(&a));
+                if !touches {
+                    continue;
+                }
+                let target_isr: Vec<i32> =
+                    p.isr.iter().copied().filter(|r| Some(*r) != remove).collect();
+                if let Some(change) =
+                    partition_change(topic.id, *partition_id, p, &target_isr, &acceptable)
+                {
+                    records.push(MetadataRecord::PartitionChange(change));
+                }
+            }
+        }
+        records
+    }
+
+    /// The brokers new replicas may go to: registered, unfenced, not shutting down.
+    fn usable_brokers(&self) -> Vec<PlacementBroker> {
+        self.image
+            .brokers
+            .values()
+            .filter(|b| b.is_active())
+            .map(|b| PlacementBroker { id: b.id, rack: b.rack.clone() })
+            .collect()
+    }
+
+    /// CreateTopics for one topic: the topic, its configs and its partitions, each led by its
+    /// first replica with every replica in the ISR. `start` seeds placement (Kafka's random
+    /// start index); `topic_id` is the new topic's id.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        n_partitions: i32,
+        replication_factor: i16,
+        configs: &[(String, String)],
+        topic_id: [u8; 16],
+        start: usize,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        if !valid_topic_name(name) {
+            return Err(ResponseError::InvalidTopicException);
+        }
+        if self.image.topic_ids.contains_key(name) {
+            return Err(ResponseError::TopicAlreadyExists);
+        }
+        let count = usize::try_from(n_partitions).ok().filter(|n| *n > 0);
+        let count = count.ok_or(ResponseError::InvalidPartitions)?;
+        let placed = placement::place(&self.usable_brokers(), 0, count, replication_factor, start)
+            .map_err(|_| ResponseError::InvalidReplicationFactor)?;
+        let mut records = vec![MetadataRecord::Topic { name: name.to_owned(), topic_id }];
+        for (key, value) in configs {
+            records.push(MetadataRecord::Config {
+                resource_type: CONFIG_RESOURCE_TOPIC,
+                resource_name: name.to_owned(),
+                name: key.clone(),
+                value: Some(value.clone()),
+            });
+        }
+        for (partition_id, replicas) in (0..).zip(placed) {
+            records.push(new_partition(topic_id, partition_id, replicas));
+        }
+        Ok(records)
+    }
+
+    /// CreatePartitions: raises `name`'s partition count to `total`.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        total: i32,
+        start: usize,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        let topic = self.image.topic(name).ok_or(ResponseError::UnknownTopicOrPartition)?;
+        let existing = topic.partitions.len();
+        let total = usize::try_from(total).unwrap_or(0);
+        if total <= existing {
+            return Err(ResponseError::InvalidPartitions);
+        }
+        let rf = topic.partitions.values().next().map_or(1, |p| p.replicas.len());
+        let rf = i16::try_from(rf).unwrap_or(i16::MAX);
+        let placed =
+            placement::place(&self.usable_brokers(), existing, total - existing, rf, start)
+                .map_err(|_| ResponseError::InvalidReplicationFactor)?;
+        let first = i32::try_from(existing).unwrap_or(i32::MAX);
+        Ok((first..)
+            .zip(placed)
+            .map(|(id, replicas)| new_partition(topic.id, id, replicas))
+            .collect())
+    }
+
+    /// DeleteTopics for one topic.
+    pub fn delete_topic(&self, name: &str) -> Result<Vec<MetadataRecord>, ResponseError> {
+        let topic_id =
+            *self.image.topic_ids.get(name).ok_or(ResponseError::UnknownTopicOrPartition)?;
+        Ok(vec![MetadataRecord::RemoveTopic { topic_id }])
+    }
+
+    /// AlterPartition from a partition's leader, a compare-and-set on the partition epoch, with
+    /// Kafka's checks in Kafka's order (`validateAlterPartitionData`). No record when the ISR
+    /// is already the one asked for.
+    pub fn alter_partition(
+        &self,
+        request: &AlterPartitionRequest,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        self.check_broker_epoch(request.broker_id, request.broker_epoch)?;
+        let topic =
+            self.image.topics.get(&request.topic_id).ok_or(ResponseError::UnknownTopicId)?;
+        let p = topic
+            .partitions
+            .get(&request.partition_id)
+            .ok_or(ResponseError::UnknownTopicOrPartition)?;
+        if request.leader_epoch > p.leader_epoch || request.partition_epoch > p.partition_epoch {
+            return Err(ResponseError::NotController);
+        }
+        if request.leader_epoch < p.leader_epoch {
+            return Err(ResponseError::FencedLeaderEpoch);
+        }
+        if request.broker_id != p.leader {
+            return Err(ResponseError::InvalidRequest);
+        }
+        if request.partition_epoch < p.partition_epoch {
+            return Err(ResponseError::InvalidUpdateVersion);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        let valid = !request.new_isr.is_empty()
+            && request.new_isr.iter().all(|r| p.replicas.contains(r) && seen.insert(*r))
+            && request.new_isr.contains(&p.leader);
+        if !valid {
+            return Err(ResponseError::InvalidRequest);
+        }
+        if request.new_isr.iter().any(|r| *r != p.leader && !self.image.is_active(*r)) {
+            return Err(ResponseError::IneligibleReplica);
+        }
+        if request.new_isr == p.isr {
+            return Ok(Vec::new());
+        }
+        Ok(vec![MetadataRecord::PartitionChange(PartitionChange {
+            topic_id: request.topic_id,
+            partition_id: request.partition_id,
+            isr: Some(request.new_isr.clone()),
+            leader: NO_LEADER_CHANGE,
+            replicas: None,
+        })])
+    }
+
+    /// Preferred leader election: every partition whose first replica is in its ISR, active
+    /// and not leading it gets it back as leader.
+    pub fn elect_preferred_leaders(&self) -> Vec<MetadataRecord> {
+        let mut records = Vec::new();
+        for topic in self.image.topics.values() {
+            for (partition_id, p) in &topic.partitions {
+                let Some(preferred) = p.replicas.first().copied() else { continue };
+                if p.leader != preferred
+                    && p.isr.contains(&preferred)
+                    && self.image.is_active(preferred)
+                {
+                    records.push(MetadataRecord::PartitionChange(PartitionChange {
+                        topic_id: topic.id,
+                        partition_id: *partition_id,
+                        isr: None,
+                        leader: preferred,
+                        replicas: None,
+                    }));
+                }
+            }
+        }
+        records
+    }
+}
+
+fn new_partition(topic_id: [u8; 16], partition_id: i32, replicas: Vec<i32>) -> MetadataRecord {
+    MetadataRecord::Partition(PartitionRecord {
+        topic_id,
+        partition_id,
+        leader: replicas.first().copied().unwrap_or(NO_LEADER),
+        isr: replicas.clone(),
+        replicas,
+        leader_epoch: 0,
+        partition_epoch: 0,
+    })
+}
+
+/// Kafka's `PartitionChangeBuilder.build` without reassignment or ELR: the current leader stays
+/// if it is still in the ISR and acceptable, else the first acceptable ISR member in replica
+/// order leads, else nobody; the ISR changes only to a non-empty target. `None` when nothing
+/// changes.
+fn partition_change(
+    topic_id: [u8; 16],
+    partition_id: i32,
+    p: &PartitionState,
+    target_isr: &[i32],
+    acceptable: &dyn Fn(i32) -> bool,
+) -> Option<PartitionChange> {
+    let valid = |r: i32| target_isr.contains(&r) && acceptable(r);
+    let leader = if p.leader != NO_LEADER && valid(p.leader) {
+        p.leader
+    } else {
+        p.replicas.iter().copied().find(|r| valid(*r)).unwrap_or(NO_LEADER)
+    };
+    let isr =
+        (!target_isr.is_empty() && target_isr != p.isr.as_slice()).then(|| target_isr.to_vec());
+    let leader = if leader == p.leader { NO_LEADER_CHANGE } else { leader };
+    (isr.is_some() || leader != NO_LEADER_CHANGE).then_some(PartitionChange {
+        topic_id,
+        partition_id,
+        isr,
+        leader,
+        replicas: None,
+    })
+}
