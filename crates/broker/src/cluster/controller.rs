@@ -97,6 +97,11 @@ impl Controller {
         Self { config, image: MetadataImage::empty(), last_contact_ms: BTreeMap::new() }
     }
 
+    /// Replaces the image (a snapshot installed from the leader).
+    pub fn reset(&mut self, image: MetadataImage) {
+        self.image = image;
+    }
+
     /// The committed metadata.
     pub fn image(&self) -> &MetadataImage {
         &self.image
@@ -299,6 +304,10 @@ impl Controller {
         }
         if self.image.topic_ids.contains_key(name) {
             return Err(ResponseError::TopicAlreadyExists);
+        }
+        // A random id that collides (or Kafka's reserved zero) is drawn again by the caller.
+        if self.image.topics.contains_key(&topic_id) || topic_id == [0; 16] {
+            return Err(ResponseError::InvalidRequest);
         }
         let count = usize::try_from(n_partitions).ok().filter(|n| *n > 0);
         let count = count.ok_or(ResponseError::InvalidPartitions)?;

@@ -60,6 +60,8 @@ pub enum ReplayError {
     UnknownTopic { offset: i64, topic_id: [u8; 16] },
     #[error("offset {offset}: topic {name} is created twice")]
     DuplicateTopic { offset: i64, name: String },
+    #[error("offset {offset}: topic {name} takes the id {topic_id:02x?} of another topic")]
+    DuplicateTopicId { offset: i64, name: String, topic_id: [u8; 16] },
     #[error("offset {offset}: partition {partition_id} of topic {name} is not there")]
     UnknownPartition { offset: i64, name: String, partition_id: i32 },
     #[error("offset {offset}: broker {broker_id} epoch {broker_epoch} is not registered")]
@@ -99,6 +101,69 @@ impl MetadataImage {
         self.brokers.get(&broker_id).is_some_and(BrokerState::is_active)
     }
 
+    /// The records that rebuild this image from nothing (a metadata snapshot's body): features,
+    /// brokers, topics with their configs and partitions, other configs, the producer ids.
+    pub fn to_records(&self) -> Vec<MetadataRecord> {
+        let mut records: Vec<MetadataRecord> = self
+            .features
+            .iter()
+            .map(|(name, level)| MetadataRecord::FeatureLevel { name: name.clone(), level: *level })
+            .collect();
+        for b in self.brokers.values() {
+            records.push(MetadataRecord::RegisterBroker(RegisterBroker {
+                broker_id: b.id,
+                incarnation_id: b.incarnation_id,
+                broker_epoch: b.epoch,
+                endpoints: b.endpoints.clone(),
+                rack: b.rack.clone(),
+                fenced: b.fenced,
+                in_controlled_shutdown: b.in_controlled_shutdown,
+            }));
+        }
+        for topic in self.topics.values() {
+            records.push(MetadataRecord::Topic { name: topic.name.clone(), topic_id: topic.id });
+            for (partition_id, p) in &topic.partitions {
+                records.push(MetadataRecord::Partition(PartitionRecord {
+                    topic_id: topic.id,
+                    partition_id: *partition_id,
+                    replicas: p.replicas.clone(),
+                    isr: p.isr.clone(),
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                }));
+            }
+        }
+        for ((resource_type, resource_name), configs) in &self.configs {
+            for (name, value) in configs {
+                records.push(MetadataRecord::Config {
+                    resource_type: *resource_type,
+                    resource_name: resource_name.clone(),
+                    name: name.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
+        if self.next_producer_id > 0 {
+            records.push(MetadataRecord::ProducerIds {
+                broker_id: -1,
+                broker_epoch: -1,
+                next_producer_id: self.next_producer_id,
+            });
+        }
+        records
+    }
+
+    /// The image a snapshot's records build, standing at `offset`.
+    pub fn from_records(records: &[MetadataRecord], offset: i64) -> Result<Self, ReplayError> {
+        let mut image = Self::empty();
+        for (at, record) in (0..).zip(records) {
+            image.replay(at, record)?;
+        }
+        image.offset = offset;
+        Ok(image)
+    }
+
     /// Applies the committed record at `offset`.
     pub fn replay(&mut self, offset: i64, record: &MetadataRecord) -> Result<(), ReplayError> {
         if offset <= self.offset {
@@ -113,6 +178,14 @@ impl MetadataImage {
             MetadataRecord::Topic { name, topic_id } => {
                 if self.topic_ids.contains_key(name) {
                     return Err(ReplayError::DuplicateTopic { offset, name: name.clone() });
+                }
+                if self.topics.contains_key(topic_id) {
+                    let name = name.clone();
+                    return Err(ReplayError::DuplicateTopicId {
+                        offset,
+                        name,
+                        topic_id: *topic_id,
+                    });
                 }
                 self.topic_ids.insert(name.clone(), *topic_id);
                 let topic =

@@ -8,6 +8,7 @@
 pub mod controller;
 pub mod image;
 pub mod placement;
+pub mod raft;
 pub mod records;
 
 #[cfg(test)]

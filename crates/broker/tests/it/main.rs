@@ -15,6 +15,7 @@ mod groups;
 mod log_dirs;
 mod metrics;
 mod protocol;
+mod quorum;
 mod rdkafka;
 mod rdkafka_groups;
 mod rdkafka_security;

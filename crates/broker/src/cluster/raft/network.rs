@@ -1,0 +1,195 @@
+//! Raft's RPCs between metadata voters over TCP (Kafka's controller listener): a frame is a
+//! big-endian u32 length and a JSON body, at most [`FRAME_BYTES_MAX`]; a connection carries one
+//! request at a time. A frame too long, or a body that does not parse, closes the connection.
+
+use std::io;
+use std::time::Duration;
+
+use openraft::BasicNode;
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::{MetadataRaft, MetadataRaftConfig, NodeId};
+
+/// The longest frame read (a snapshot chunk or a batch of entries fits well within it).
+pub const FRAME_BYTES_MAX: u32 = 64 << 20;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Request {
+    Append(AppendEntriesRequest<MetadataRaftConfig>),
+    Vote(VoteRequest<NodeId>),
+    Snapshot(InstallSnapshotRequest<MetadataRaftConfig>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Response {
+    Append(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+}
+
+async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len()).map_err(|_| io::Error::other("frame too long"))?;
+    stream.write_all(&len.to_be_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.flush().await
+}
+
+async fn read_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let len = stream.read_u32().await?;
+    if len > FRAME_BYTES_MAX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes, above {FRAME_BYTES_MAX}"),
+        ));
+    }
+    let mut body = vec![0; len as usize];
+    stream.read_exact(&mut body).await?;
+    Ok(body)
+}
+
+/// Makes a client per target voter.
+#[derive(Debug, Clone, Default)]
+pub struct MetadataNetworkFactory;
+
+/// A client to one voter, reconnecting after a failure.
+#[derive(Debug)]
+pub struct MetadataNetwork {
+    target: NodeId,
+    addr: String,
+    stream: Option<TcpStream>,
+}
+
+impl RaftNetworkFactory<MetadataRaftConfig> for MetadataNetworkFactory {
+    type Network = MetadataNetwork;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> MetadataNetwork {
+        MetadataNetwork { target, addr: node.addr.clone(), stream: None }
+    }
+}
+
+type RpcResult<T, E = openraft::error::Infallible> =
+    Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
+
+impl MetadataNetwork {
+    /// Sends one request and reads its answer within `ttl`; any failure drops the connection.
+    async fn call(&mut self, request: &Request, ttl: Duration) -> Result<Response, io::Error> {
+        let body = serde_json::to_vec(request).map_err(io::Error::other)?;
+        let result = tokio::time::timeout(ttl, async {
+            if self.stream.is_none() {
+                let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.addr))
+                    .await
+                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+                stream.set_nodelay(true)?;
+                self.stream = Some(stream);
+            }
+            let stream = self.stream.as_mut().ok_or_else(|| io::Error::other("no connection"))?;
+            write_frame(stream, &body).await?;
+            let answer = read_frame(stream).await?;
+            serde_json::from_slice(&answer).map_err(io::Error::other)
+        })
+        .await
+        .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")));
+        if result.is_err() {
+            self.stream = None;
+        }
+        result
+    }
+
+    fn unreachable<E: std::error::Error>(error: &io::Error) -> RPCError<NodeId, BasicNode, E> {
+        if matches!(error.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::TimedOut) {
+            RPCError::Unreachable(Unreachable::new(error))
+        } else {
+            RPCError::Network(NetworkError::new(error))
+        }
+    }
+}
+
+impl RaftNetwork<MetadataRaftConfig> for MetadataNetwork {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<MetadataRaftConfig>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        match self.call(&Request::Append(rpc), option.hard_ttl()).await {
+            Ok(Response::Append(Ok(answer))) => Ok(answer),
+            Ok(Response::Append(Err(error))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
+            }
+            Ok(_) => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
+            Err(error) => Err(Self::unreachable(&error)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<MetadataRaftConfig>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        match self.call(&Request::Snapshot(rpc), option.hard_ttl()).await {
+            Ok(Response::Snapshot(Ok(answer))) => Ok(answer),
+            Ok(Response::Snapshot(Err(error))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
+            }
+            Ok(_) => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
+            Err(error) => Err(Self::unreachable(&error)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>> {
+        match self.call(&Request::Vote(rpc), option.hard_ttl()).await {
+            Ok(Response::Vote(Ok(answer))) => Ok(answer),
+            Ok(Response::Vote(Err(error))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
+            }
+            Ok(_) => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
+            Err(error) => Err(Self::unreachable(&error)),
+        }
+    }
+}
+
+/// Answers Raft's RPCs on `listener` until the task is aborted, one task per connection.
+pub async fn serve(listener: TcpListener, raft: MetadataRaft) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let raft = raft.clone();
+                connections.spawn(serve_connection(stream, raft));
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, raft: MetadataRaft) {
+    let _ = stream.set_nodelay(true);
+    loop {
+        let Ok(body) = read_frame(&mut stream).await else { return };
+        let Ok(request) = serde_json::from_slice::<Request>(&body) else { return };
+        let response = match request {
+            Request::Append(rpc) => Response::Append(raft.append_entries(rpc).await),
+            Request::Vote(rpc) => Response::Vote(raft.vote(rpc).await),
+            Request::Snapshot(rpc) => Response::Snapshot(raft.install_snapshot(rpc).await),
+        };
+        let Ok(answer) = serde_json::to_vec(&response) else { return };
+        if write_frame(&mut stream, &answer).await.is_err() {
+            return;
+        }
+    }
+}

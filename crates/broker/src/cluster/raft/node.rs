@@ -1,0 +1,221 @@
+//! A metadata quorum member (Kafka's `KafkaRaftManager` with its `QuorumController` when it
+//! leads): openraft over the metadata log, the state machine and the TCP transport. The leader
+//! decides each controller operation from the committed image and proposes its records as one
+//! entry, one operation at a time, so every decision rests on committed metadata only.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use openraft::{BasicNode, Config, SnapshotPolicy};
+use seglog_storage::io::Fs;
+use tokio::net::TcpListener;
+
+use super::log_store::MetadataLogStore;
+use super::network::{MetadataNetworkFactory, serve};
+use super::state_machine::MetadataStateMachine;
+use super::{CommandApplied, MetadataCommand, MetadataRaft, NodeId};
+use crate::cluster::controller::{Controller, ControllerConfig};
+use crate::cluster::records::MetadataRecord;
+
+/// Why a quorum operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuorumError {
+    #[error("metadata log: {0}")]
+    Storage(String),
+    #[error("raft: {0}")]
+    Raft(String),
+    #[error("the controller refused: {0:?}")]
+    Refused(ResponseError),
+    #[error("cannot bind the controller listener: {0}")]
+    Bind(std::io::Error),
+}
+
+/// Raft's timings (Kafka's `controller.quorum.*` keys play this part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuorumTimings {
+    pub heartbeat_interval_ms: u64,
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+    /// A snapshot is taken after this many entries since the last one.
+    pub snapshot_after_entries: u64,
+    /// Entries kept below a snapshot (for followers a little behind); older ones are purged.
+    pub entries_kept_after_snapshot: u64,
+}
+
+impl Default for QuorumTimings {
+    fn default() -> Self {
+        Self {
+            heartbeat_interval_ms: 100,
+            election_timeout_min_ms: 500,
+            election_timeout_max_ms: 1_000,
+            snapshot_after_entries: 1_000,
+            entries_kept_after_snapshot: 100,
+        }
+    }
+}
+
+/// One member of the metadata quorum.
+pub struct MetadataNode {
+    id: NodeId,
+    addr: String,
+    raft: MetadataRaft,
+    log: MetadataLogStore,
+    state: MetadataStateMachine,
+    server: tokio::task::JoinHandle<()>,
+    /// One controller operation at a time (decide, propose, apply).
+    operation: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for MetadataNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataNode")
+            .field("id", &self.id)
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetadataNode {
+    /// Opens the metadata log under `metadata_dir` and starts Raft, answering its RPCs on
+    /// `listener`.
+    pub async fn start(
+        id: NodeId,
+        fs: Arc<dyn Fs>,
+        metadata_dir: &Path,
+        listener: TcpListener,
+        timings: QuorumTimings,
+        controller: ControllerConfig,
+    ) -> Result<Self, QuorumError> {
+        let addr = listener.local_addr().map_err(QuorumError::Bind)?.to_string();
+        let config = Config {
+            cluster_name: "seglog".to_owned(),
+            heartbeat_interval: timings.heartbeat_interval_ms,
+            election_timeout_min: timings.election_timeout_min_ms,
+            election_timeout_max: timings.election_timeout_max_ms,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(timings.snapshot_after_entries),
+            max_in_snapshot_log_to_keep: timings.entries_kept_after_snapshot,
+            ..Config::default()
+        };
+        let config = Arc::new(config.validate().map_err(|e| QuorumError::Raft(e.to_string()))?);
+        let dir = metadata_dir.to_owned();
+        let log = tokio::task::spawn_blocking(move || MetadataLogStore::open(fs, &dir))
+            .await
+            .map_err(|e| QuorumError::Storage(e.to_string()))?
+            .map_err(QuorumError::Storage)?;
+        let state = MetadataStateMachine::new(controller, log.clone());
+        let raft =
+            MetadataRaft::new(id, config, MetadataNetworkFactory, log.clone(), state.clone())
+                .await
+                .map_err(|e| QuorumError::Raft(e.to_string()))?;
+        let server = tokio::spawn(serve(listener, raft.clone()));
+        Ok(Self { id, addr, raft, log, state, server, operation: tokio::sync::Mutex::new(()) })
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.id
+    }
+
+    /// Where it answers Raft's RPCs.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The Raft handle (metrics, waits).
+    pub fn raft(&self) -> &MetadataRaft {
+        &self.raft
+    }
+
+    /// The metadata log.
+    pub fn log(&self) -> &MetadataLogStore {
+        &self.log
+    }
+
+    /// The committed metadata as this node has applied it.
+    pub fn state(&self) -> &MetadataStateMachine {
+        &self.state
+    }
+
+    /// Starts a new cluster with this node its only voter. Only the first node of a cluster
+    /// does this, once; the others join through [`add_voter`](Self::add_voter).
+    pub async fn bootstrap(&self) -> Result<(), QuorumError> {
+        let members = BTreeMap::from([(self.id, BasicNode { addr: self.addr.clone() })]);
+        self.raft.initialize(members).await.map_err(|e| QuorumError::Raft(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Adds a voter (on the leader): first a learner that catches up, then a membership change.
+    pub async fn add_voter(&self, id: NodeId, addr: &str) -> Result<(), QuorumError> {
+        let node = BasicNode { addr: addr.to_owned() };
+        self.raft
+            .add_learner(id, node, true)
+            .await
+            .map_err(|e| QuorumError::Raft(e.to_string()))?;
+        let mut voters: BTreeSet<NodeId> =
+            self.raft.metrics().borrow().membership_config.membership().voter_ids().collect();
+        voters.insert(id);
+        self.raft
+            .change_membership(voters, false)
+            .await
+            .map_err(|e| QuorumError::Raft(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Removes a voter (on the leader).
+    pub async fn remove_voter(&self, id: NodeId) -> Result<(), QuorumError> {
+        let mut voters: BTreeSet<NodeId> =
+            self.raft.metrics().borrow().membership_config.membership().voter_ids().collect();
+        voters.remove(&id);
+        self.raft
+            .change_membership(voters, false)
+            .await
+            .map_err(|e| QuorumError::Raft(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Proposes records as one entry and waits until it is committed and applied here.
+    pub async fn propose(
+        &self,
+        records: &[MetadataRecord],
+        now_ms: i64,
+    ) -> Result<CommandApplied, QuorumError> {
+        let command = MetadataCommand {
+            records: records.iter().map(MetadataRecord::encode).collect(),
+            timestamp_ms: now_ms,
+        };
+        let response =
+            self.raft.client_write(command).await.map_err(|e| QuorumError::Raft(e.to_string()))?;
+        Ok(response.data)
+    }
+
+    /// One controller operation on the leader: `decide` reads the committed image (and the
+    /// offset its records would start at) and returns the records, which are committed before
+    /// the next operation is decided.
+    pub async fn operate(
+        &self,
+        now_ms: i64,
+        decide: impl FnOnce(&mut Controller, i64) -> Result<Vec<MetadataRecord>, ResponseError>,
+    ) -> Result<CommandApplied, QuorumError> {
+        let _one_at_a_time = self.operation.lock().await;
+        self.raft.ensure_linearizable().await.map_err(|e| QuorumError::Raft(e.to_string()))?;
+        let records = self.state.with_controller(decide).map_err(QuorumError::Refused)?;
+        if records.is_empty() {
+            return Ok(CommandApplied::default());
+        }
+        self.propose(&records, now_ms).await
+    }
+
+    /// Stops Raft and the RPC listener (as a process death would, but for the files' state).
+    pub async fn shutdown(self) {
+        self.server.abort();
+        let _ = self.server.await;
+        let _ = self.raft.shutdown().await;
+    }
+
+    /// How long to wait for a quorum event in tests and tools.
+    pub const WAIT: Duration = Duration::from_secs(20);
+}
