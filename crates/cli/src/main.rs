@@ -4,6 +4,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod bench;
+mod cluster;
 mod common;
 mod compact;
 mod consume;
@@ -89,6 +90,15 @@ enum Command {
     ///
     /// Example: seglog acls add --principal User:alice --operation Read --topic orders
     Acls(security::AclsArgs),
+    /// Formats log directories for a KRaft node: `meta.properties` with the cluster id, the node
+    /// id and a directory id (kafka-storage.sh format).
+    ///
+    /// Example: seglog format --config controller.properties --cluster-id "$(seglog format --random-uuid -c x)"
+    Format(cluster::FormatArgs),
+    /// Looks at a cluster's metadata quorum.
+    ///
+    /// Example: seglog cluster status --controller 127.0.0.1:9093
+    Cluster(cluster::ClusterArgs),
     /// Lists, adds and removes the SCRAM users of a stopped broker's log directory.
     ///
     /// Example: seglog users add --user alice --password alice-secret
@@ -130,6 +140,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args).map(|()| true),
         Command::Serve(args) => serve::run(&args).map(|()| true),
         Command::Acls(args) => security::run_acls(&args).map(|()| true),
+        Command::Format(args) => cluster::run_format(&args).map(|()| true),
+        Command::Cluster(args) => cluster::run_cluster(&args).map(|()| true),
         Command::Users(args) => security::run_users(&args).map(|()| true),
         Command::Inspect { path, decompressed_mib_max } => {
             inspect::run(path, decompressed_mib_max.saturating_mul(1024 * 1024))

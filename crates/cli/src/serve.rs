@@ -86,8 +86,14 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
         println!("run: seglog serve --config {}", certs.properties.display());
         return Ok(());
     }
-    let config = BrokerConfig::from_properties(&properties(args)?)
-        .context("invalid broker configuration")?;
+    let properties = properties(args)?;
+    let kraft = seglog_broker::cluster::kraft_config::KraftConfig::from_properties(&properties)
+        .context("invalid KRaft configuration")?;
+    if let Some(kraft) = kraft {
+        return crate::cluster::run_kraft(kraft);
+    }
+    let config =
+        BrokerConfig::from_properties(&properties).context("invalid broker configuration")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("seglog-broker")
@@ -126,13 +132,13 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
 }
 
 /// SIGTERM and SIGINT, listened for.
-struct Signals {
+pub(crate) struct Signals {
     terminate: tokio::signal::unix::Signal,
     interrupt: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn install() -> Result<Self> {
+    pub(crate) fn install() -> Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
             terminate: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
@@ -141,7 +147,7 @@ impl Signals {
     }
 
     /// Returns at the first SIGTERM or SIGINT.
-    async fn wait(mut self) {
+    pub(crate) async fn wait(mut self) {
         tokio::select! {
             _ = self.terminate.recv() => {}
             _ = self.interrupt.recv() => {}

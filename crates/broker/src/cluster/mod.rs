@@ -6,7 +6,9 @@
 //! docs/cluster.md describes the model.
 
 pub mod controller;
+pub mod controller_process;
 pub mod image;
+pub mod kraft_config;
 pub mod placement;
 pub mod raft;
 pub mod records;

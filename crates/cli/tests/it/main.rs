@@ -2,6 +2,7 @@
 //! module per command or area, each running `CARGO_BIN_EXE_seglog`.
 
 mod cli;
+mod cluster;
 mod compact;
 mod console;
 mod dump;

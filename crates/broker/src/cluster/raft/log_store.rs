@@ -201,6 +201,13 @@ impl MetadataLogStore {
         Ok(())
     }
 
+    /// Whether nothing was ever written: no entry, no purge, no vote (a node that may
+    /// bootstrap a new quorum).
+    pub fn is_pristine(&self) -> bool {
+        let inner = self.lock();
+        inner.places.is_empty() && inner.last_purged.is_none() && inner.state.vote.is_none()
+    }
+
     /// The log's bytes from its start, for tests that compare voters' logs.
     pub fn batches_up_to(&self, index: u64) -> Result<Vec<u8>, String> {
         let inner = self.lock();

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::node::{QuorumStatus, quorum_status};
+use super::state_machine::MetadataStateMachine;
 use super::{MetadataRaft, MetadataRaftConfig, NodeId};
 
 /// The longest frame read (a snapshot chunk or a batch of entries fits well within it).
@@ -29,6 +31,8 @@ enum Request {
     Append(AppendEntriesRequest<MetadataRaftConfig>),
     Vote(VoteRequest<NodeId>),
     Snapshot(InstallSnapshotRequest<MetadataRaftConfig>),
+    /// `seglog cluster status` (Kafka's DescribeQuorum, for the tools).
+    Status,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -36,6 +40,7 @@ enum Response {
     Append(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
     Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    Status(QuorumStatus),
 }
 
 async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
@@ -162,22 +167,30 @@ impl RaftNetwork<MetadataRaftConfig> for MetadataNetwork {
     }
 }
 
+/// Asks the voter at `addr` how it sees the quorum.
+pub async fn fetch_status(addr: &str, timeout: Duration) -> io::Result<QuorumStatus> {
+    let mut client = MetadataNetwork { target: 0, addr: addr.to_owned(), stream: None };
+    match client.call(&Request::Status, timeout).await? {
+        Response::Status(status) => Ok(status),
+        _ => Err(io::Error::other("an answer of another kind")),
+    }
+}
+
 /// Answers Raft's RPCs on `listener` until the task is aborted, one task per connection.
-pub async fn serve(listener: TcpListener, raft: MetadataRaft) {
+pub async fn serve(listener: TcpListener, raft: MetadataRaft, state: MetadataStateMachine) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
-                let raft = raft.clone();
-                connections.spawn(serve_connection(stream, raft));
+                connections.spawn(serve_connection(stream, raft.clone(), state.clone()));
             }
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, raft: MetadataRaft) {
+async fn serve_connection(mut stream: TcpStream, raft: MetadataRaft, state: MetadataStateMachine) {
     let _ = stream.set_nodelay(true);
     loop {
         let Ok(body) = read_frame(&mut stream).await else { return };
@@ -186,6 +199,7 @@ async fn serve_connection(mut stream: TcpStream, raft: MetadataRaft) {
             Request::Append(rpc) => Response::Append(raft.append_entries(rpc).await),
             Request::Vote(rpc) => Response::Vote(raft.vote(rpc).await),
             Request::Snapshot(rpc) => Response::Snapshot(raft.install_snapshot(rpc).await),
+            Request::Status => Response::Status(quorum_status(&raft, &state)),
         };
         let Ok(answer) = serde_json::to_vec(&response) else { return };
         if write_frame(&mut stream, &answer).await.is_err() {

@@ -34,6 +34,51 @@ pub enum QuorumError {
     Bind(std::io::Error),
 }
 
+/// The wall clock in milliseconds (the proposing leader's batch timestamps).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// How one voter sees the quorum (Kafka's DescribeQuorum, and the image's brokers).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QuorumStatus {
+    pub node_id: NodeId,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    pub voters: Vec<NodeId>,
+    pub learners: Vec<NodeId>,
+    pub last_log_index: Option<u64>,
+    pub applied_index: Option<u64>,
+    /// Each registered broker: id, epoch, fenced.
+    pub brokers: Vec<(i32, i64, bool)>,
+    pub topics: usize,
+    /// The `metadata.version` level, once bootstrapped.
+    pub metadata_version: Option<i16>,
+}
+
+/// The status of the node running `raft` over `state`.
+pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> QuorumStatus {
+    let metrics = raft.metrics().borrow().clone();
+    let membership = metrics.membership_config.membership();
+    let voters: Vec<NodeId> = membership.voter_ids().collect();
+    let learners: Vec<NodeId> = membership.learner_ids().collect();
+    let image = state.image();
+    QuorumStatus {
+        node_id: metrics.id,
+        leader: metrics.current_leader,
+        term: metrics.current_term,
+        voters,
+        learners,
+        last_log_index: metrics.last_log_index,
+        applied_index: state.last_applied_index(),
+        brokers: image.brokers.values().map(|b| (b.id, b.epoch, b.fenced)).collect(),
+        topics: image.topics.len(),
+        metadata_version: image.features.get("metadata.version").copied(),
+    }
+}
+
 /// Raft's timings (Kafka's `controller.quorum.*` keys play this part).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuorumTimings {
@@ -111,7 +156,7 @@ impl MetadataNode {
             MetadataRaft::new(id, config, MetadataNetworkFactory, log.clone(), state.clone())
                 .await
                 .map_err(|e| QuorumError::Raft(e.to_string()))?;
-        let server = tokio::spawn(serve(listener, raft.clone()));
+        let server = tokio::spawn(serve(listener, raft.clone(), state.clone()));
         Ok(Self { id, addr, raft, log, state, server, operation: tokio::sync::Mutex::new(()) })
     }
 
@@ -210,10 +255,14 @@ impl MetadataNode {
     }
 
     /// Stops Raft and the RPC listener (as a process death would, but for the files' state).
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         self.server.abort();
-        let _ = self.server.await;
         let _ = self.raft.shutdown().await;
+    }
+
+    /// How this node sees the quorum.
+    pub fn status(&self) -> QuorumStatus {
+        quorum_status(&self.raft, &self.state)
     }
 
     /// How long to wait for a quorum event in tests and tools.

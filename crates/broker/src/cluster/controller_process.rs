@@ -1,0 +1,145 @@
+//! A process with `process.roles=controller` (Kafka's `ControllerServer`): a voter of the
+//! metadata quorum on its controller listener, over a formatted metadata log directory.
+//!
+//! With the static `controller.quorum.voters`, the voter with the lowest id bootstraps a new
+//! quorum alone (only on an empty log, so never twice), then, while it leads, adds each other
+//! voter as it comes up (a learner that catches up, then a membership change) and writes the
+//! bootstrap records once every voter is in. The voters are never initialised together.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use seglog_storage::dirs::meta::MetaProperties;
+use seglog_storage::io::Fs;
+use tokio::net::TcpListener;
+
+use super::controller::{Controller, ControllerConfig};
+use super::kraft_config::KraftConfig;
+use super::raft::NodeId;
+use super::raft::node::{MetadataNode, QuorumError};
+
+/// How often the bootstrapping voter looks for voters to add.
+const JOIN_RETRY: Duration = Duration::from_millis(500);
+/// The longest one attempt to add a voter may take.
+const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A running controller.
+#[derive(Debug)]
+pub struct ControllerProcess {
+    node: Arc<MetadataNode>,
+    joiner: Option<tokio::task::JoinHandle<()>>,
+    cluster_id: String,
+}
+
+/// Why a controller cannot start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControllerStartError {
+    #[error(
+        "No `meta.properties` found in {0} (have you run `seglog format` to format the directory?)"
+    )]
+    NotFormatted(String),
+    #[error("Stored node id {stored} doesn't match previous node id {configured} in {dir}")]
+    NodeIdMismatch { stored: i32, configured: i32, dir: String },
+    #[error("{0}")]
+    Storage(#[from] seglog_storage::Error),
+    #[error("{0}")]
+    Quorum(#[from] QuorumError),
+}
+
+impl ControllerProcess {
+    /// Starts the voter.
+    pub async fn start(
+        config: &KraftConfig,
+        fs: Arc<dyn Fs>,
+    ) -> Result<Self, ControllerStartError> {
+        let dir = &config.metadata_log_dir;
+        let meta = MetaProperties::read(fs.as_ref(), dir)?
+            .filter(|meta| meta.cluster_id.is_some())
+            .ok_or_else(|| ControllerStartError::NotFormatted(dir.display().to_string()))?;
+        if meta.node_id != Some(config.node_id) {
+            return Err(ControllerStartError::NodeIdMismatch {
+                stored: meta.node_id.unwrap_or(-1),
+                configured: config.node_id,
+                dir: dir.display().to_string(),
+            });
+        }
+        let (host, port) = config.controller_listener.clone().unwrap_or_default();
+        let host =
+            if host.is_empty() || host == "localhost" { "127.0.0.1".to_owned() } else { host };
+        let listener = TcpListener::bind((host.as_str(), port))
+            .await
+            .map_err(|e| ControllerStartError::Quorum(QuorumError::Bind(e)))?;
+        let controller = ControllerConfig { session_timeout_ms: config.broker_session_timeout_ms };
+        let id = NodeId::try_from(config.node_id).unwrap_or_default();
+        let node = MetadataNode::start(id, fs, dir, listener, config.timings, controller).await?;
+        let node = Arc::new(node);
+        let first_voter = config.voters.keys().next() == Some(&config.node_id);
+        // From the files, not Raft's metrics, which may not be filled in yet.
+        if first_voter && node.log().is_pristine() {
+            node.bootstrap().await?;
+        }
+        let joiner = first_voter.then(|| {
+            let voters: Vec<(NodeId, String)> = config
+                .voters
+                .values()
+                .map(|v| (NodeId::try_from(v.id).unwrap_or_default(), v.address()))
+                .collect();
+            tokio::spawn(join_voters(Arc::clone(&node), voters))
+        });
+        let cluster_id = meta.cluster_id.unwrap_or_default();
+        Ok(Self { node, joiner, cluster_id })
+    }
+
+    /// The voter.
+    pub fn node(&self) -> &MetadataNode {
+        &self.node
+    }
+
+    /// The cluster id from `meta.properties`.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
+    /// Stops the voter.
+    pub async fn shutdown(mut self) {
+        if let Some(joiner) = self.joiner.take() {
+            joiner.abort();
+        }
+        self.node.shutdown().await;
+    }
+}
+
+/// On the bootstrapping voter: while it leads, adds the voters not yet in the quorum, then
+/// writes the bootstrap records once; retries until both are done.
+async fn join_voters(node: Arc<MetadataNode>, voters: Vec<(NodeId, String)>) {
+    let mut bootstrapped = false;
+    loop {
+        let status = node.status();
+        if status.leader == Some(node.id()) {
+            for (id, addr) in &voters {
+                if status.voters.contains(id) {
+                    continue;
+                }
+                match tokio::time::timeout(JOIN_TIMEOUT, node.add_voter(*id, addr)).await {
+                    Ok(Ok(())) => tracing::info!(voter = id, %addr, "voter joined the quorum"),
+                    Ok(Err(error)) => tracing::debug!(voter = id, %error, "voter not added yet"),
+                    Err(_) => tracing::debug!(voter = id, "voter not reachable yet"),
+                }
+            }
+            let status = node.status();
+            let all_in = voters.iter().all(|(id, _)| status.voters.contains(id));
+            if all_in && status.metadata_version.is_none() && !bootstrapped {
+                let now = crate::cluster::raft::node::now_ms();
+                match node.operate(now, |_, _| Ok(Controller::bootstrap_records())).await {
+                    Ok(_) => bootstrapped = true,
+                    Err(error) => tracing::warn!(%error, "bootstrap records not written yet"),
+                }
+            }
+            if all_in && (bootstrapped || status.metadata_version.is_some()) {
+                return;
+            }
+        }
+        tokio::time::sleep(JOIN_RETRY).await;
+    }
+}

@@ -1,0 +1,274 @@
+//! Kafka's KRaft keys (`KRaftConfigs`, `QuorumConfig`) as seglog reads them: `process.roles`,
+//! `node.id`, `controller.quorum.voters`, `controller.listener.names`, `listeners` and
+//! `metadata.log.dir` / `log.dirs`, with Kafka's checks and texts. A configuration without
+//! `process.roles` is the single node seglog has always been, and none of this applies.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use super::raft::node::QuorumTimings;
+
+/// A role of a KRaft process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProcessRole {
+    Broker,
+    Controller,
+}
+
+/// A voter of the metadata quorum, from `controller.quorum.voters`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voter {
+    pub id: i32,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Voter {
+    /// `host:port`.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// What a KRaft process runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KraftConfig {
+    pub roles: BTreeSet<ProcessRole>,
+    pub node_id: i32,
+    /// By id.
+    pub voters: BTreeMap<i32, Voter>,
+    /// Where this node answers the quorum (its `controller.listener.names` listener).
+    pub controller_listener: Option<(String, u16)>,
+    /// `metadata.log.dir`, else the first of `log.dirs` (Kafka's rule).
+    pub metadata_log_dir: PathBuf,
+    /// `broker.session.timeout.ms` (9000).
+    pub broker_session_timeout_ms: i64,
+    pub timings: QuorumTimings,
+}
+
+/// A key Kafka would refuse, with Kafka's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KraftConfigError(pub String);
+
+fn list(properties: &BTreeMap<String, String>, key: &str) -> Vec<String> {
+    properties
+        .get(key)
+        .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// `process.roles`, or `None` when it is unset (a single node, not KRaft).
+pub fn process_roles(
+    properties: &BTreeMap<String, String>,
+) -> Result<Option<BTreeSet<ProcessRole>>, KraftConfigError> {
+    let roles = list(properties, "process.roles");
+    if roles.is_empty() {
+        return Ok(None);
+    }
+    roles
+        .iter()
+        .map(|role| match role.as_str() {
+            "broker" => Ok(ProcessRole::Broker),
+            "controller" => Ok(ProcessRole::Controller),
+            role => Err(KraftConfigError(format!(
+                "Unknown process role '{role}' (only 'broker' and 'controller' are allowed roles)"
+            ))),
+        })
+        .collect::<Result<_, _>>()
+        .map(Some)
+}
+
+/// Kafka's `QuorumConfig.parseVoterConnections`.
+pub fn parse_voters(entries: &[String]) -> Result<BTreeMap<i32, Voter>, KraftConfigError> {
+    let form = "Each entry should be in the form `{id}@{host}:{port}`.";
+    let mut voters = BTreeMap::new();
+    for entry in entries {
+        let parts: Vec<&str> = entry.split('@').collect();
+        let [id, address] = parts.as_slice() else {
+            return Err(KraftConfigError(format!(
+                "Invalid configuration value for controller.quorum.voters. {form}"
+            )));
+        };
+        let id: i32 = id.parse().map_err(|_| {
+            KraftConfigError(format!("Failed to parse voter ID as an integer from {id}"))
+        })?;
+        let (host, port) = address.rsplit_once(':').unwrap_or((address, ""));
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(KraftConfigError(format!(
+                "Failed to parse host name from entry {entry} for the configuration controller.quorum.voters. {form}"
+            )));
+        }
+        let port: u16 = port.parse().map_err(|_| {
+            KraftConfigError(format!(
+                "Failed to parse host port from entry {entry} for the configuration controller.quorum.voters. {form}"
+            ))
+        })?;
+        if host == "0.0.0.0" {
+            return Err(KraftConfigError("Host string (0.0.0.0) is not routeable".to_owned()));
+        }
+        voters.insert(id, Voter { id, host: host.to_owned(), port });
+    }
+    Ok(voters)
+}
+
+fn int<T: std::str::FromStr>(
+    properties: &BTreeMap<String, String>,
+    key: &str,
+    default: T,
+) -> Result<T, KraftConfigError> {
+    properties.get(key).map_or(Ok(default), |value| {
+        value
+            .trim()
+            .parse()
+            .map_err(|_| KraftConfigError(format!("Invalid value {value} for configuration {key}")))
+    })
+}
+
+impl KraftConfig {
+    /// Reads the KRaft keys; `Ok(None)` when `process.roles` is unset.
+    pub fn from_properties(
+        properties: &BTreeMap<String, String>,
+    ) -> Result<Option<Self>, KraftConfigError> {
+        let Some(roles) = process_roles(properties)? else { return Ok(None) };
+        let node_id = properties.get("node.id").ok_or_else(|| {
+            KraftConfigError(
+                "Missing required configuration \"node.id\" which has no default value.".to_owned(),
+            )
+        })?;
+        let node_id: i32 = node_id.trim().parse().map_err(|_| {
+            KraftConfigError(format!("Invalid value {node_id} for configuration node.id"))
+        })?;
+        let voters = parse_voters(&list(properties, "controller.quorum.voters"))?;
+        if voters.is_empty() {
+            return Err(KraftConfigError(
+                "If using process.roles, either controller.quorum.bootstrap.servers must contain \
+                 the set of bootstrap controllers or controller.quorum.voters must contain a \
+                 parseable set of controllers."
+                    .to_owned(),
+            ));
+        }
+        let controller_names = list(properties, "controller.listener.names");
+        let mut controller_listener = None;
+        if roles.contains(&ProcessRole::Controller) {
+            if !voters.contains_key(&node_id) {
+                let ids: Vec<String> = voters.keys().map(ToString::to_string).collect();
+                return Err(KraftConfigError(format!(
+                    "If process.roles contains the 'controller' role, the node id {node_id} must be included in the set of voters controller.quorum.voters=Set({})",
+                    ids.join(", ")
+                )));
+            }
+            for listener in list(properties, "listeners") {
+                let Some((name, address)) = listener.split_once("://") else { continue };
+                if controller_names.iter().any(|n| n == name) {
+                    let (host, port) = address.rsplit_once(':').unwrap_or((address, ""));
+                    let port: u16 = port.parse().map_err(|_| {
+                        KraftConfigError(format!(
+                            "Invalid value {listener} for configuration listeners"
+                        ))
+                    })?;
+                    controller_listener = Some((host.to_owned(), port));
+                    break;
+                }
+            }
+            if controller_listener.is_none() {
+                return Err(KraftConfigError(
+                    "controller.listener.names must contain at least one value appearing in the \
+                     'listeners' configuration when running the KRaft controller role"
+                        .to_owned(),
+                ));
+            }
+        }
+        let metadata_log_dir = properties
+            .get("metadata.log.dir")
+            .cloned()
+            .or_else(|| list(properties, "log.dirs").into_iter().next())
+            .or_else(|| list(properties, "log.dir").into_iter().next())
+            .unwrap_or_else(|| "./seglog-data".to_owned());
+        let defaults = QuorumTimings::default();
+        let timings = QuorumTimings {
+            election_timeout_min_ms: int(
+                properties,
+                "controller.quorum.election.timeout.ms",
+                defaults.election_timeout_min_ms,
+            )?,
+            ..defaults
+        };
+        let timings = QuorumTimings {
+            election_timeout_max_ms: timings.election_timeout_min_ms * 2,
+            heartbeat_interval_ms: (timings.election_timeout_min_ms / 5).max(10),
+            ..timings
+        };
+        Ok(Some(Self {
+            roles,
+            node_id,
+            voters,
+            controller_listener,
+            metadata_log_dir: PathBuf::from(metadata_log_dir),
+            broker_session_timeout_ms: int(properties, "broker.session.timeout.ms", 9_000)?,
+            timings,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    const CONTROLLER: [(&str, &str); 5] = [
+        ("process.roles", "controller"),
+        ("node.id", "2"),
+        ("controller.quorum.voters", "1@127.0.0.1:9093,2@localhost:9094,3@[::1]:9095"),
+        ("controller.listener.names", "CONTROLLER"),
+        ("listeners", "CONTROLLER://127.0.0.1:9094"),
+    ];
+
+    #[test]
+    fn a_controller_reads_kafkas_keys() {
+        let config = KraftConfig::from_properties(&props(&CONTROLLER)).unwrap().unwrap();
+        assert_eq!(config.node_id, 2);
+        assert_eq!(config.voters.len(), 3);
+        assert_eq!(config.voters[&3].address(), "::1:9095");
+        assert_eq!(config.controller_listener, Some(("127.0.0.1".to_owned(), 9094)));
+        assert_eq!(config.metadata_log_dir, PathBuf::from("./seglog-data"));
+        assert_eq!(KraftConfig::from_properties(&props(&[("node.id", "1")])).unwrap(), None);
+    }
+
+    #[test]
+    fn kafkas_refusals_in_kafkas_words() {
+        let with = |key: &str, value: &str| {
+            let mut p = props(&CONTROLLER);
+            p.insert(key.to_owned(), value.to_owned());
+            KraftConfig::from_properties(&p).unwrap_err().to_string()
+        };
+        assert_eq!(
+            with("process.roles", "controller,zookeeper"),
+            "Unknown process role 'zookeeper' (only 'broker' and 'controller' are allowed roles)"
+        );
+        assert_eq!(
+            with("node.id", "4"),
+            "If process.roles contains the 'controller' role, the node id 4 must be included in the set of voters controller.quorum.voters=Set(1, 2, 3)"
+        );
+        assert_eq!(
+            with("controller.quorum.voters", "1:9093"),
+            "Invalid configuration value for controller.quorum.voters. Each entry should be in the form `{id}@{host}:{port}`."
+        );
+        assert_eq!(
+            with("controller.quorum.voters", "x@h:1"),
+            "Failed to parse voter ID as an integer from x"
+        );
+        assert_eq!(
+            with("controller.quorum.voters", "1@h"),
+            "Failed to parse host port from entry 1@h for the configuration controller.quorum.voters. Each entry should be in the form `{id}@{host}:{port}`."
+        );
+        assert!(
+            with("listeners", "PLAINTEXT://127.0.0.1:9092")
+                .starts_with("controller.listener.names must contain")
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! Three `seglog serve` processes with `process.roles=controller` on 127.0.0.1: formatted with
+//! `seglog format`, they form the metadata quorum from `controller.quorum.voters` (the lowest id
+//! bootstraps, the others join). The leader is killed with SIGKILL, the other two elect a new
+//! one, the dead one comes back and catches up, and the three `__cluster_metadata-0` logs end
+//! byte-identical. `seglog cluster status` is what the test reads.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::pedantic)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Voter {
+    id: u32,
+    port: u16,
+    dir: PathBuf,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Voter {
+    fn start(&mut self) {
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("controller.log"))
+            .unwrap();
+        let child = Command::new(SEGLOG)
+            .args(["serve", "--config"])
+            .arg(&self.config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(self.dir.join("controller.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Voter {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `seglog cluster status` of one voter, as its fields; `None` while it does not answer.
+fn status(port: u16) -> Option<BTreeMap<String, String>> {
+    let output = Command::new(SEGLOG)
+        .args(["cluster", "status", "--controller", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(output.stdout).unwrap();
+    Some(
+        text.lines()
+            .filter_map(|line| line.split_once(':'))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .collect(),
+    )
+}
+
+/// Polls `check` until it holds, within `limit`; the failure shows the voters' logs.
+fn wait_for(voters: &[Voter], what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        if start.elapsed() > limit {
+            let logs: Vec<String> =
+                voters.iter().map(|v| format!("voter {}:\n{}", v.id, v.log_text())).collect();
+            panic!("{what}: not within {limit:?}\n{}", logs.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn formatted_voters(root: &Path) -> Vec<Voter> {
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let quorum: Vec<String> =
+        (1..=3).zip(&ports).map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect();
+    let uuid = Command::new(SEGLOG).args(["format", "--random-uuid", "-c", "-"]).output().unwrap();
+    let cluster_id = String::from_utf8(uuid.stdout).unwrap().trim().to_owned();
+    assert_eq!(cluster_id.len(), 22, "{cluster_id:?}");
+    (1..=3)
+        .zip(ports)
+        .map(|(id, port)| {
+            let dir = root.join(format!("c{id}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let config = dir.join("controller.properties");
+            std::fs::write(
+                &config,
+                format!(
+                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
+                     controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://127.0.0.1:{port}\n\
+                     metadata.log.dir={}\n",
+                    quorum.join(","),
+                    dir.join("metadata").display()
+                ),
+            )
+            .unwrap();
+            let format = Command::new(SEGLOG)
+                .args(["format", "--cluster-id", &cluster_id, "--config"])
+                .arg(&config)
+                .output()
+                .unwrap();
+            assert!(format.status.success(), "{}", String::from_utf8_lossy(&format.stderr));
+            Voter { id, port, dir, config, child: None }
+        })
+        .collect()
+}
+
+#[test]
+fn three_controller_processes_survive_a_sigkill_of_their_leader() {
+    let root = tempfile::tempdir().unwrap();
+    let mut voters = formatted_voters(root.path());
+    // A second format of a formatted directory is refused, as kafka-storage.sh does.
+    let again = Command::new(SEGLOG)
+        .args(["format", "--cluster-id", "AAAAAAAAAAAAAAAAAAAAAQ", "--config"])
+        .arg(&voters[0].config)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is already formatted"));
+    for voter in &mut voters {
+        voter.start();
+    }
+    let formed = |s: &BTreeMap<String, String>| {
+        s.get("CurrentVoters").map(String::as_str) == Some("[1,2,3]")
+            && s.get("MetadataVersion").map(String::as_str) == Some("14")
+            && s.get("LeaderId").is_some_and(|l| l != "none")
+    };
+    let port1 = voters[0].port;
+    wait_for(&voters, "the quorum of three", Duration::from_secs(60), || {
+        status(port1).is_some_and(|s| formed(&s))
+    });
+    let leader: u32 = status(port1).unwrap()["LeaderId"].parse().unwrap();
+
+    // SIGKILL the leader: the other two elect one of themselves.
+    let killed_at = Instant::now();
+    voters[(leader - 1) as usize].kill();
+    let other = voters.iter().find(|v| v.id != leader).unwrap().port;
+    let mut new_leader = String::new();
+    wait_for(&voters, "a new leader", Duration::from_secs(30), || {
+        new_leader = status(other).map(|s| s["LeaderId"].clone()).unwrap_or_default();
+        !new_leader.is_empty() && new_leader != "none" && new_leader != leader.to_string()
+    });
+    println!(
+        "failover after SIGKILL of leader {leader}: {:?} (new leader {new_leader})",
+        killed_at.elapsed()
+    );
+
+    // The dead one comes back, follows the new leader and applies what the others applied.
+    voters[(leader - 1) as usize].start();
+    let back = voters[(leader - 1) as usize].port;
+    wait_for(&voters, "the restarted voter caught up", Duration::from_secs(30), || {
+        let (Some(a), Some(b)) = (status(back), status(other)) else { return false };
+        a["LeaderId"] == new_leader
+            && a["AppliedIndex"] == b["AppliedIndex"]
+            && b["AppliedIndex"] == b["LastLogIndex"]
+    });
+    let mut logs = Vec::new();
+    for voter in &mut voters {
+        voter.kill();
+        let log = voter.dir.join("metadata/__cluster_metadata-0/00000000000000000000.log");
+        logs.push(std::fs::read(&log).unwrap());
+    }
+    assert!(!logs[0].is_empty());
+    assert!(logs.iter().all(|log| log == &logs[0]), "the voters' __cluster_metadata-0 logs differ");
+    // The log is Kafka's format: `seglog dump --cluster-metadata-decoder` reads the bootstrap
+    // record the first voter wrote.
+    let dump = Command::new(SEGLOG)
+        .args(["dump", "--cluster-metadata-decoder", "--files"])
+        .arg(voters[0].dir.join("metadata/__cluster_metadata-0/00000000000000000000.log"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(dump.stdout).unwrap();
+    assert!(text.contains(r#"{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":14}}"#), "{text}");
+}
