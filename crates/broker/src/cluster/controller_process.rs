@@ -17,6 +17,7 @@ use super::controller::{Controller, ControllerConfig};
 use super::kraft_config::KraftConfig;
 use super::raft::NodeId;
 use super::raft::node::{MetadataNode, QuorumError};
+use super::records::MetadataRecord;
 
 /// How often the bootstrapping voter looks for voters to add.
 const JOIN_RETRY: Duration = Duration::from_millis(500);
@@ -28,6 +29,7 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct ControllerProcess {
     node: Arc<MetadataNode>,
     joiner: Option<tokio::task::JoinHandle<()>>,
+    idle_writer: Option<tokio::task::JoinHandle<()>>,
     cluster_id: String,
 }
 
@@ -87,8 +89,12 @@ impl ControllerProcess {
                 .collect();
             tokio::spawn(join_voters(Arc::clone(&node), voters))
         });
+        let idle_writer = (config.metadata_max_idle_interval_ms > 0).then(|| {
+            let interval = Duration::from_millis(config.metadata_max_idle_interval_ms);
+            tokio::spawn(write_when_idle(Arc::clone(&node), interval))
+        });
         let cluster_id = meta.cluster_id.unwrap_or_default();
-        Ok(Self { node, joiner, cluster_id })
+        Ok(Self { node, joiner, idle_writer, cluster_id })
     }
 
     /// The voter.
@@ -103,10 +109,34 @@ impl ControllerProcess {
 
     /// Stops the voter.
     pub async fn shutdown(mut self) {
-        if let Some(joiner) = self.joiner.take() {
-            joiner.abort();
+        for task in [self.joiner.take(), self.idle_writer.take()].into_iter().flatten() {
+            task.abort();
         }
         self.node.shutdown().await;
+    }
+}
+
+/// Kafka's `metadata.max.idle.interval.ms`: while this voter leads, a `NoOpRecord` every
+/// `interval`, so the log (and every voter's applied offset) advances even when nothing
+/// changes, and a voter that stopped hearing from the leader can tell.
+async fn write_when_idle(node: Arc<MetadataNode>, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let status = node.status();
+        if status.leader != Some(node.id()) || status.metadata_version.is_none() {
+            continue;
+        }
+        let now = crate::cluster::raft::node::now_ms();
+        let wrote = tokio::time::timeout(
+            interval * 4,
+            node.operate(now, |_, _| Ok(vec![MetadataRecord::NoOp])),
+        )
+        .await;
+        if let Ok(Err(error)) = wrote {
+            tracing::debug!(%error, "no NoOpRecord this time");
+        }
     }
 }
 

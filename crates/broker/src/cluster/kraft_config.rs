@@ -43,6 +43,9 @@ pub struct KraftConfig {
     pub metadata_log_dir: PathBuf,
     /// `broker.session.timeout.ms` (9000).
     pub broker_session_timeout_ms: i64,
+    /// `metadata.max.idle.interval.ms` (500): how often an idle leader appends a `NoOpRecord`,
+    /// so that followers see the log advance; 0 turns it off.
+    pub metadata_max_idle_interval_ms: u64,
     pub timings: QuorumTimings,
 }
 
@@ -207,6 +210,7 @@ impl KraftConfig {
             controller_listener,
             metadata_log_dir: PathBuf::from(metadata_log_dir),
             broker_session_timeout_ms: int(properties, "broker.session.timeout.ms", 9_000)?,
+            metadata_max_idle_interval_ms: int(properties, "metadata.max.idle.interval.ms", 500)?,
             timings,
         }))
     }

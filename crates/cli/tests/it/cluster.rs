@@ -1,8 +1,8 @@
 //! Three `seglog serve` processes with `process.roles=controller` on 127.0.0.1: formatted with
 //! `seglog format`, they form the metadata quorum from `controller.quorum.voters` (the lowest id
 //! bootstraps, the others join). The leader is killed with SIGKILL, the other two elect a new
-//! one, the dead one comes back and catches up, and the three `__cluster_metadata-0` logs end
-//! byte-identical. `seglog cluster status` is what the test reads.
+//! one, the dead one comes back and catches up, and the three `__cluster_metadata-0` logs agree
+//! byte for byte (each a prefix of the longest: the leader's idle NoOpRecords go on). `seglog cluster status` is what the test reads.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::pedantic)]
 
@@ -182,7 +182,13 @@ fn three_controller_processes_survive_a_sigkill_of_their_leader() {
         logs.push(std::fs::read(&log).unwrap());
     }
     assert!(!logs[0].is_empty());
-    assert!(logs.iter().all(|log| log == &logs[0]), "the voters' __cluster_metadata-0 logs differ");
+    // The leader goes on writing a NoOpRecord every 500 ms while the voters are stopped one by
+    // one, so a log may end a batch or two earlier: each must be a prefix of the longest.
+    let longest = logs.iter().max_by_key(|log| log.len()).unwrap();
+    for log in &logs {
+        assert!(log.len() * 2 > longest.len(), "a log far behind the others");
+        assert_eq!(&longest[..log.len()], &log[..], "the voters' __cluster_metadata-0 logs differ");
+    }
     // The log is Kafka's format: `seglog dump --cluster-metadata-decoder` reads the bootstrap
     // record the first voter wrote.
     let dump = Command::new(SEGLOG)

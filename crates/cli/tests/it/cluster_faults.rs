@@ -1,0 +1,405 @@
+//! The metadata quorum under network faults: three `seglog serve` controllers, each in a network
+//! namespace this test makes (veth pairs on a bridge in a fourth namespace, addresses
+//! 10.<n>.0.1-3), with faults made by nftables rules inside a node's namespace (this kernel has no
+//! netem) and by signals:
+//!
+//! - the leader partitioned away both ways;
+//! - one voter partitioned one way (it hears the others, they never hear it);
+//! - the leader stopped with SIGSTOP past the election timeout, then continued.
+//!
+//! The leader writes a `NoOpRecord` every 500 ms, so the majority's applied index must keep
+//! growing through each fault (writes go on with two of three) while a cut-off voter's does
+//! not pass what it had. After each heal every voter reaches the leader's applied index, and
+//! the three `__cluster_metadata-0` logs are prefixes of one another: no voter kept, applied or
+//! lost a record the others do not have. Each scenario prints how long its failover took.
+//!
+//! Needs root (or `sudo -n`), `ip` and `nft` (`.ci/run` installs iproute2 and nftables): under
+//! CI (`CI` set) their absence fails the test; elsewhere it skips, saying so.
+
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::print_stderr, clippy::pedantic)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
+const PORT: u16 = 19093;
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n")
+}
+
+/// `args` as a command, through `sudo -n` when this is not root (`ip netns` and `nft` need it).
+fn privileged(args: &[&str]) -> Command {
+    if is_root() {
+        let mut command = Command::new(args[0]);
+        command.args(&args[1..]);
+        command
+    } else {
+        let mut command = Command::new("sudo");
+        command.arg("-n").args(args);
+        command
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    privileged(args).output().unwrap()
+}
+
+fn must(args: &[&str]) {
+    let output = run(args);
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Whether namespaces and nftables are usable; under CI their absence is a failure.
+fn netns_available() -> bool {
+    let allowed = is_root()
+        || Command::new("sudo").args(["-n", "true"]).output().is_ok_and(|o| o.status.success());
+    let tools = allowed
+        && run(&["ip", "-V"]).status.success()
+        && run(&["nft", "--version"]).status.success();
+    if tools {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI needs root (or sudo -n), ip and nft for the netns tests"
+    );
+    eprintln!(
+        "SKIPPED: the network namespace tests need root or sudo -n, ip (iproute2) and nft (nftables)"
+    );
+    false
+}
+
+/// Three node namespaces on a bridge namespace, deleted on drop.
+struct Net {
+    prefix: String,
+    subnet: u32,
+}
+
+impl Net {
+    fn new() -> Self {
+        let pid = std::process::id();
+        let net = Self { prefix: format!("sg{}", pid % 100_000), subnet: 100 + pid % 100 };
+        let bridge = net.bridge();
+        must(&["ip", "netns", "add", &bridge]);
+        must(&["ip", "-n", &bridge, "link", "add", "br0", "type", "bridge"]);
+        must(&["ip", "-n", &bridge, "link", "set", "br0", "up"]);
+        for id in 1..=3 {
+            let ns = net.ns(id);
+            let peer = format!("p{id}");
+            must(&["ip", "netns", "add", &ns]);
+            must(&[
+                "ip", "-n", &ns, "link", "add", "eth0", "type", "veth", "peer", "name", &peer,
+                "netns", &bridge,
+            ]);
+            must(&["ip", "-n", &ns, "addr", "add", &format!("{}/24", net.ip(id)), "dev", "eth0"]);
+            must(&["ip", "-n", &ns, "link", "set", "eth0", "up"]);
+            must(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+            must(&["ip", "-n", &bridge, "link", "set", &peer, "master", "br0"]);
+            must(&["ip", "-n", &bridge, "link", "set", &peer, "up"]);
+        }
+        net
+    }
+
+    fn bridge(&self) -> String {
+        format!("{}b", self.prefix)
+    }
+
+    fn ns(&self, id: u32) -> String {
+        format!("{}n{id}", self.prefix)
+    }
+
+    fn ip(&self, id: u32) -> String {
+        format!("10.{}.0.{id}", self.subnet)
+    }
+
+    /// Drops what voter `id` receives (`input`) and/or sends (`output`) on its link.
+    fn cut(&self, id: u32, input: bool, output: bool) {
+        let ns = self.ns(id);
+        must(&["ip", "netns", "exec", &ns, "nft", "add", "table", "inet", "fault"]);
+        if input {
+            must(&[
+                "ip",
+                "netns",
+                "exec",
+                &ns,
+                "nft",
+                "add chain inet fault in { type filter hook input priority 0; policy accept; }",
+            ]);
+            must(&[
+                "ip", "netns", "exec", &ns, "nft", "add", "rule", "inet", "fault", "in", "iifname",
+                "eth0", "drop",
+            ]);
+        }
+        if output {
+            must(&[
+                "ip",
+                "netns",
+                "exec",
+                &ns,
+                "nft",
+                "add chain inet fault out { type filter hook output priority 0; policy accept; }",
+            ]);
+            must(&[
+                "ip", "netns", "exec", &ns, "nft", "add", "rule", "inet", "fault", "out",
+                "oifname", "eth0", "drop",
+            ]);
+        }
+    }
+
+    fn heal(&self, id: u32) {
+        must(&["ip", "netns", "exec", &self.ns(id), "nft", "delete", "table", "inet", "fault"]);
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        for ns in [self.ns(1), self.ns(2), self.ns(3), self.bridge()] {
+            let _ = run(&["ip", "netns", "del", &ns]);
+        }
+    }
+}
+
+struct Voter {
+    id: u32,
+    ns: String,
+    ip: String,
+    dir: PathBuf,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Voter {
+    fn start(&mut self) {
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("controller.log"))
+            .unwrap();
+        let child = privileged(&["ip", "netns", "exec", &self.ns, SEGLOG, "serve", "--config"])
+            .arg(&self.config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        // `ip netns exec` execs the command, so the child is seglog itself (under sudo, its
+        // parent: the signal is relayed).
+        must(&["kill", &format!("-{signal}"), &pid]);
+    }
+
+    /// `seglog cluster status` from inside this voter's namespace, as fields.
+    fn status(&self) -> Option<BTreeMap<String, String>> {
+        let output = privileged(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.ns,
+            SEGLOG,
+            "cluster",
+            "status",
+            "--controller",
+        ])
+        .arg(format!("{}:{PORT}", self.ip))
+        .output()
+        .unwrap();
+        output.status.success().then(|| {
+            String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter_map(|line| line.split_once(':'))
+                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                .collect()
+        })
+    }
+
+    fn field(&self, key: &str) -> Option<String> {
+        self.status().and_then(|s| s.get(key).cloned())
+    }
+
+    fn applied(&self) -> u64 {
+        self.field("AppliedIndex").and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    fn log(&self) -> Vec<u8> {
+        std::fs::read(self.dir.join("metadata/__cluster_metadata-0/00000000000000000000.log"))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Voter {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = run(&["kill", "-KILL", &child.id().to_string()]);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn wait_for(
+    voters: &[Voter],
+    what: &str,
+    limit: Duration,
+    mut check: impl FnMut() -> bool,
+) -> Duration {
+    let start = Instant::now();
+    while !check() {
+        if start.elapsed() > limit {
+            let logs: Vec<String> = voters
+                .iter()
+                .map(|v| {
+                    let text =
+                        std::fs::read_to_string(v.dir.join("controller.log")).unwrap_or_default();
+                    let tail: Vec<&str> = text.lines().rev().take(15).collect();
+                    format!(
+                        "voter {} ({:?}):\n{}",
+                        v.id,
+                        v.status(),
+                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                    )
+                })
+                .collect();
+            panic!("{what}: not within {limit:?}\n{}", logs.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
+fn voters(net: &Net, root: &Path) -> Vec<Voter> {
+    let quorum: Vec<String> = (1..=3).map(|id| format!("{id}@{}:{PORT}", net.ip(id))).collect();
+    let uuid = run(&[SEGLOG, "format", "--random-uuid", "-c", "-"]);
+    let cluster_id = String::from_utf8(uuid.stdout).unwrap().trim().to_owned();
+    (1..=3)
+        .map(|id| {
+            let dir = root.join(format!("c{id}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let config = dir.join("controller.properties");
+            std::fs::write(
+                &config,
+                format!(
+                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
+                     controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{}:{PORT}\n\
+                     metadata.log.dir={}\n",
+                    quorum.join(","),
+                    net.ip(id),
+                    dir.join("metadata").display()
+                ),
+            )
+            .unwrap();
+            must(&[
+                SEGLOG,
+                "format",
+                "--cluster-id",
+                &cluster_id,
+                "--config",
+                config.to_str().unwrap(),
+            ]);
+            Voter { id, ns: net.ns(id), ip: net.ip(id), dir, config, child: None }
+        })
+        .collect()
+}
+
+/// The leader as voter `from` sees it.
+fn leader_seen_by(voters: &[Voter], from: u32) -> Option<u32> {
+    voters[(from - 1) as usize].field("LeaderId").and_then(|l| l.parse().ok())
+}
+
+/// Every voter at the leader's applied index, and their logs prefixes of one another.
+fn converged(voters: &[Voter], what: &str) {
+    wait_for(voters, what, Duration::from_secs(30), || {
+        let applied: Vec<u64> = voters.iter().map(Voter::applied).collect();
+        let leaders: Vec<Option<String>> = voters.iter().map(|v| v.field("LeaderId")).collect();
+        applied.iter().all(|a| *a > 0 && a.abs_diff(applied[0]) <= 2)
+            && leaders.iter().all(|l| l == &leaders[0])
+    });
+    let logs: Vec<Vec<u8>> = voters.iter().map(Voter::log).collect();
+    let longest = logs.iter().max_by_key(|log| log.len()).unwrap();
+    for (voter, log) in voters.iter().zip(&logs) {
+        let common = log.len().min(longest.len());
+        assert_eq!(&longest[..common], &log[..common], "{what}: voter {}'s log differs", voter.id);
+    }
+}
+
+/// The majority's applied index grows by at least `n` (the leader's NoOpRecords commit).
+fn majority_writes(voters: &[Voter], majority: &[u32], n: u64, what: &str) {
+    let from = voters[(majority[0] - 1) as usize].applied();
+    wait_for(voters, what, Duration::from_secs(30), || {
+        voters[(majority[0] - 1) as usize].applied() >= from + n
+    });
+}
+
+#[test]
+fn the_quorum_survives_partitions_and_pauses() {
+    if !netns_available() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let net = Net::new();
+    let mut voters = voters(&net, root.path());
+    for voter in &mut voters {
+        voter.start();
+    }
+    wait_for(&voters, "the quorum of three", Duration::from_secs(60), || {
+        voters[0].field("CurrentVoters").as_deref() == Some("[1,2,3]")
+            && voters[0].field("MetadataVersion").as_deref() == Some("14")
+    });
+    converged(&voters, "formed");
+
+    // 1. The leader partitioned away, both ways: the two others elect one of themselves and go
+    // on writing; the old leader applies nothing new. Healed, it follows.
+    let leader = leader_seen_by(&voters, 1).unwrap();
+    let others: Vec<u32> = (1..=3).filter(|id| *id != leader).collect();
+    let isolated_applied = voters[(leader - 1) as usize].applied();
+    net.cut(leader, true, true);
+    let took = wait_for(&voters, "a leader on the majority side", Duration::from_secs(30), || {
+        leader_seen_by(&voters, others[0]).is_some_and(|l| l != leader)
+            && leader_seen_by(&voters, others[1]) == leader_seen_by(&voters, others[0])
+    });
+    println!("partitioned leader {leader}: new leader after {took:?}");
+    majority_writes(&voters, &others, 10, "writes with two of three");
+    // Nothing the isolated voter applied came after the cut but for what was in flight then.
+    let isolated_now = voters[(leader - 1) as usize].applied();
+    assert!(
+        isolated_now <= isolated_applied + 2,
+        "the isolated leader applied {isolated_applied} -> {isolated_now}"
+    );
+    net.heal(leader);
+    converged(&voters, "after the partition healed");
+
+    // 2. One voter partitioned one way: it hears the others, they never hear it. The quorum
+    // keeps (or finds) a leader among the two others and goes on.
+    let leader = leader_seen_by(&voters, 1).unwrap();
+    let mute = (1..=3).find(|id| *id != leader).unwrap();
+    let majority: Vec<u32> = (1..=3).filter(|id| *id != mute).collect();
+    net.cut(mute, false, true);
+    majority_writes(&voters, &majority, 10, "writes while a voter cannot speak");
+    net.heal(mute);
+    converged(&voters, "after the one-way partition healed");
+
+    // 3. The leader stopped (SIGSTOP) past the election timeout: the others elect a new one;
+    // continued (SIGCONT), the old leader steps down and follows.
+    let leader = leader_seen_by(&voters, 1).unwrap();
+    let others: Vec<u32> = (1..=3).filter(|id| *id != leader).collect();
+    voters[(leader - 1) as usize].signal("STOP");
+    let took =
+        wait_for(&voters, "a leader while the old one is stopped", Duration::from_secs(30), || {
+            leader_seen_by(&voters, others[0]).is_some_and(|l| l != leader)
+        });
+    println!("stopped leader {leader}: new leader after {took:?}");
+    majority_writes(&voters, &others, 10, "writes while the leader is stopped");
+    voters[(leader - 1) as usize].signal("CONT");
+    converged(&voters, "after SIGCONT");
+
+    for voter in &voters {
+        let text = std::fs::read_to_string(voter.dir.join("controller.log")).unwrap();
+        assert!(!text.contains("panicked"), "voter {} panicked:\n{text}", voter.id);
+    }
+}
