@@ -53,11 +53,13 @@ fn read_error(error: impl ToString) -> StorageError<NodeId> {
     StorageError::IO { source: StorageIOError::read_logs(AnyError::error(error)) }
 }
 
-/// `quorum-state`: the vote and the last committed log id.
+/// `quorum-state`: the vote, the last committed log id and the last purged one.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct QuorumState {
     vote: Option<Vote<NodeId>>,
     committed: Option<LogId<NodeId>>,
+    #[serde(default)]
+    purged: Option<LogId<NodeId>>,
 }
 
 /// Where an entry is in the log.
@@ -178,7 +180,8 @@ impl MetadataLogStore {
             } else {
                 QuorumState::default()
             };
-        let mut inner = Inner { fs, dir, log, places: BTreeMap::new(), last_purged: None, state };
+        let last_purged = state.purged;
+        let mut inner = Inner { fs, dir, log, places: BTreeMap::new(), last_purged, state };
         inner.scan()?;
         Ok(Self { inner: Arc::new(std::sync::Mutex::new(inner)) })
     }
@@ -187,18 +190,24 @@ impl MetadataLogStore {
         self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// After a snapshot from the leader up to `index` was installed: unless this log holds
-    /// `index`, it starts again empty at `end_offset`, where the snapshot's records end on the
+    /// After a snapshot from the leader up to `index` was installed: unless this log goes on at
+    /// or past `index`, it starts again empty at `end_offset`, where the snapshot's records end on the
     /// leader (Kafka's `truncateFullyAndStartAt`), so every voter gives the next entries the
     /// leader's offsets.
     pub fn start_after_snapshot(&self, index: u64, end_offset: i64) -> seglog_storage::Result<()> {
         let mut inner = self.lock();
-        if inner.places.contains_key(&index) {
+        if inner.places.range(index..).next().is_some() {
             return Ok(());
         }
         inner.log.truncate_fully_and_start_at(end_offset, now_ms())?;
         inner.places.clear();
         Ok(())
+    }
+
+    /// The snapshot files beside this log's segments.
+    pub fn snapshot_files(&self) -> super::snapshot_file::SnapshotFiles {
+        let inner = self.lock();
+        super::snapshot_file::SnapshotFiles::new(Arc::clone(&inner.fs), inner.dir.clone())
     }
 
     /// Whether nothing was ever written: no entry, no purge, no vote (a node that may
@@ -270,6 +279,10 @@ impl Inner {
                 term: entry.log_id.leader_id.term,
             };
             self.places.insert(entry.log_id.index, place);
+        }
+        // A purge recorded before its segments went: those entries are gone for openraft.
+        if let Some(purged) = self.last_purged {
+            self.places.retain(|index, _| *index > purged.index);
         }
         self.advance_high_watermark().map_err(|e| e.to_string())
     }
@@ -423,6 +436,9 @@ impl RaftLogStorage<MetadataRaftConfig> for MetadataLogStore {
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> StoreResult<()> {
         let mut inner = self.lock();
+        // Recorded first: a crash before the segments go leaves entries openraft ignores.
+        inner.state.purged = Some(log_id);
+        inner.save_state()?;
         let next = inner.places.range(log_id.index + 1..).next().map(|(_, p)| p.base_offset);
         if let Some(next) = next {
             inner.log.maybe_increment_log_start_offset(next).map_err(write_error)?;

@@ -11,6 +11,7 @@
 pub mod log_store;
 pub mod network;
 pub mod node;
+pub mod snapshot_file;
 pub mod state_machine;
 
 use std::io::Cursor;

@@ -151,7 +151,9 @@ impl MetadataNode {
             .await
             .map_err(|e| QuorumError::Storage(e.to_string()))?
             .map_err(QuorumError::Storage)?;
-        let state = MetadataStateMachine::new(controller, log.clone());
+        let files = log.snapshot_files();
+        let state = MetadataStateMachine::open(controller, log.clone(), files)
+            .map_err(QuorumError::Storage)?;
         let raft =
             MetadataRaft::new(id, config, MetadataNetworkFactory, log.clone(), state.clone())
                 .await

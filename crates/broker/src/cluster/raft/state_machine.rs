@@ -3,7 +3,8 @@
 //! decode or fit is a storage error: openraft stops the node rather than skip it.
 //!
 //! A snapshot is Kafka's idea of a metadata `.checkpoint`: the records that rebuild the image
-//! ([`MetadataImage::to_records`]), with the next metadata offset.
+//! ([`MetadataImage::to_records`]), with the next metadata offset, kept on disk
+//! ([`super::snapshot_file`]) before the log below it may go; a restart starts from the newest.
 
 #![expect(
     clippy::result_large_err,
@@ -21,6 +22,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 
 use super::log_store::MetadataLogStore;
+use super::snapshot_file::{SnapshotFiles, StoredSnapshot};
 use super::{CommandApplied, MetadataRaftConfig, NodeId};
 use crate::cluster::controller::{Controller, ControllerConfig};
 use crate::cluster::image::MetadataImage;
@@ -55,6 +57,8 @@ struct Inner {
     snapshot_idx: u64,
     /// The log, restarted at an installed snapshot's end.
     log: MetadataLogStore,
+    /// Where snapshots are kept.
+    files: SnapshotFiles,
 }
 
 /// The state machine, shared with the node that decides on the leader.
@@ -64,9 +68,14 @@ pub struct MetadataStateMachine {
 }
 
 impl MetadataStateMachine {
-    /// An empty state machine over `log`'s entries.
-    pub fn new(config: ControllerConfig, log: MetadataLogStore) -> Self {
-        let inner = Inner {
+    /// The state machine over `log`'s entries, starting from the newest snapshot in `files`
+    /// (openraft then applies the committed entries after it).
+    pub fn open(
+        config: ControllerConfig,
+        log: MetadataLogStore,
+        files: SnapshotFiles,
+    ) -> Result<Self, String> {
+        let mut inner = Inner {
             controller: Controller::new(config),
             last_applied: None,
             membership: StoredMembership::default(),
@@ -74,8 +83,12 @@ impl MetadataStateMachine {
             snapshot: None,
             snapshot_idx: 0,
             log,
+            files,
         };
-        Self { inner: Arc::new(Mutex::new(inner)) }
+        if let Some(stored) = inner.files.latest()? {
+            inner.load(&stored)?;
+        }
+        Ok(Self { inner: Arc::new(Mutex::new(inner)) })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -130,6 +143,7 @@ impl Inner {
         let body = SnapshotBody { next_offset: self.next_offset, records };
         let bytes = serde_json::to_vec(&body).map_err(snapshot_error)?;
         self.snapshot_idx += 1;
+        let records = body.records;
         let meta = SnapshotMeta {
             last_log_id: self.last_applied,
             last_membership: self.membership.clone(),
@@ -139,30 +153,50 @@ impl Inner {
                 self.snapshot_idx
             ),
         };
+        // On disk before openraft may purge the log below it.
+        let stored = StoredSnapshot { meta: meta.clone(), next_offset: self.next_offset, records };
+        self.files.write(&stored).map_err(snapshot_error)?;
         self.snapshot = Some((meta.clone(), bytes.clone()));
         Ok(Snapshot { meta, snapshot: Box::new(Cursor::new(bytes)) })
+    }
+
+    /// Takes the state of a stored snapshot.
+    fn load(&mut self, stored: &StoredSnapshot) -> Result<(), String> {
+        let mut records = Vec::with_capacity(stored.records.len());
+        for bytes in &stored.records {
+            records.push(MetadataRecord::decode(bytes).map_err(|e| e.to_string())?);
+        }
+        let image = MetadataImage::from_records(&records, stored.next_offset - 1)
+            .map_err(|e| e.to_string())?;
+        self.controller.reset(image);
+        self.next_offset = stored.next_offset;
+        self.last_applied = stored.meta.last_log_id;
+        self.membership = stored.meta.last_membership.clone();
+        let body =
+            SnapshotBody { next_offset: stored.next_offset, records: stored.records.clone() };
+        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        self.snapshot = Some((stored.meta.clone(), bytes));
+        Ok(())
     }
 
     fn install(
         &mut self,
         meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
-        bytes: Vec<u8>,
+        bytes: &[u8],
     ) -> SmResult<()> {
-        let body: SnapshotBody = serde_json::from_slice(&bytes).map_err(snapshot_error)?;
-        let mut records = Vec::with_capacity(body.records.len());
-        for bytes in &body.records {
-            records.push(MetadataRecord::decode(bytes).map_err(snapshot_error)?);
-        }
-        let image =
-            MetadataImage::from_records(&records, body.next_offset - 1).map_err(snapshot_error)?;
-        self.controller.reset(image);
-        self.next_offset = body.next_offset;
+        let body: SnapshotBody = serde_json::from_slice(bytes).map_err(snapshot_error)?;
+        let stored = StoredSnapshot {
+            meta: meta.clone(),
+            next_offset: body.next_offset,
+            records: body.records,
+        };
+        self.files.write(&stored).map_err(snapshot_error)?;
+        self.load(&stored).map_err(snapshot_error)?;
         if let Some(last) = meta.last_log_id {
-            self.log.start_after_snapshot(last.index, body.next_offset).map_err(snapshot_error)?;
+            self.log
+                .start_after_snapshot(last.index, stored.next_offset)
+                .map_err(snapshot_error)?;
         }
-        self.last_applied = meta.last_log_id;
-        self.membership = meta.last_membership.clone();
-        self.snapshot = Some((meta.clone(), bytes));
         Ok(())
     }
 }
@@ -205,7 +239,7 @@ impl RaftStateMachine<MetadataRaftConfig> for MetadataStateMachine {
         meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> SmResult<()> {
-        self.lock().install(meta, snapshot.into_inner())
+        self.lock().install(meta, &snapshot.into_inner())
     }
 
     async fn get_current_snapshot(&mut self) -> SmResult<Option<Snapshot<MetadataRaftConfig>>> {
