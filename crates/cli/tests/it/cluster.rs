@@ -70,52 +70,89 @@ fn status(port: u16) -> Option<BTreeMap<String, String>> {
     if !output.status.success() {
         return None;
     }
-    let text = String::from_utf8(output.stdout).unwrap();
-    Some(
-        text.lines()
-            .filter_map(|line| line.split_once(':'))
-            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-            .collect(),
+    Some(status_fields(&output.stdout))
+}
+
+/// `seglog cluster status`'s `Key: value` lines as fields.
+pub(crate) fn status_fields(stdout: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// A controller's `server.properties`.
+pub(crate) fn controller_properties(
+    id: u32,
+    quorum: &[String],
+    addr: &str,
+    metadata_dir: &Path,
+) -> String {
+    format!(
+        "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
+         controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{addr}\n\
+         metadata.log.dir={}\n",
+        quorum.join(","),
+        metadata_dir.display()
     )
 }
 
-/// Polls `check` until it holds, within `limit`; the failure shows the voters' logs.
-fn wait_for(voters: &[Voter], what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+/// A new cluster id from `seglog format --random-uuid`.
+pub(crate) fn random_cluster_id() -> String {
+    let uuid = Command::new(SEGLOG).args(["format", "--random-uuid", "-c", "-"]).output().unwrap();
+    let cluster_id = String::from_utf8(uuid.stdout).unwrap().trim().to_owned();
+    assert_eq!(cluster_id.len(), 22, "{cluster_id:?}");
+    cluster_id
+}
+
+/// Polls `check` until it holds, within `limit` (how long it took); on a timeout it fails with
+/// `context()`, the voters' logs.
+pub(crate) fn poll_until(
+    what: &str,
+    limit: Duration,
+    context: impl Fn() -> String,
+    mut check: impl FnMut() -> bool,
+) -> Duration {
     let start = Instant::now();
     while !check() {
         if start.elapsed() > limit {
-            let logs: Vec<String> =
-                voters.iter().map(|v| format!("voter {}:\n{}", v.id, v.log_text())).collect();
-            panic!("{what}: not within {limit:?}\n{}", logs.join("\n"));
+            panic!("{what}: not within {limit:?}\n{}", context());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    start.elapsed()
+}
+
+fn wait_for(voters: &[Voter], what: &str, limit: Duration, check: impl FnMut() -> bool) {
+    let logs = || {
+        voters
+            .iter()
+            .map(|v| format!("voter {}:\n{}", v.id, v.log_text()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    poll_until(what, limit, logs, check);
 }
 
 fn formatted_voters(root: &Path) -> Vec<Voter> {
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let quorum: Vec<String> =
         (1..=3).zip(&ports).map(|(id, port)| format!("{id}@127.0.0.1:{port}")).collect();
-    let uuid = Command::new(SEGLOG).args(["format", "--random-uuid", "-c", "-"]).output().unwrap();
-    let cluster_id = String::from_utf8(uuid.stdout).unwrap().trim().to_owned();
-    assert_eq!(cluster_id.len(), 22, "{cluster_id:?}");
+    let cluster_id = random_cluster_id();
     (1..=3)
         .zip(ports)
         .map(|(id, port)| {
             let dir = root.join(format!("c{id}"));
             std::fs::create_dir_all(&dir).unwrap();
             let config = dir.join("controller.properties");
-            std::fs::write(
-                &config,
-                format!(
-                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
-                     controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://127.0.0.1:{port}\n\
-                     metadata.log.dir={}\n",
-                    quorum.join(","),
-                    dir.join("metadata").display()
-                ),
-            )
-            .unwrap();
+            let properties = controller_properties(
+                id,
+                &quorum,
+                &format!("127.0.0.1:{port}"),
+                &dir.join("metadata"),
+            );
+            std::fs::write(&config, properties).unwrap();
             let format = Command::new(SEGLOG)
                 .args(["format", "--cluster-id", &cluster_id, "--config"])
                 .arg(&config)
@@ -198,4 +235,68 @@ fn three_controller_processes_survive_a_sigkill_of_their_leader() {
         .unwrap();
     let text = String::from_utf8(dump.stdout).unwrap();
     assert!(text.contains(r#"{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":14}}"#), "{text}");
+}
+
+/// `scripts/cluster.sh` as its usage says: up forms the quorum, kill and start take a
+/// controller away and back, status asks each, down stops them.
+#[test]
+fn the_cluster_script_runs_a_local_quorum() {
+    let root = tempfile::tempdir().unwrap();
+    let ports: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
+    let dir = root.path().join("quorum");
+    let run = |args: &[&str]| {
+        let output = Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--ports", &ports.join(",")])
+            .env("SEGLOG_BIN", SEGLOG)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    };
+    struct Down<'a>(&'a dyn Fn(&[&str]) -> (bool, String));
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            (self.0)(&["down"]);
+        }
+    }
+    let _down = Down(&run);
+    let (ok, text) = run(&["up"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("CurrentVoters:    [1,2,3]") && text.contains("MetadataVersion:  14"),
+        "{text}"
+    );
+    let port = |n: usize| ports[n - 1].parse::<u16>().unwrap();
+    let leader: usize = status(port(1)).unwrap()["LeaderId"].parse().unwrap();
+    let (ok, text) = run(&["kill", &leader.to_string()]);
+    assert!(ok && text.contains("killed"), "{text}");
+    let other = if leader == 1 { 2 } else { 1 };
+    let logs = || {
+        std::fs::read_to_string(dir.join(format!("controller-{other}/controller.log")))
+            .unwrap_or_default()
+    };
+    poll_until("a new leader", Duration::from_secs(30), logs, || {
+        status(port(other))
+            .is_some_and(|s| s["LeaderId"] != "none" && s["LeaderId"] != leader.to_string())
+    });
+    let (ok, text) = run(&["start", &leader.to_string()]);
+    assert!(ok && text.contains("started"), "{text}");
+    poll_until("the restarted controller follows", Duration::from_secs(30), logs, || {
+        status(port(leader))
+            .zip(status(port(other)))
+            .is_some_and(|(a, b)| a["LeaderId"] == b["LeaderId"])
+    });
+    let (ok, text) = run(&["status"]);
+    assert!(ok && text.matches("CurrentVoters:    [1,2,3]").count() == 3, "{text}");
+    let (ok, text) = run(&["down"]);
+    assert!(ok && text.matches("stopping").count() == 3, "{text}");
 }

@@ -21,7 +21,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::cluster::{controller_properties, poll_until, random_cluster_id, status_fields};
 
 const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
 const PORT: u16 = 19093;
@@ -210,13 +212,7 @@ impl Voter {
         .arg(format!("{}:{PORT}", self.ip))
         .output()
         .unwrap();
-        output.status.success().then(|| {
-            String::from_utf8_lossy(&output.stdout)
-                .lines()
-                .filter_map(|line| line.split_once(':'))
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .collect()
-        })
+        output.status.success().then(|| status_fields(&output.stdout))
     }
 
     fn field(&self, key: &str) -> Option<String> {
@@ -247,53 +243,31 @@ fn wait_for(
     voters: &[Voter],
     what: &str,
     limit: Duration,
-    mut check: impl FnMut() -> bool,
+    check: impl FnMut() -> bool,
 ) -> Duration {
-    let start = Instant::now();
-    while !check() {
-        if start.elapsed() > limit {
-            let logs: Vec<String> = voters
-                .iter()
-                .map(|v| {
-                    let text =
-                        std::fs::read_to_string(v.dir.join("controller.log")).unwrap_or_default();
-                    let tail: Vec<&str> = text.lines().rev().take(15).collect();
-                    format!(
-                        "voter {} ({:?}):\n{}",
-                        v.id,
-                        v.status(),
-                        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                    )
-                })
-                .collect();
-            panic!("{what}: not within {limit:?}\n{}", logs.join("\n"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    start.elapsed()
+    let logs = || {
+        let tails = voters.iter().map(|v| {
+            let text = std::fs::read_to_string(v.dir.join("controller.log")).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            format!("voter {} ({:?}):\n{}", v.id, v.status(), tail.join("\n"))
+        });
+        tails.collect::<Vec<_>>().join("\n")
+    };
+    poll_until(what, limit, logs, check)
 }
 
 fn voters(net: &Net, root: &Path) -> Vec<Voter> {
     let quorum: Vec<String> = (1..=3).map(|id| format!("{id}@{}:{PORT}", net.ip(id))).collect();
-    let uuid = run(&[SEGLOG, "format", "--random-uuid", "-c", "-"]);
-    let cluster_id = String::from_utf8(uuid.stdout).unwrap().trim().to_owned();
+    let cluster_id = random_cluster_id();
     (1..=3)
         .map(|id| {
             let dir = root.join(format!("c{id}"));
             std::fs::create_dir_all(&dir).unwrap();
             let config = dir.join("controller.properties");
-            std::fs::write(
-                &config,
-                format!(
-                    "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
-                     controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{}:{PORT}\n\
-                     metadata.log.dir={}\n",
-                    quorum.join(","),
-                    net.ip(id),
-                    dir.join("metadata").display()
-                ),
-            )
-            .unwrap();
+            let addr = format!("{}:{PORT}", net.ip(id));
+            let properties = controller_properties(id, &quorum, &addr, &dir.join("metadata"));
+            std::fs::write(&config, properties).unwrap();
             must(&[
                 SEGLOG,
                 "format",

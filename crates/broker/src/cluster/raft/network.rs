@@ -120,20 +120,32 @@ impl MetadataNetwork {
     }
 }
 
+impl MetadataNetwork {
+    /// A voter's answer as openraft wants it: `pick` takes the expected kind of answer (its
+    /// result), any other kind or a transport failure is the target being unreachable.
+    #[expect(clippy::result_large_err, reason = "openraft's RaftNetwork returns its RPCError")]
+    fn answer<T, E: std::error::Error>(
+        &self,
+        result: io::Result<Response>,
+        pick: impl FnOnce(Response) -> Option<Result<T, RaftError<NodeId, E>>>,
+    ) -> RpcResult<T, E> {
+        let response = result.map_err(|error| Self::unreachable(&error))?;
+        match pick(response) {
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(error)) => Err(RPCError::RemoteError(RemoteError::new(self.target, error))),
+            None => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
+        }
+    }
+}
+
 impl RaftNetwork<MetadataRaftConfig> for MetadataNetwork {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<MetadataRaftConfig>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<NodeId>> {
-        match self.call(&Request::Append(rpc), option.hard_ttl()).await {
-            Ok(Response::Append(Ok(answer))) => Ok(answer),
-            Ok(Response::Append(Err(error))) => {
-                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
-            }
-            Ok(_) => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
-            Err(error) => Err(Self::unreachable(&error)),
-        }
+        let result = self.call(&Request::Append(rpc), option.hard_ttl()).await;
+        self.answer(result, |r| if let Response::Append(answer) = r { Some(answer) } else { None })
     }
 
     async fn install_snapshot(
@@ -141,14 +153,11 @@ impl RaftNetwork<MetadataRaftConfig> for MetadataNetwork {
         rpc: InstallSnapshotRequest<MetadataRaftConfig>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
-        match self.call(&Request::Snapshot(rpc), option.hard_ttl()).await {
-            Ok(Response::Snapshot(Ok(answer))) => Ok(answer),
-            Ok(Response::Snapshot(Err(error))) => {
-                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
-            }
-            Ok(_) => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
-            Err(error) => Err(Self::unreachable(&error)),
-        }
+        let result = self.call(&Request::Snapshot(rpc), option.hard_ttl()).await;
+        self.answer(
+            result,
+            |r| if let Response::Snapshot(answer) = r { Some(answer) } else { None },
+        )
     }
 
     async fn vote(
@@ -156,14 +165,8 @@ impl RaftNetwork<MetadataRaftConfig> for MetadataNetwork {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> RpcResult<VoteResponse<NodeId>> {
-        match self.call(&Request::Vote(rpc), option.hard_ttl()).await {
-            Ok(Response::Vote(Ok(answer))) => Ok(answer),
-            Ok(Response::Vote(Err(error))) => {
-                Err(RPCError::RemoteError(RemoteError::new(self.target, error)))
-            }
-            Ok(_) => Err(Self::unreachable(&io::Error::other("an answer of another kind"))),
-            Err(error) => Err(Self::unreachable(&error)),
-        }
+        let result = self.call(&Request::Vote(rpc), option.hard_ttl()).await;
+        self.answer(result, |r| if let Response::Vote(answer) = r { Some(answer) } else { None })
     }
 }
 
