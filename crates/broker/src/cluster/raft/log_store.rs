@@ -345,13 +345,30 @@ impl Inner {
     }
 }
 
+impl MetadataLogStore {
+    /// Runs `work` on the log on tokio's blocking pool: reads and fsyncs never hold a reactor
+    /// thread (ARCHITECTURE.md, "The reactor never waits on the disk").
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Inner) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let mut inner = inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            work(&mut inner)
+        })
+        .await
+        .map_err(write_error)?
+    }
+}
+
 impl RaftLogReader<MetadataRaftConfig> for MetadataLogStore {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
     ) -> StoreResult<Vec<Entry<MetadataRaftConfig>>> {
         let range = (range.start_bound().cloned(), range.end_bound().cloned());
-        self.lock().entries(range)
+        self.blocking(move |inner| inner.entries(range)).await
     }
 }
 
@@ -373,9 +390,12 @@ impl RaftLogStorage<MetadataRaftConfig> for MetadataLogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> StoreResult<()> {
-        let mut inner = self.lock();
-        inner.state.vote = Some(*vote);
-        inner.save_state()
+        let vote = *vote;
+        self.blocking(move |inner| {
+            inner.state.vote = Some(vote);
+            inner.save_state()
+        })
+        .await
     }
 
     async fn read_vote(&mut self) -> StoreResult<Option<Vote<NodeId>>> {
@@ -383,10 +403,12 @@ impl RaftLogStorage<MetadataRaftConfig> for MetadataLogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId<NodeId>>) -> StoreResult<()> {
-        let mut inner = self.lock();
-        inner.state.committed = committed;
-        inner.save_state()?;
-        inner.advance_high_watermark().map_err(write_error)
+        self.blocking(move |inner| {
+            inner.state.committed = committed;
+            inner.save_state()?;
+            inner.advance_high_watermark().map_err(write_error)
+        })
+        .await
     }
 
     async fn read_committed(&mut self) -> StoreResult<Option<LogId<NodeId>>> {
@@ -402,50 +424,57 @@ impl RaftLogStorage<MetadataRaftConfig> for MetadataLogStore {
         I: IntoIterator<Item = Entry<MetadataRaftConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut inner = self.lock();
-        let now = now_ms();
-        for entry in entries {
-            let base_offset = inner.log.log_end_offset().map_err(write_error)?;
-            let batch = entry_to_batch(&entry, base_offset).map_err(write_error)?;
-            let info = inner.log.append_as_follower(&batch, now).map_err(write_error)?;
-            let place = EntryPlace {
-                base_offset,
-                end_offset: info.last_offset + 1,
-                term: entry.log_id.leader_id.term,
-            };
-            inner.places.insert(entry.log_id.index, place);
-        }
-        // Durable before openraft counts it (a vote or commit may rest on it).
-        let flushed = inner
-            .log
-            .flush(now)
-            .map(|_offset| ())
-            .map_err(|e| std::io::Error::other(e.to_string()));
-        let failed = flushed.as_ref().err().map(ToString::to_string);
-        callback.log_io_completed(flushed);
-        failed.map_or(Ok(()), |e| Err(write_error(e)))
+        let entries: Vec<Entry<MetadataRaftConfig>> = entries.into_iter().collect();
+        self.blocking(move |inner| {
+            let now = now_ms();
+            for entry in entries {
+                let base_offset = inner.log.log_end_offset().map_err(write_error)?;
+                let batch = entry_to_batch(&entry, base_offset).map_err(write_error)?;
+                let info = inner.log.append_as_follower(&batch, now).map_err(write_error)?;
+                let place = EntryPlace {
+                    base_offset,
+                    end_offset: info.last_offset + 1,
+                    term: entry.log_id.leader_id.term,
+                };
+                inner.places.insert(entry.log_id.index, place);
+            }
+            // Durable before openraft counts it (a vote or commit may rest on it).
+            let flushed = inner
+                .log
+                .flush(now)
+                .map(|_offset| ())
+                .map_err(|e| std::io::Error::other(e.to_string()));
+            let failed = flushed.as_ref().err().map(ToString::to_string);
+            callback.log_io_completed(flushed);
+            failed.map_or(Ok(()), |e| Err(write_error(e)))
+        })
+        .await
     }
 
     async fn truncate(&mut self, log_id: LogId<NodeId>) -> StoreResult<()> {
-        let mut inner = self.lock();
-        let Some(place) = inner.places.get(&log_id.index).copied() else { return Ok(()) };
-        inner.log.truncate_to(place.base_offset, now_ms()).map_err(write_error)?;
-        inner.places.split_off(&log_id.index);
-        Ok(())
+        self.blocking(move |inner| {
+            let Some(place) = inner.places.get(&log_id.index).copied() else { return Ok(()) };
+            inner.log.truncate_to(place.base_offset, now_ms()).map_err(write_error)?;
+            inner.places.split_off(&log_id.index);
+            Ok(())
+        })
+        .await
     }
 
     async fn purge(&mut self, log_id: LogId<NodeId>) -> StoreResult<()> {
-        let mut inner = self.lock();
-        // Recorded first: a crash before the segments go leaves entries openraft ignores.
-        inner.state.purged = Some(log_id);
-        inner.save_state()?;
-        let next = inner.places.range(log_id.index + 1..).next().map(|(_, p)| p.base_offset);
-        if let Some(next) = next {
-            inner.log.maybe_increment_log_start_offset(next).map_err(write_error)?;
-            inner.log.delete_segments_below_log_start(now_ms()).map_err(write_error)?;
-        }
-        inner.places = inner.places.split_off(&(log_id.index + 1));
-        inner.last_purged = Some(log_id);
-        Ok(())
+        self.blocking(move |inner| {
+            // Recorded first: a crash before the segments go leaves entries openraft ignores.
+            inner.state.purged = Some(log_id);
+            inner.save_state()?;
+            let next = inner.places.range(log_id.index + 1..).next().map(|(_, p)| p.base_offset);
+            if let Some(next) = next {
+                inner.log.maybe_increment_log_start_offset(next).map_err(write_error)?;
+                inner.log.delete_segments_below_log_start(now_ms()).map_err(write_error)?;
+            }
+            inner.places = inner.places.split_off(&(log_id.index + 1));
+            inner.last_purged = Some(log_id);
+            Ok(())
+        })
+        .await
     }
 }

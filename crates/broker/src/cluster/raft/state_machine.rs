@@ -201,9 +201,24 @@ impl Inner {
     }
 }
 
+impl MetadataStateMachine {
+    /// Runs `work` on tokio's blocking pool (it writes snapshot files).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Inner) -> SmResult<T> + Send + 'static,
+    ) -> SmResult<T> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            work(&mut inner.lock().unwrap_or_else(PoisonError::into_inner))
+        })
+        .await
+        .map_err(snapshot_error)?
+    }
+}
+
 impl RaftSnapshotBuilder<MetadataRaftConfig> for MetadataStateMachine {
     async fn build_snapshot(&mut self) -> SmResult<Snapshot<MetadataRaftConfig>> {
-        self.lock().build()
+        self.blocking(Inner::build).await
     }
 }
 
@@ -239,7 +254,9 @@ impl RaftStateMachine<MetadataRaftConfig> for MetadataStateMachine {
         meta: &SnapshotMeta<NodeId, openraft::BasicNode>,
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> SmResult<()> {
-        self.lock().install(meta, &snapshot.into_inner())
+        let meta = meta.clone();
+        let bytes = snapshot.into_inner();
+        self.blocking(move |inner| inner.install(&meta, &bytes)).await
     }
 
     async fn get_current_snapshot(&mut self) -> SmResult<Option<Snapshot<MetadataRaftConfig>>> {
