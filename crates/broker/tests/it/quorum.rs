@@ -251,3 +251,28 @@ async fn three_voters_survive_the_loss_of_their_leader() {
         }
     }
 }
+
+/// A hostile peer on the quorum port: a frame longer than the limit and a body that is not an
+/// RPC each close that connection, and the voter goes on answering others.
+#[tokio::test]
+async fn hostile_frames_close_the_connection_only() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let voter = start(1, dir.path(), listener).await;
+    voter.bootstrap().await.unwrap();
+    for frame in [u32::MAX.to_be_bytes().to_vec(), [&5u32.to_be_bytes()[..], b"{oops"].concat()] {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        stream.write_all(&frame).await.unwrap();
+        let mut buf = [0u8; 16];
+        let read =
+            tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await.unwrap();
+        assert_eq!(read.unwrap_or(0), 0, "the connection is closed without an answer");
+    }
+    let status = seglog_broker::cluster::raft::network::fetch_status(&addr, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(status.node_id, 1);
+    voter.shutdown().await;
+}

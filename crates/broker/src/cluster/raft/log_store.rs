@@ -478,3 +478,64 @@ impl RaftLogStorage<MetadataRaftConfig> for MetadataLogStore {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use openraft::{BasicNode, Membership};
+    use seglog_storage::testing::Rng;
+
+    use super::*;
+
+    /// Every kind of entry, with random terms, indexes, offsets and records, comes back from
+    /// its batch as it went in, taking one offset per record.
+    #[test]
+    fn entries_round_trip_through_their_batches() {
+        for seed in 1..=300u64 {
+            let mut rng = Rng(seed);
+            let term = rng.below(1 << 20);
+            let index = rng.below(1 << 40);
+            let payload = match rng.below(3) {
+                0 => EntryPayload::Blank,
+                1 => {
+                    let voters: BTreeSet<NodeId> = (1..=1 + rng.below(5)).collect();
+                    let nodes: BTreeMap<NodeId, BasicNode> = voters
+                        .iter()
+                        .map(|id| (*id, BasicNode { addr: format!("10.0.0.{id}:9093") }))
+                        .collect();
+                    EntryPayload::Membership(Membership::new(vec![voters], nodes))
+                }
+                _ => {
+                    let n_records = 1 + rng.below(20) as usize;
+                    let records = (0..n_records)
+                        .map(|i| {
+                            let len = rng.below(200) as usize;
+                            (0..len).map(|j| (i * 31 + j) as u8).collect()
+                        })
+                        .collect();
+                    let timestamp_ms = rng.below(1 << 41) as i64;
+                    EntryPayload::Normal(MetadataCommand { records, timestamp_ms })
+                }
+            };
+            let entry =
+                Entry { log_id: LogId::new(CommittedLeaderId::new(term, 0), index), payload };
+            let base_offset = rng.below(1 << 40) as i64;
+            let bytes = entry_to_batch(&entry, base_offset).unwrap();
+            let batch = Batches::new(&bytes).next().unwrap().unwrap().batch;
+            batch.validate().unwrap();
+            let (back, n_offsets) = batch_to_entry(&batch).unwrap();
+            assert_eq!(back.log_id, entry.log_id, "seed {seed}");
+            assert_eq!(
+                format!("{:?}", back.payload),
+                format!("{:?}", entry.payload),
+                "seed {seed}"
+            );
+            let expected = match &entry.payload {
+                EntryPayload::Normal(command) => command.records.len() as i64,
+                _ => 1,
+            };
+            assert_eq!(n_offsets, expected, "seed {seed}");
+        }
+    }
+}
