@@ -21,6 +21,8 @@ use super::records::MetadataRecord;
 
 /// How often the bootstrapping voter looks for voters to add.
 const JOIN_RETRY: Duration = Duration::from_millis(500);
+/// How often a voter looks whether a snapshot is due.
+const SNAPSHOT_CHECK: Duration = Duration::from_secs(1);
 /// The longest one attempt to add a voter may take.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -30,6 +32,7 @@ pub struct ControllerProcess {
     node: Arc<MetadataNode>,
     joiner: Option<tokio::task::JoinHandle<()>>,
     idle_writer: Option<tokio::task::JoinHandle<()>>,
+    snapshotter: tokio::task::JoinHandle<()>,
     cluster_id: String,
 }
 
@@ -93,8 +96,13 @@ impl ControllerProcess {
             let interval = Duration::from_millis(config.metadata_max_idle_interval_ms);
             tokio::spawn(write_when_idle(Arc::clone(&node), interval))
         });
+        let snapshotter = tokio::spawn(take_snapshots(
+            Arc::clone(&node),
+            config.snapshot_after_bytes,
+            Duration::from_millis(config.snapshot_interval_ms),
+        ));
         let cluster_id = meta.cluster_id.unwrap_or_default();
-        Ok(Self { node, joiner, idle_writer, cluster_id })
+        Ok(Self { node, joiner, idle_writer, snapshotter, cluster_id })
     }
 
     /// The voter.
@@ -112,7 +120,18 @@ impl ControllerProcess {
         for task in [self.joiner.take(), self.idle_writer.take()].into_iter().flatten() {
             task.abort();
         }
+        self.snapshotter.abort();
         self.node.shutdown().await;
+    }
+}
+
+/// Every voter's own snapshots, by bytes and by time (checked each second).
+async fn take_snapshots(node: Arc<MetadataNode>, bytes_max: u64, interval: Duration) {
+    let mut last = std::time::Instant::now();
+    let mut ticks = tokio::time::interval(SNAPSHOT_CHECK);
+    loop {
+        ticks.tick().await;
+        node.maybe_snapshot(bytes_max, interval, &mut last).await;
     }
 }
 

@@ -46,6 +46,12 @@ pub struct KraftConfig {
     /// `metadata.max.idle.interval.ms` (500): how often an idle leader appends a `NoOpRecord`,
     /// so that followers see the log advance; 0 turns it off.
     pub metadata_max_idle_interval_ms: u64,
+    /// `metadata.log.max.record.bytes.between.snapshots` (20 MiB): a snapshot once the log
+    /// holds this many bytes after the last one.
+    pub snapshot_after_bytes: u64,
+    /// `metadata.log.max.snapshot.interval.ms` (1 hour): a snapshot at least this often while
+    /// the log grows.
+    pub snapshot_interval_ms: u64,
     pub timings: QuorumTimings,
 }
 
@@ -201,6 +207,8 @@ impl KraftConfig {
         let timings = QuorumTimings {
             election_timeout_max_ms: timings.election_timeout_min_ms * 2,
             heartbeat_interval_ms: (timings.election_timeout_min_ms / 5).max(10),
+            // Kafka counts bytes and time, not entries (`snapshot_after_bytes`, `_interval_ms`).
+            snapshot_after_entries: None,
             ..timings
         };
         Ok(Some(Self {
@@ -211,6 +219,16 @@ impl KraftConfig {
             metadata_log_dir: PathBuf::from(metadata_log_dir),
             broker_session_timeout_ms: int(properties, "broker.session.timeout.ms", 9_000)?,
             metadata_max_idle_interval_ms: int(properties, "metadata.max.idle.interval.ms", 500)?,
+            snapshot_after_bytes: int(
+                properties,
+                "metadata.log.max.record.bytes.between.snapshots",
+                20 * 1024 * 1024,
+            )?,
+            snapshot_interval_ms: int(
+                properties,
+                "metadata.log.max.snapshot.interval.ms",
+                3_600_000,
+            )?,
             timings,
         }))
     }

@@ -28,7 +28,7 @@ struct Member {
 async fn start(id: NodeId, dir: &std::path::Path, listener: TcpListener) -> MetadataNode {
     // Snapshots and purges early, so a voter that comes back catches up from a snapshot.
     let timings = QuorumTimings {
-        snapshot_after_entries: 20,
+        snapshot_after_entries: Some(20),
         entries_kept_after_snapshot: 2,
         ..QuorumTimings::default()
     };

@@ -89,10 +89,12 @@ pub(crate) fn controller_properties(
     addr: &str,
     metadata_dir: &Path,
 ) -> String {
+    // Snapshots after 2 KiB of log (a few seconds of the leader's NoOpRecords), so that the
+    // tests see them taken, kept and loaded.
     format!(
         "process.roles=controller\nnode.id={id}\ncontroller.quorum.voters={}\n\
          controller.listener.names=CONTROLLER\nlisteners=CONTROLLER://{addr}\n\
-         metadata.log.dir={}\n",
+         metadata.log.dir={}\nmetadata.log.max.record.bytes.between.snapshots=2048\n",
         quorum.join(","),
         metadata_dir.display()
     )
@@ -202,6 +204,22 @@ fn three_controller_processes_survive_a_sigkill_of_their_leader() {
         "failover after SIGKILL of leader {leader}: {:?} (new leader {new_leader})",
         killed_at.elapsed()
     );
+
+    // Each voter takes its own snapshots once 2 KiB of log follow the last one.
+    let checkpoints = |voter: &Voter| {
+        let dir = voter.dir.join("metadata/__cluster_metadata-0");
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .filter(|e| {
+                    e.as_ref()
+                        .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".checkpoint"))
+                })
+                .count()
+        })
+    };
+    wait_for(&voters, "a snapshot on each live voter", Duration::from_secs(60), || {
+        voters.iter().filter(|v| v.child.is_some()).all(|v| checkpoints(v) >= 1)
+    });
 
     // The dead one comes back, follows the new leader and applies what the others applied.
     voters[(leader - 1) as usize].start();

@@ -248,7 +248,9 @@ fn wait_for(
     let logs = || {
         let tails = voters.iter().map(|v| {
             let text = std::fs::read_to_string(v.dir.join("controller.log")).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            let panics: Vec<&str> =
+                text.lines().filter(|l| l.contains("panicked at")).take(3).collect();
+            let tail: Vec<&str> = text.lines().rev().take(15).chain(panics).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
             format!("voter {} ({:?}):\n{}", v.id, v.status(), tail.join("\n"))
         });

@@ -69,6 +69,8 @@ struct EntryPlace {
     /// The offset after its batch.
     end_offset: i64,
     term: u64,
+    /// Its batch's size.
+    bytes: u64,
 }
 
 /// The metadata log, shared by openraft's writer and its readers.
@@ -210,6 +212,14 @@ impl MetadataLogStore {
         super::snapshot_file::SnapshotFiles::new(Arc::clone(&inner.fs), inner.dir.clone())
     }
 
+    /// The bytes of the entries after `index` (all of them for `None`): what a snapshot at
+    /// the applied index would let go.
+    pub fn bytes_after(&self, index: Option<u64>) -> u64 {
+        let inner = self.lock();
+        let start = index.map_or(0, |i| i + 1);
+        inner.places.range(start..).map(|(_, p)| p.bytes).sum()
+    }
+
     /// Whether nothing was ever written: no entry, no purge, no vote (a node that may
     /// bootstrap a new quorum).
     pub fn is_pristine(&self) -> bool {
@@ -277,6 +287,7 @@ impl Inner {
                 base_offset,
                 end_offset: base_offset + n_offsets,
                 term: entry.log_id.leader_id.term,
+                bytes: batch.size_bytes() as u64,
             };
             self.places.insert(entry.log_id.index, place);
         }
@@ -435,6 +446,7 @@ impl RaftLogStorage<MetadataRaftConfig> for MetadataLogStore {
                     base_offset,
                     end_offset: info.last_offset + 1,
                     term: entry.log_id.leader_id.term,
+                    bytes: batch.len() as u64,
                 };
                 inner.places.insert(entry.log_id.index, place);
             }

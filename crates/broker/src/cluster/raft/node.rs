@@ -85,8 +85,9 @@ pub struct QuorumTimings {
     pub heartbeat_interval_ms: u64,
     pub election_timeout_min_ms: u64,
     pub election_timeout_max_ms: u64,
-    /// A snapshot is taken after this many entries since the last one.
-    pub snapshot_after_entries: u64,
+    /// A snapshot is taken after this many entries since the last one; `None` leaves it to
+    /// [`MetadataNode::maybe_snapshot`] (bytes and time, as Kafka does).
+    pub snapshot_after_entries: Option<u64>,
     /// Entries kept below a snapshot (for followers a little behind); older ones are purged.
     pub entries_kept_after_snapshot: u64,
 }
@@ -97,7 +98,7 @@ impl Default for QuorumTimings {
             heartbeat_interval_ms: 100,
             election_timeout_min_ms: 500,
             election_timeout_max_ms: 1_000,
-            snapshot_after_entries: 1_000,
+            snapshot_after_entries: Some(1_000),
             entries_kept_after_snapshot: 100,
         }
     }
@@ -141,7 +142,9 @@ impl MetadataNode {
             heartbeat_interval: timings.heartbeat_interval_ms,
             election_timeout_min: timings.election_timeout_min_ms,
             election_timeout_max: timings.election_timeout_max_ms,
-            snapshot_policy: SnapshotPolicy::LogsSinceLast(timings.snapshot_after_entries),
+            snapshot_policy: timings
+                .snapshot_after_entries
+                .map_or(SnapshotPolicy::Never, SnapshotPolicy::LogsSinceLast),
             max_in_snapshot_log_to_keep: timings.entries_kept_after_snapshot,
             ..Config::default()
         };
@@ -260,6 +263,29 @@ impl MetadataNode {
     pub async fn shutdown(&self) {
         self.server.abort();
         let _ = self.raft.shutdown().await;
+    }
+
+    /// Takes a snapshot when the log holds `bytes_max` bytes after the last one, or when
+    /// `interval` has passed since `last` and something was applied since the last one
+    /// (Kafka's `metadata.log.max.record.bytes.between.snapshots` and
+    /// `metadata.log.max.snapshot.interval.ms`). Returns whether it asked for one.
+    pub async fn maybe_snapshot(
+        &self,
+        bytes_max: u64,
+        interval: Duration,
+        last: &mut std::time::Instant,
+    ) -> bool {
+        let snapshot = self.raft.metrics().borrow().snapshot.map(|id| id.index);
+        let applied = self.state.last_applied_index();
+        if applied <= snapshot {
+            return false;
+        }
+        let due = self.log.bytes_after(snapshot) >= bytes_max || last.elapsed() >= interval;
+        if due && self.raft.trigger().snapshot().await.is_ok() {
+            *last = std::time::Instant::now();
+            return true;
+        }
+        false
     }
 
     /// How this node sees the quorum.
