@@ -25,6 +25,9 @@ use super::{MetadataRaft, MetadataRaftConfig, NodeId};
 /// The longest frame read (a snapshot chunk or a batch of entries fits well within it).
 pub const FRAME_BYTES_MAX: u32 = 64 << 20;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The most quorum connections served at once (voters, tools).
+pub const CONNECTIONS_MAX: usize = 64;
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Serialize, Deserialize)]
 enum Request {
@@ -179,17 +182,28 @@ pub async fn fetch_status(addr: &str, timeout: Duration) -> io::Result<QuorumSta
     }
 }
 
-/// Answers Raft's RPCs on `listener` until the task is aborted, one task per connection.
+/// Answers Raft's RPCs on `listener` until the task is aborted, one task per connection and
+/// at most [`CONNECTIONS_MAX`] connections (more wait in the listen backlog).
 pub async fn serve(listener: TcpListener, raft: MetadataRaft, state: MetadataStateMachine) {
+    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     let mut connections = tokio::task::JoinSet::new();
     loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                connections.spawn(serve_connection(stream, raft.clone(), state.clone()));
+        let Ok(permit) = std::sync::Arc::clone(&permits).acquire_owned().await else { return };
+        let (stream, _) = loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => break accepted,
+                    // Out of descriptors, say: try again shortly rather than spin.
+                    Err(_) => tokio::time::sleep(ACCEPT_RETRY).await,
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-        }
+        };
+        let (raft, state) = (raft.clone(), state.clone());
+        connections.spawn(async move {
+            serve_connection(stream, raft, state).await;
+            drop(permit);
+        });
     }
 }
 
