@@ -31,7 +31,7 @@ impl Default for ControllerConfig {
 }
 
 /// BrokerRegistration's request, as the controller uses it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BrokerRegistrationRequest {
     pub broker_id: i32,
     /// A new id for every start of the broker process.
@@ -41,7 +41,7 @@ pub struct BrokerRegistrationRequest {
 }
 
 /// BrokerHeartbeat's request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HeartbeatRequest {
     pub broker_id: i32,
     pub broker_epoch: i64,
@@ -52,7 +52,7 @@ pub struct HeartbeatRequest {
 }
 
 /// BrokerHeartbeat's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HeartbeatReply {
     /// Whether the broker has applied the metadata up to its registration.
     pub is_caught_up: bool,
@@ -118,6 +118,15 @@ impl Controller {
             name: "metadata.version".to_owned(),
             level: METADATA_VERSION_LEVEL,
         }]
+    }
+
+    /// Gives every registered broker a fresh session (Kafka's new active controller does: the
+    /// last heartbeats went to its predecessor).
+    pub fn touch_all(&mut self, now_ms: i64) {
+        let ids: Vec<i32> = self.image.brokers.keys().copied().collect();
+        for id in ids {
+            self.last_contact_ms.insert(id, now_ms);
+        }
     }
 
     fn has_valid_session(&self, broker_id: i32, now_ms: i64) -> bool {
@@ -472,4 +481,63 @@ fn partition_change(
         leader,
         replicas: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new active controller has replayed the registrations but heard no heartbeat: without
+    /// `touch_all` it would fence every broker at its first check; with it, none until a whole
+    /// session passes in silence.
+    #[test]
+    fn a_new_active_controller_gives_every_broker_a_fresh_session() {
+        let config = ControllerConfig { session_timeout_ms: 1_000 };
+        let mut old = Controller::new(config);
+        let mut offset = 0;
+        let mut commit = |controller: &mut Controller,
+                          records: Vec<MetadataRecord>,
+                          log: &mut Vec<MetadataRecord>| {
+            for record in records {
+                controller.replay(offset, &record).unwrap();
+                log.push(record);
+                offset += 1;
+            }
+        };
+        let mut log = Vec::new();
+        for id in [1, 2] {
+            let request = BrokerRegistrationRequest {
+                broker_id: id,
+                incarnation_id: [u8::try_from(id).unwrap(); 16],
+                endpoints: Vec::new(),
+                rack: None,
+            };
+            let records =
+                old.register_broker(&request, i64::try_from(log.len()).unwrap(), 0).unwrap();
+            commit(&mut old, records, &mut log);
+            let epoch = old.image().brokers[&id].epoch;
+            let beat = HeartbeatRequest {
+                broker_id: id,
+                broker_epoch: epoch,
+                current_metadata_offset: i64::MAX,
+                want_fence: false,
+                want_shutdown: false,
+            };
+            let (_, records) = old.heartbeat(&beat, 0).unwrap();
+            commit(&mut old, records, &mut log);
+        }
+        let replay = |controller: &mut Controller| {
+            for (at, record) in (0..).zip(&log) {
+                controller.replay(at, record).unwrap();
+            }
+        };
+        let mut without = Controller::new(config);
+        replay(&mut without);
+        assert!(!without.fence_stale_broker(500).is_empty(), "no session: fenced at once");
+        let mut with = Controller::new(config);
+        replay(&mut with);
+        with.touch_all(500);
+        assert!(with.fence_stale_broker(1_400).is_empty(), "a fresh session holds");
+        assert!(!with.fence_stale_broker(1_600).is_empty(), "a silent session still ends");
+    }
 }

@@ -21,6 +21,8 @@ use super::records::MetadataRecord;
 
 /// How often the bootstrapping voter looks for voters to add.
 const JOIN_RETRY: Duration = Duration::from_millis(500);
+/// How often the leader looks for brokers to fence.
+const FENCE_CHECK: Duration = Duration::from_secs(1);
 /// How often a voter looks whether a snapshot is due.
 const SNAPSHOT_CHECK: Duration = Duration::from_secs(1);
 /// The longest one attempt to add a voter may take.
@@ -33,6 +35,7 @@ pub struct ControllerProcess {
     joiner: Option<tokio::task::JoinHandle<()>>,
     idle_writer: Option<tokio::task::JoinHandle<()>>,
     snapshotter: tokio::task::JoinHandle<()>,
+    fencer: tokio::task::JoinHandle<()>,
     cluster_id: String,
 }
 
@@ -101,8 +104,9 @@ impl ControllerProcess {
             config.snapshot_after_bytes,
             Duration::from_millis(config.snapshot_interval_ms),
         ));
+        let fencer = tokio::spawn(fence_silent_brokers(Arc::clone(&node)));
         let cluster_id = meta.cluster_id.unwrap_or_default();
-        Ok(Self { node, joiner, idle_writer, snapshotter, cluster_id })
+        Ok(Self { node, joiner, idle_writer, snapshotter, fencer, cluster_id })
     }
 
     /// The voter.
@@ -121,7 +125,46 @@ impl ControllerProcess {
             task.abort();
         }
         self.snapshotter.abort();
+        self.fencer.abort();
         self.node.shutdown().await;
+    }
+}
+
+/// On the leader, each second: fences the brokers whose session expired (Kafka's
+/// `maybeFenceOneStaleBroker`, one per call, repeated while there are more). A voter that has
+/// just become leader first gives every broker a fresh session: their last heartbeats went to
+/// its predecessor.
+async fn fence_silent_brokers(node: Arc<MetadataNode>) {
+    let mut ticks = tokio::time::interval(FENCE_CHECK);
+    let mut leading = false;
+    loop {
+        ticks.tick().await;
+        let operator = node.operator();
+        if !operator.is_leader() {
+            leading = false;
+            continue;
+        }
+        let now = crate::cluster::raft::node::now_ms();
+        if !leading {
+            operator.state().with_controller(|c, _| c.touch_all(now));
+            leading = true;
+        }
+        loop {
+            let fenced = operator
+                .operate_with(now, |c, _| {
+                    let records = c.fence_stale_broker(now);
+                    Ok((!records.is_empty(), records))
+                })
+                .await;
+            match fenced {
+                Ok(true) => tracing::info!("fenced a broker whose session expired"),
+                Ok(false) => break,
+                Err(error) => {
+                    tracing::debug!(%error, "fencing check failed");
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -181,7 +224,7 @@ async fn join_voters(node: Arc<MetadataNode>, voters: Vec<(NodeId, String)>) {
             if all_in && status.metadata_version.is_none() && !bootstrapped {
                 let now = crate::cluster::raft::node::now_ms();
                 match node.operate(now, |_, _| Ok(Controller::bootstrap_records())).await {
-                    Ok(_) => bootstrapped = true,
+                    Ok(()) => bootstrapped = true,
                     Err(error) => tracing::warn!(%error, "bootstrap records not written yet"),
                 }
             }

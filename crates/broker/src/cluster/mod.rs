@@ -5,6 +5,7 @@
 //! [`placement`], leader election, AlterPartition's compare-and-set, controlled shutdown).
 //! docs/cluster.md describes the model.
 
+pub mod broker_member;
 pub mod controller;
 pub mod controller_process;
 pub mod image;

@@ -15,7 +15,7 @@ pub const NO_LEADER: i32 = -1;
 pub const METADATA_VERSION_LEVEL: i16 = 14;
 
 /// A broker listener as registered (`BrokerEndpoint`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Endpoint {
     pub name: String,
     pub host: String,

@@ -7,6 +7,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod admin;
 mod authz;
+mod broker_members;
 mod common;
 mod console;
 mod fetch_files;

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::node::{QuorumStatus, quorum_status};
-use super::state_machine::MetadataStateMachine;
-use super::{MetadataRaft, MetadataRaftConfig, NodeId};
+use super::node::{Operator, QuorumError, QuorumStatus, quorum_status};
+use super::{MetadataRaftConfig, NodeId};
+use crate::cluster::controller::{BrokerRegistrationRequest, HeartbeatReply, HeartbeatRequest};
 
 /// The longest frame read (a snapshot chunk or a batch of entries fits well within it).
 pub const FRAME_BYTES_MAX: u32 = 64 << 20;
@@ -36,6 +36,28 @@ enum Request {
     Snapshot(InstallSnapshotRequest<MetadataRaftConfig>),
     /// `seglog cluster status` (Kafka's DescribeQuorum, for the tools).
     Status,
+    /// A broker's BrokerRegistration: it joins the quorum as a learner (it replicates the
+    /// committed metadata) and is registered.
+    RegisterBroker(RegisterBrokerRpc),
+    /// A broker's BrokerHeartbeat.
+    Heartbeat(HeartbeatRequest),
+}
+
+/// A broker's registration, with where its learner answers Raft's RPCs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RegisterBrokerRpc {
+    pub request: BrokerRegistrationRequest,
+    pub raft_addr: String,
+}
+
+/// A broker RPC the controller refused: Kafka's error code and message, and for
+/// NOT_CONTROLLER the leader's address when known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("error {code}: {message}")]
+pub struct Refusal {
+    pub code: i16,
+    pub message: String,
+    pub leader: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -44,6 +66,8 @@ enum Response {
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
     Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
     Status(QuorumStatus),
+    Registered(Result<i64, Refusal>),
+    Heartbeat(Result<HeartbeatReply, Refusal>),
 }
 
 async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
@@ -184,7 +208,7 @@ pub async fn fetch_status(addr: &str, timeout: Duration) -> io::Result<QuorumSta
 
 /// Answers Raft's RPCs on `listener` until the task is aborted, one task per connection and
 /// at most [`CONNECTIONS_MAX`] connections (more wait in the listen backlog).
-pub async fn serve(listener: TcpListener, raft: MetadataRaft, state: MetadataStateMachine) {
+pub async fn serve(listener: TcpListener, operator: Operator) {
     let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -199,15 +223,16 @@ pub async fn serve(listener: TcpListener, raft: MetadataRaft, state: MetadataSta
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
             }
         };
-        let (raft, state) = (raft.clone(), state.clone());
+        let operator = operator.clone();
         connections.spawn(async move {
-            serve_connection(stream, raft, state).await;
+            serve_connection(stream, operator).await;
             drop(permit);
         });
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, raft: MetadataRaft, state: MetadataStateMachine) {
+async fn serve_connection(mut stream: TcpStream, operator: Operator) {
+    let raft = operator.raft().clone();
     let _ = stream.set_nodelay(true);
     loop {
         let Ok(body) = read_frame(&mut stream).await else { return };
@@ -216,11 +241,110 @@ async fn serve_connection(mut stream: TcpStream, raft: MetadataRaft, state: Meta
             Request::Append(rpc) => Response::Append(raft.append_entries(rpc).await),
             Request::Vote(rpc) => Response::Vote(raft.vote(rpc).await),
             Request::Snapshot(rpc) => Response::Snapshot(raft.install_snapshot(rpc).await),
-            Request::Status => Response::Status(quorum_status(&raft, &state)),
+            Request::Status => Response::Status(quorum_status(&raft, operator.state())),
+            Request::RegisterBroker(rpc) => {
+                Response::Registered(register_broker(&operator, rpc).await)
+            }
+            Request::Heartbeat(request) => Response::Heartbeat(heartbeat(&operator, request).await),
         };
         let Ok(answer) = serde_json::to_vec(&response) else { return };
         if write_frame(&mut stream, &answer).await.is_err() {
             return;
         }
+    }
+}
+
+fn refusal(operator: &Operator, error: QuorumError) -> Refusal {
+    match error {
+        QuorumError::Refused(error) => {
+            Refusal { code: error.code(), message: format!("{error:?}"), leader: None }
+        }
+        other => not_controller(operator, other.to_string()),
+    }
+}
+
+/// NOT_CONTROLLER (41), with the leader's address when this voter knows it.
+fn not_controller(operator: &Operator, message: String) -> Refusal {
+    Refusal { code: 41, message, leader: operator.leader_addr() }
+}
+
+/// BrokerRegistration on the leader: the broker becomes a learner (if it is not one yet), then
+/// its registration is committed; the answer is its broker epoch.
+async fn register_broker(operator: &Operator, rpc: RegisterBrokerRpc) -> Result<i64, Refusal> {
+    if !operator.is_leader() {
+        return Err(not_controller(operator, "not the active controller".to_owned()));
+    }
+    let id = NodeId::try_from(rpc.request.broker_id).map_err(|_| Refusal {
+        code: 42,
+        message: "a negative broker id".to_owned(),
+        leader: None,
+    })?;
+    let known =
+        operator.raft().metrics().borrow().membership_config.membership().get_node(&id).cloned();
+    if known.as_ref().is_none_or(|node| node.addr != rpc.raft_addr) {
+        let node = BasicNode { addr: rpc.raft_addr.clone() };
+        operator
+            .raft()
+            .add_learner(id, node, false)
+            .await
+            .map_err(|e| not_controller(operator, e.to_string()))?;
+    }
+    let now = super::node::now_ms();
+    let request = rpc.request;
+    operator
+        .operate_with(now, |c, next| c.register_broker(&request, next, now).map(|r| ((), r)))
+        .await
+        .map_err(|e| refusal(operator, e))?;
+    operator
+        .state()
+        .image()
+        .brokers
+        .get(&request.broker_id)
+        .map(|b| b.epoch)
+        .ok_or_else(|| Refusal { code: 102, message: "not registered".to_owned(), leader: None })
+}
+
+/// BrokerHeartbeat on the leader.
+async fn heartbeat(
+    operator: &Operator,
+    request: HeartbeatRequest,
+) -> Result<HeartbeatReply, Refusal> {
+    if !operator.is_leader() {
+        return Err(not_controller(operator, "not the active controller".to_owned()));
+    }
+    let now = super::node::now_ms();
+    operator
+        .operate_with(now, |c, _| c.heartbeat(&request, now))
+        .await
+        .map_err(|e| refusal(operator, e))
+}
+
+/// Sends a broker RPC to the voter at `addr` within `timeout`.
+async fn broker_call(addr: &str, request: &Request, timeout: Duration) -> io::Result<Response> {
+    let mut client = MetadataNetwork { target: 0, addr: addr.to_owned(), stream: None };
+    client.call(request, timeout).await
+}
+
+/// BrokerRegistration sent to the voter at `addr`: the broker epoch, or the refusal.
+pub async fn send_registration(
+    addr: &str,
+    rpc: RegisterBrokerRpc,
+    timeout: Duration,
+) -> io::Result<Result<i64, Refusal>> {
+    match broker_call(addr, &Request::RegisterBroker(rpc), timeout).await? {
+        Response::Registered(answer) => Ok(answer),
+        _ => Err(io::Error::other("an answer of another kind")),
+    }
+}
+
+/// BrokerHeartbeat sent to the voter at `addr`.
+pub async fn send_heartbeat(
+    addr: &str,
+    request: HeartbeatRequest,
+    timeout: Duration,
+) -> io::Result<Result<HeartbeatReply, Refusal>> {
+    match broker_call(addr, &Request::Heartbeat(request), timeout).await? {
+        Response::Heartbeat(answer) => Ok(answer),
+        _ => Err(io::Error::other("an answer of another kind")),
     }
 }

@@ -112,8 +112,67 @@ pub struct MetadataNode {
     log: MetadataLogStore,
     state: MetadataStateMachine,
     server: tokio::task::JoinHandle<()>,
-    /// One controller operation at a time (decide, propose, apply).
-    operation: tokio::sync::Mutex<()>,
+    operator: Operator,
+}
+
+/// What runs controller operations on the leader, shared by the node and the RPCs that
+/// brokers send: one operation at a time (decide on the committed image, propose, apply).
+#[derive(Clone)]
+pub struct Operator {
+    raft: MetadataRaft,
+    state: MetadataStateMachine,
+    one_at_a_time: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for Operator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator").finish_non_exhaustive()
+    }
+}
+
+impl Operator {
+    /// The Raft handle.
+    pub fn raft(&self) -> &MetadataRaft {
+        &self.raft
+    }
+
+    /// The state machine.
+    pub fn state(&self) -> &MetadataStateMachine {
+        &self.state
+    }
+
+    /// The leader's address when another voter leads (for a NOT_CONTROLLER answer's hint).
+    pub fn leader_addr(&self) -> Option<String> {
+        let metrics = self.raft.metrics().borrow().clone();
+        let leader = metrics.current_leader?;
+        metrics.membership_config.membership().get_node(&leader).map(|node| node.addr.clone())
+    }
+
+    /// Whether this node leads.
+    pub fn is_leader(&self) -> bool {
+        let metrics = self.raft.metrics().borrow().clone();
+        metrics.current_leader == Some(metrics.id)
+    }
+
+    /// One operation whose decision also answers the caller: `decide` returns the answer and
+    /// the records, which are committed (and applied here) before the answer is returned.
+    pub async fn operate_with<T>(
+        &self,
+        now_ms: i64,
+        decide: impl FnOnce(&mut Controller, i64) -> Result<(T, Vec<MetadataRecord>), ResponseError>,
+    ) -> Result<T, QuorumError> {
+        let _one_at_a_time = self.one_at_a_time.lock().await;
+        self.raft.ensure_linearizable().await.map_err(|e| QuorumError::Raft(e.to_string()))?;
+        let (answer, records) = self.state.with_controller(decide).map_err(QuorumError::Refused)?;
+        if !records.is_empty() {
+            let command = MetadataCommand {
+                records: records.iter().map(MetadataRecord::encode).collect(),
+                timestamp_ms: now_ms,
+            };
+            self.raft.client_write(command).await.map_err(|e| QuorumError::Raft(e.to_string()))?;
+        }
+        Ok(answer)
+    }
 }
 
 impl std::fmt::Debug for MetadataNode {
@@ -161,8 +220,13 @@ impl MetadataNode {
             MetadataRaft::new(id, config, MetadataNetworkFactory, log.clone(), state.clone())
                 .await
                 .map_err(|e| QuorumError::Raft(e.to_string()))?;
-        let server = tokio::spawn(serve(listener, raft.clone(), state.clone()));
-        Ok(Self { id, addr, raft, log, state, server, operation: tokio::sync::Mutex::new(()) })
+        let operator = Operator {
+            raft: raft.clone(),
+            state: state.clone(),
+            one_at_a_time: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        let server = tokio::spawn(serve(listener, operator.clone()));
+        Ok(Self { id, addr, raft, log, state, server, operator })
     }
 
     /// This node's id.
@@ -249,14 +313,13 @@ impl MetadataNode {
         &self,
         now_ms: i64,
         decide: impl FnOnce(&mut Controller, i64) -> Result<Vec<MetadataRecord>, ResponseError>,
-    ) -> Result<CommandApplied, QuorumError> {
-        let _one_at_a_time = self.operation.lock().await;
-        self.raft.ensure_linearizable().await.map_err(|e| QuorumError::Raft(e.to_string()))?;
-        let records = self.state.with_controller(decide).map_err(QuorumError::Refused)?;
-        if records.is_empty() {
-            return Ok(CommandApplied::default());
-        }
-        self.propose(&records, now_ms).await
+    ) -> Result<(), QuorumError> {
+        self.operator.operate_with(now_ms, |c, next| decide(c, next).map(|r| ((), r))).await
+    }
+
+    /// The operator (for the RPCs and the controller's tasks).
+    pub fn operator(&self) -> &Operator {
+        &self.operator
     }
 
     /// Stops Raft and the RPC listener (as a process death would, but for the files' state).

@@ -107,6 +107,12 @@ impl MetadataStateMachine {
         self.lock().controller.image().clone()
     }
 
+    /// The metadata offset of the last record applied (-1 before any): what a broker's
+    /// heartbeat reports as its `current_metadata_offset`.
+    pub fn applied_offset(&self) -> i64 {
+        self.lock().next_offset - 1
+    }
+
     /// The last applied Raft index.
     pub fn last_applied_index(&self) -> Option<u64> {
         self.lock().last_applied.map(|id| id.index)

@@ -1,0 +1,165 @@
+//! A broker's membership in a cluster (Kafka's `BrokerLifecycleManager` with the broker's
+//! `KafkaRaftManager` as an observer): it replicates the committed metadata as a learner of
+//! the quorum (openraft's non-voting member), registers with the active controller, and
+//! heartbeats with the metadata offset it has applied, so that the controller unfences it once
+//! it has caught up and fences it when it goes silent. A refusal names the leader, which the
+//! next call goes to; a stale epoch registers again.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use seglog_storage::io::Fs;
+use tokio::net::TcpListener;
+
+use super::controller::{BrokerRegistrationRequest, ControllerConfig, HeartbeatRequest};
+use super::image::MetadataImage;
+use super::raft::NodeId;
+use super::raft::network::{RegisterBrokerRpc, send_heartbeat, send_registration};
+use super::raft::node::{MetadataNode, QuorumError, QuorumTimings};
+
+/// How long one registration or heartbeat may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to wait before trying the next voter after a failure.
+const RETRY: Duration = Duration::from_millis(200);
+
+/// A broker in a cluster.
+#[derive(Debug)]
+pub struct BrokerMember {
+    node: Arc<MetadataNode>,
+    lifecycle: tokio::task::JoinHandle<()>,
+    epoch: Arc<AtomicI64>,
+    fenced: Arc<AtomicBool>,
+}
+
+/// What the lifecycle task shares with the member.
+#[derive(Debug, Clone)]
+struct Shared {
+    node: Arc<MetadataNode>,
+    voters: Vec<String>,
+    registration: BrokerRegistrationRequest,
+    heartbeat_interval: Duration,
+    epoch: Arc<AtomicI64>,
+    fenced: Arc<AtomicBool>,
+}
+
+impl BrokerMember {
+    /// Starts the learner (its metadata log under `metadata_dir`, Raft's RPCs on `listener`) and
+    /// the lifecycle: register with the voters at `voters` (`host:port`), then heartbeat every
+    /// `heartbeat_interval` (`broker.heartbeat.interval.ms`).
+    pub async fn start(
+        fs: Arc<dyn Fs>,
+        metadata_dir: &Path,
+        listener: TcpListener,
+        voters: Vec<String>,
+        registration: BrokerRegistrationRequest,
+        heartbeat_interval: Duration,
+    ) -> Result<Self, QuorumError> {
+        let id = NodeId::try_from(registration.broker_id)
+            .map_err(|_| QuorumError::Raft("a negative broker id".to_owned()))?;
+        let timings = QuorumTimings { snapshot_after_entries: None, ..QuorumTimings::default() };
+        let node = MetadataNode::start(
+            id,
+            fs,
+            metadata_dir,
+            listener,
+            timings,
+            ControllerConfig::default(),
+        )
+        .await?;
+        let node = Arc::new(node);
+        let epoch = Arc::new(AtomicI64::new(-1));
+        let fenced = Arc::new(AtomicBool::new(true));
+        let shared = Shared {
+            node: Arc::clone(&node),
+            voters,
+            registration,
+            heartbeat_interval,
+            epoch: Arc::clone(&epoch),
+            fenced: Arc::clone(&fenced),
+        };
+        let lifecycle = tokio::spawn(lifecycle(shared));
+        Ok(Self { node, lifecycle, epoch, fenced })
+    }
+
+    /// The broker epoch of the current registration, -1 before one.
+    pub fn epoch(&self) -> i64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Whether the last heartbeat's answer said fenced.
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::SeqCst)
+    }
+
+    /// The committed metadata as this broker has applied it.
+    pub fn image(&self) -> MetadataImage {
+        self.node.state().image()
+    }
+
+    /// Stops heartbeating and the learner (the controller fences it after its session).
+    pub async fn shutdown(self) {
+        self.lifecycle.abort();
+        self.node.shutdown().await;
+    }
+}
+
+/// Registers, then heartbeats, for as long as the broker runs.
+async fn lifecycle(shared: Shared) {
+    let mut voter = 0;
+    loop {
+        let Some(addr) = shared.voters.get(voter % shared.voters.len().max(1)).cloned() else {
+            return;
+        };
+        if shared.epoch.load(Ordering::SeqCst) < 0 {
+            let rpc = RegisterBrokerRpc {
+                request: shared.registration.clone(),
+                raft_addr: shared.node.addr().to_owned(),
+            };
+            match send_registration(&addr, rpc, CALL_TIMEOUT).await {
+                Ok(Ok(epoch)) => {
+                    tracing::info!(epoch, controller = %addr, "broker registered");
+                    shared.epoch.store(epoch, Ordering::SeqCst);
+                    continue;
+                }
+                Ok(Err(refusal)) => voter = next_voter(&shared, voter, refusal.leader.as_deref()),
+                Err(_) => voter += 1,
+            }
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        let request = HeartbeatRequest {
+            broker_id: shared.registration.broker_id,
+            broker_epoch: shared.epoch.load(Ordering::SeqCst),
+            current_metadata_offset: shared.node.state().applied_offset(),
+            want_fence: false,
+            want_shutdown: false,
+        };
+        match send_heartbeat(&addr, request, CALL_TIMEOUT).await {
+            Ok(Ok(reply)) => {
+                shared.fenced.store(reply.is_fenced, Ordering::SeqCst);
+                tokio::time::sleep(shared.heartbeat_interval).await;
+            }
+            // STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED: register again.
+            Ok(Err(refusal)) if refusal.code == 77 || refusal.code == 102 => {
+                shared.epoch.store(-1, Ordering::SeqCst);
+                shared.fenced.store(true, Ordering::SeqCst);
+            }
+            Ok(Err(refusal)) => {
+                voter = next_voter(&shared, voter, refusal.leader.as_deref());
+                tokio::time::sleep(RETRY).await;
+            }
+            Err(_) => {
+                voter += 1;
+                tokio::time::sleep(RETRY).await;
+            }
+        }
+    }
+}
+
+/// The voter to ask next: the leader named in a refusal when it is one of the voters, else the
+/// following voter.
+fn next_voter(shared: &Shared, voter: usize, leader: Option<&str>) -> usize {
+    leader.and_then(|addr| shared.voters.iter().position(|v| v == addr)).unwrap_or(voter + 1)
+}
