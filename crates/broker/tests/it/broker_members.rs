@@ -13,11 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use seglog_broker::cluster::broker_member::BrokerMember;
-use seglog_broker::cluster::controller::BrokerRegistrationRequest;
 use seglog_broker::cluster::controller_process::ControllerProcess;
 use seglog_broker::cluster::kraft_config::{KraftConfig, ProcessRole, Voter};
 use seglog_broker::cluster::raft::node::QuorumTimings;
-use seglog_broker::cluster::records::Endpoint;
 use seglog_storage::dirs::meta::MetaProperties;
 use seglog_storage::io::StdFs;
 use tokio::net::TcpListener;
@@ -55,17 +53,7 @@ async fn start_broker(
     voters: &BTreeMap<i32, Voter>,
 ) -> BrokerMember {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let registration = BrokerRegistrationRequest {
-        broker_id: id,
-        incarnation_id: [u8::try_from(id).unwrap(); 16],
-        endpoints: vec![Endpoint {
-            name: "PLAINTEXT".to_owned(),
-            host: "127.0.0.1".to_owned(),
-            port: 9092,
-            security_protocol: 0,
-        }],
-        rack: None,
-    };
+    let registration = crate::quorum::registration(id);
     let addrs = voters.values().map(Voter::address).collect();
     BrokerMember::start(Arc::new(StdFs), dir, listener, addrs, registration, HEARTBEAT)
         .await

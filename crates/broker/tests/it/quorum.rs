@@ -72,20 +72,25 @@ fn now_ms() -> i64 {
     .unwrap()
 }
 
+/// A broker's registration as the tests send it: one PLAINTEXT listener, no rack.
+pub(crate) fn registration(id: i32) -> BrokerRegistrationRequest {
+    BrokerRegistrationRequest {
+        broker_id: id,
+        incarnation_id: [u8::try_from(id).unwrap(); 16],
+        endpoints: vec![Endpoint {
+            name: "PLAINTEXT".to_owned(),
+            host: "127.0.0.1".to_owned(),
+            port: 9092,
+            security_protocol: 0,
+        }],
+        rack: None,
+    }
+}
+
 /// Registers brokers 1..=3 (as the voters' own brokers would) and unfences them.
 async fn register_brokers(leader: &MetadataNode) {
     for id in 1..=3i32 {
-        let request = BrokerRegistrationRequest {
-            broker_id: id,
-            incarnation_id: [u8::try_from(id).unwrap(); 16],
-            endpoints: vec![Endpoint {
-                name: "PLAINTEXT".to_owned(),
-                host: "127.0.0.1".to_owned(),
-                port: 9092,
-                security_protocol: 0,
-            }],
-            rack: None,
-        };
+        let request = registration(id);
         let now = now_ms();
         leader.operate(now, |c, next| c.register_broker(&request, next, now)).await.unwrap();
         let epoch = leader.state().image().brokers[&id].epoch;

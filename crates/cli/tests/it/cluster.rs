@@ -27,11 +27,7 @@ struct Voter {
 
 impl Voter {
     fn start(&mut self) {
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("controller.log"))
-            .unwrap();
+        let log = controller_log(&self.dir);
         let child = Command::new(SEGLOG)
             .args(["serve", "--config"])
             .arg(&self.config)
@@ -71,6 +67,11 @@ fn status(port: u16) -> Option<BTreeMap<String, String>> {
         return None;
     }
     Some(status_fields(&output.stdout))
+}
+
+/// A controller's stderr, appended to `controller.log` in its directory across restarts.
+pub(crate) fn controller_log(dir: &Path) -> std::fs::File {
+    std::fs::File::options().create(true).append(true).open(dir.join("controller.log")).unwrap()
 }
 
 /// `seglog cluster status`'s `Key: value` lines as fields.

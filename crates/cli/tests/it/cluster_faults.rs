@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::cluster::{controller_properties, poll_until, random_cluster_id, status_fields};
+use crate::cluster::{
+    controller_log, controller_properties, poll_until, random_cluster_id, status_fields,
+};
 
 const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
 const PORT: u16 = 19093;
@@ -175,11 +177,7 @@ struct Voter {
 
 impl Voter {
     fn start(&mut self) {
-        let log = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("controller.log"))
-            .unwrap();
+        let log = controller_log(&self.dir);
         let child = privileged(&["ip", "netns", "exec", &self.ns, SEGLOG, "serve", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", "info")
