@@ -221,6 +221,8 @@ async fn failing_scram(addr: &str, i: usize) -> (i16, bool) {
 #[derive(Debug, Default)]
 struct Good {
     produced: AtomicU64,
+    /// Set once the producer has stopped: `produced` is final.
+    producer_done: AtomicBool,
     consumed: AtomicU64,
     /// The worst time from send to acknowledgement, in microseconds.
     worst_ack_us: AtomicU64,
@@ -253,9 +255,11 @@ fn produce(addr: &str, good: &Good, stop: &AtomicBool) {
         good.produced.fetch_add(1, Ordering::SeqCst);
         i += 1;
     }
+    good.producer_done.store(true, Ordering::SeqCst);
 }
 
-/// A consumer of `steady` partition 0 from the start, until `stop` and every record is read.
+/// A consumer of `steady` partition 0 from the start, until `stop` and every record is read
+/// (the producer's last record too: it may be acknowledged after `stop` is set).
 fn consume(addr: &str, good: &Good, stop: &AtomicBool) {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", addr)
@@ -272,8 +276,9 @@ fn consume(addr: &str, good: &Good, stop: &AtomicBool) {
     loop {
         if stop.load(Ordering::SeqCst) {
             let at = *stopped_at.get_or_insert_with(Instant::now);
+            let done = good.producer_done.load(Ordering::SeqCst);
             let produced = good.produced.load(Ordering::SeqCst);
-            if good.consumed.load(Ordering::SeqCst) >= produced
+            if (done && good.consumed.load(Ordering::SeqCst) >= produced)
                 || at.elapsed() > deadline_after_stop
             {
                 return;
