@@ -22,7 +22,13 @@ pub(crate) struct FormatArgs {
     config: PathBuf,
     /// The cluster id, a Kafka Uuid (22 base64url characters); `seglog format --random-uuid`
     /// prints a new one.
-    #[arg(long, short = 't', value_name = "ID", required_unless_present = "random_uuid")]
+    #[arg(
+        long,
+        short = 't',
+        value_name = "ID",
+        required_unless_present = "random_uuid",
+        allow_hyphen_values = true
+    )]
     cluster_id: Option<String>,
     /// Prints a new random Uuid and exits (Kafka's `kafka-storage.sh random-uuid`).
     #[arg(long)]
@@ -32,10 +38,17 @@ pub(crate) struct FormatArgs {
     ignore_formatted: bool,
 }
 
+/// A random Kafka Uuid in its text form, drawn again while the text starts with `-` (as
+/// Kafka's `Uuid.randomUuid` does: such an id reads as an option on a command line).
 fn random_uuid() -> Result<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
-    Ok(seglog_format::java::uuid_to_base64(&bytes))
+    loop {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+        let text = seglog_format::java::uuid_to_base64(&bytes);
+        if !text.starts_with('-') {
+            return Ok(text);
+        }
+    }
 }
 
 fn read_properties(path: &PathBuf) -> Result<BTreeMap<String, String>> {

@@ -319,3 +319,30 @@ fn the_cluster_script_runs_a_local_quorum() {
     let (ok, text) = run(&["down"]);
     assert!(ok && text.matches("stopping").count() == 3, "{text}");
 }
+
+/// Kafka's Uuid.randomUuid never gives an id that starts with `-` (it would read as an
+/// option), nor does `seglog format --random-uuid`; an id that does is still accepted after
+/// `--cluster-id`.
+#[test]
+fn random_cluster_ids_never_start_with_a_hyphen() {
+    for _ in 0..200 {
+        assert!(!random_cluster_id().starts_with('-'));
+    }
+    let root = tempfile::tempdir().unwrap();
+    let config = root.path().join("c.properties");
+    let properties = controller_properties(
+        1,
+        &["1@127.0.0.1:1".to_owned()],
+        "127.0.0.1:1",
+        &root.path().join("m"),
+    );
+    std::fs::write(&config, properties).unwrap();
+    let output = Command::new(SEGLOG)
+        .args(["format", "--cluster-id", "-AAAAAAAAAAAAAAAAAAAAQ", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let meta = std::fs::read_to_string(root.path().join("m/meta.properties")).unwrap();
+    assert!(meta.contains("cluster.id=-AAAAAAAAAAAAAAAAAAAAQ"), "{meta}");
+}
