@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::ResponseError;
 
-use super::image::{MetadataImage, PartitionState, ReplayError};
+use super::image::{BrokerState, MetadataImage, PartitionState, ReplayError};
 use super::placement::{self, PlacementBroker};
 use super::records::{
     BrokerRegistrationChange, CONFIG_RESOURCE_TOPIC, Endpoint, METADATA_VERSION_LEVEL,
@@ -167,11 +167,16 @@ impl Controller {
         Ok(records)
     }
 
-    fn check_broker_epoch(&self, broker_id: i32, broker_epoch: i64) -> Result<(), ResponseError> {
+    /// The registration of `broker_id` at `broker_epoch`, or Kafka's error for it.
+    fn check_broker_epoch(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<&BrokerState, ResponseError> {
         match self.image.brokers.get(&broker_id) {
             None => Err(ResponseError::BrokerIdNotRegistered),
             Some(broker) if broker.epoch != broker_epoch => Err(ResponseError::StaleBrokerEpoch),
-            Some(_) => Ok(()),
+            Some(broker) => Ok(broker),
         }
     }
 
@@ -194,10 +199,8 @@ impl Controller {
         request: &HeartbeatRequest,
         now_ms: i64,
     ) -> Result<(HeartbeatReply, Vec<MetadataRecord>), ResponseError> {
-        self.check_broker_epoch(request.broker_id, request.broker_epoch)?;
+        let broker = self.check_broker_epoch(request.broker_id, request.broker_epoch)?.clone();
         self.last_contact_ms.insert(request.broker_id, now_ms);
-        let broker = self.image.brokers.get(&request.broker_id).cloned();
-        let Some(broker) = broker else { return Err(ResponseError::BrokerIdNotRegistered) };
         let is_caught_up = request.current_metadata_offset >= broker.epoch;
         let id = broker.id;
         let change = |fenced: i8, in_controlled_shutdown: i8| {

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use super::log_store::MetadataLogStore;
 use super::network::{MetadataNetworkFactory, serve};
 use super::state_machine::MetadataStateMachine;
-use super::{CommandApplied, MetadataCommand, MetadataRaft, NodeId};
+use super::{MetadataCommand, MetadataRaft, NodeId};
 use crate::cluster::controller::{Controller, ControllerConfig};
 use crate::cluster::records::MetadataRecord;
 
@@ -289,21 +289,6 @@ impl MetadataNode {
             .await
             .map_err(|e| QuorumError::Raft(e.to_string()))?;
         Ok(())
-    }
-
-    /// Proposes records as one entry and waits until it is committed and applied here.
-    pub async fn propose(
-        &self,
-        records: &[MetadataRecord],
-        now_ms: i64,
-    ) -> Result<CommandApplied, QuorumError> {
-        let command = MetadataCommand {
-            records: records.iter().map(MetadataRecord::encode).collect(),
-            timestamp_ms: now_ms,
-        };
-        let response =
-            self.raft.client_write(command).await.map_err(|e| QuorumError::Raft(e.to_string()))?;
-        Ok(response.data)
     }
 
     /// One controller operation on the leader: `decide` reads the committed image (and the
