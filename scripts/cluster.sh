@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# A local metadata quorum: three `seglog serve` processes with process.roles=controller on
-# 127.0.0.1, each formatted with one cluster id (docs/cluster.md). The brokers' side of the
-# cluster is not built yet (issue 21), so this runs the controllers only.
+# A local cluster: three `seglog serve` processes on 127.0.0.1, each both a broker and a voter
+# of the metadata quorum (Kafka's combined mode, process.roles=broker,controller), formatted
+# with one cluster id (docs/cluster.md).
 #
 # Usage: scripts/cluster.sh up|down|status|kill N|start N [--dir DIR] [--ports P1,P2,P3]
+#                           [--broker-ports B1,B2,B3]
 #
-#   up        formats (once) and starts the three controllers, then waits for the quorum
-#   down      stops them (SIGTERM)
-#   status    `seglog cluster status` of each controller
-#   kill N    SIGKILLs controller N (1-3)
-#   start N   starts controller N again
-#   --dir     where the controllers keep their directories and logs (default ./seglog-cluster)
-#   --ports   their quorum ports (default 19093,19094,19095)
+#   up              formats (once) and starts the three nodes, then waits for the quorum and
+#                   for the three brokers to be registered and unfenced
+#   down            stops them (SIGTERM)
+#   status          `seglog cluster status` of each node
+#   kill N          SIGKILLs node N (1-3)
+#   start N         starts node N again
+#   --dir           where the nodes keep their directories and logs (default ./seglog-cluster)
+#   --ports         their quorum (controller) ports (default 19093,19094,19095)
+#   --broker-ports  their Kafka listeners' ports (default 29092,29093,29094)
+#
+# Clients bootstrap from any broker: kcat -b 127.0.0.1:29092 -L
 #
 # Environment: SEGLOG_BIN, the seglog binary (default target/debug/seglog, built if missing).
 
@@ -21,22 +26,24 @@ command=${1:-}
 [ $# -gt 0 ] && shift
 node=""
 case "$command" in
-    kill | start) node=${1:?"$command needs a controller number, 1 to 3"}; shift ;;
+    kill | start) node=${1:?"$command needs a node number, 1 to 3"}; shift ;;
     up | down | status) ;;
-    -h | --help | "") sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help | "") sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown command: $command" >&2; exit 2 ;;
 esac
 dir=./seglog-cluster
 ports=19093,19094,19095
+broker_ports=29092,29093,29094
 while [ $# -gt 0 ]; do
     case "$1" in
         --dir) dir=$2; shift ;;
         --ports) ports=$2; shift ;;
+        --broker-ports) broker_ports=$2; shift ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
 done
-case "$node" in "" | 1 | 2 | 3) ;; *) echo "controller $node: only 1, 2 and 3 exist" >&2; exit 2 ;; esac
+case "$node" in "" | 1 | 2 | 3) ;; *) echo "node $node: only 1, 2 and 3 exist" >&2; exit 2 ;; esac
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seglog=${SEGLOG_BIN:-$repo_root/target/debug/seglog}
@@ -45,20 +52,22 @@ if [ ! -x "$seglog" ]; then
 fi
 IFS=, read -r -a port <<<"$ports"
 [ ${#port[@]} -eq 3 ] || { echo "--ports needs three ports" >&2; exit 2; }
+IFS=, read -r -a broker_port <<<"$broker_ports"
+[ ${#broker_port[@]} -eq 3 ] || { echo "--broker-ports needs three ports" >&2; exit 2; }
 voters="1@127.0.0.1:${port[0]},2@127.0.0.1:${port[1]},3@127.0.0.1:${port[2]}"
 
-node_dir() { echo "$dir/controller-$1"; }
+node_dir() { echo "$dir/node-$1"; }
 
 start_node() {
     local n=$1 d
     d=$(node_dir "$n")
     if [ -f "$d/pid" ] && kill -0 "$(cat "$d/pid")" 2>/dev/null; then
-        echo "controller $n is running (pid $(cat "$d/pid"))"
+        echo "node $n is running (pid $(cat "$d/pid"))"
         return
     fi
-    nohup "$seglog" serve --config "$d/controller.properties" >>"$d/controller.log" 2>&1 &
+    nohup "$seglog" serve --config "$d/node.properties" >>"$d/node.log" 2>&1 &
     echo $! >"$d/pid"
-    echo "controller $n started (pid $!, quorum port ${port[$((n - 1))]}, log $d/controller.log)"
+    echo "node $n started (pid $!, broker 127.0.0.1:${broker_port[$((n - 1))]}, quorum port ${port[$((n - 1))]}, log $d/node.log)"
 }
 
 status_of() {
@@ -72,29 +81,34 @@ case "$command" in
         for n in 1 2 3; do
             d=$(node_dir "$n")
             mkdir -p "$d"
-            cat >"$d/controller.properties" <<PROPS
-process.roles=controller
+            cat >"$d/node.properties" <<PROPS
+process.roles=broker,controller
 node.id=$n
 controller.quorum.voters=$voters
 controller.listener.names=CONTROLLER
-listeners=CONTROLLER://127.0.0.1:${port[$((n - 1))]}
+listeners=PLAINTEXT://127.0.0.1:${broker_port[$((n - 1))]},CONTROLLER://127.0.0.1:${port[$((n - 1))]}
+log.dirs=$d/data
 metadata.log.dir=$d/metadata
+seglog.metrics.listener=
+seglog.console.listener=
 PROPS
             if [ ! -f "$d/metadata/meta.properties" ]; then
-                cluster_id=${cluster_id:-$("$seglog" format --random-uuid -c "$d/controller.properties")}
-                "$seglog" format --cluster-id "$cluster_id" --config "$d/controller.properties" >/dev/null
+                cluster_id=${cluster_id:-$("$seglog" format --random-uuid -c "$d/node.properties")}
+                "$seglog" format --cluster-id "$cluster_id" --config "$d/node.properties" >/dev/null
             fi
         done
         for n in 1 2 3; do start_node "$n"; done
         for _ in $(seq 1 600); do
-            if status_of 1 2>/dev/null | grep -q 'CurrentVoters: *\[1,2,3\]' \
-                && status_of 1 2>/dev/null | grep -q 'MetadataVersion: *14'; then
-                status_of 1
+            status=$(status_of 1 2>/dev/null || true)
+            if grep -q 'CurrentVoters: *\[1,2,3\]' <<<"$status" \
+                && grep -q 'MetadataVersion: *14' <<<"$status" \
+                && [ "$(grep -c '^Broker: .*epoch [0-9]*$' <<<"$status")" -eq 3 ]; then
+                echo "$status"
                 exit 0
             fi
             sleep 0.1
         done
-        echo "the quorum did not form within 60 s; see $dir/controller-*/controller.log" >&2
+        echo "the cluster did not form within 60 s; see $dir/node-*/node.log" >&2
         exit 1
         ;;
     down)
@@ -102,7 +116,7 @@ PROPS
         for n in 1 2 3; do
             d=$(node_dir "$n")
             if [ -f "$d/pid" ] && kill "$(cat "$d/pid")" 2>/dev/null; then
-                echo "controller $n stopping"
+                echo "node $n stopping"
                 pids+=("$(cat "$d/pid")")
             fi
             rm -f "$d/pid"
@@ -114,13 +128,13 @@ PROPS
         ;;
     status)
         for n in 1 2 3; do
-            echo "== controller $n"
+            echo "== node $n"
             status_of "$n" || echo "(not answering)"
         done
         ;;
     kill)
         d=$(node_dir "$node")
-        [ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null && echo "controller $node killed"
+        [ -f "$d/pid" ] && kill -9 "$(cat "$d/pid")" 2>/dev/null && echo "node $node killed"
         rm -f "$d/pid"
         ;;
     start)

@@ -110,6 +110,9 @@ pub struct Broker {
     tiering: Option<Arc<tiering::Tiering>>,
     /// What the web console counts and remembers of the start.
     console: console::ConsoleState,
+    /// The cluster, when `process.roles` makes this node a cluster's broker; set once at
+    /// start. Without it, this node is the whole cluster.
+    cluster: std::sync::OnceLock<Arc<cluster::link::ClusterLink>>,
 }
 
 impl Broker {
@@ -172,7 +175,59 @@ impl Broker {
             fetch_sessions: std::sync::Mutex::new(fetch_sessions),
             tiering,
             console: console::ConsoleState { traffic: console::Traffic::default(), recovery },
+            cluster: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The cluster this broker belongs to, if it is a cluster's broker.
+    pub fn cluster(&self) -> Option<&Arc<cluster::link::ClusterLink>> {
+        self.cluster.get()
+    }
+
+    /// Every topic's partition count: the cluster's metadata for a cluster's broker, else the
+    /// local logs.
+    fn topic_counts(&self) -> std::collections::BTreeMap<String, i32> {
+        match self.cluster() {
+            Some(link) => link.with_image(|image| {
+                image
+                    .topics
+                    .values()
+                    .map(|t| (t.name.clone(), i32::try_from(t.partitions.len()).unwrap_or(0)))
+                    .collect()
+            }),
+            None => self.manager.topic_partition_counts(),
+        }
+    }
+
+    /// A topic's id: the cluster's metadata for a cluster's broker, else the local logs.
+    fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
+        match self.cluster() {
+            Some(link) => link.with_image(|image| image.topic_ids.get(topic).copied()),
+            None => self.manager.topic_id(topic),
+        }
+    }
+
+    /// For a cluster's broker, why it does not serve `topic`'s `partition` as leader: the error
+    /// code (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE) and the
+    /// current leader and its epoch, for KIP-951's hint. `None`: this broker leads it, or this
+    /// node is the whole cluster.
+    fn not_led_here(&self, topic: &str, partition: i32) -> Option<(i16, Option<(i32, i32)>)> {
+        let link = self.cluster()?;
+        link.with_image(|image| {
+            let Some(state) = image.topic(topic).and_then(|t| t.partitions.get(&partition)) else {
+                return Some((kafka_protocol::ResponseError::UnknownTopicOrPartition.code(), None));
+            };
+            if state.leader == link.broker_id() {
+                None
+            } else if state.leader < 0 {
+                Some((kafka_protocol::ResponseError::LeaderNotAvailable.code(), None))
+            } else {
+                Some((
+                    kafka_protocol::ResponseError::NotLeaderOrFollower.code(),
+                    Some((state.leader, state.leader_epoch)),
+                ))
+            }
+        })
     }
 
     /// The logs' file system and its descriptor budget (`seglog.open.files.max`).

@@ -18,6 +18,19 @@ pub(crate) const INTERNAL_TOPICS: [&str; 2] = [crate::group::OFFSETS_TOPIC, "__t
 /// Creates a coordinator's internal topic as Kafka does (`cleanup.policy=compact`, the given
 /// compression and `segment.bytes`), returning its partition count; COORDINATOR_NOT_AVAILABLE if
 /// it cannot be created.
+/// A coordinator's topic's settings: compacted, with its compression and segment size.
+pub(crate) fn internal_topic_overrides(
+    compression: seglog_storage::config::BrokerCompressionType,
+    segment_bytes: u64,
+) -> std::collections::BTreeMap<String, String> {
+    use seglog_storage::config::{CleanupPolicy, topic as key};
+    std::collections::BTreeMap::from([
+        (key::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
+        (key::COMPRESSION_TYPE.to_owned(), compression.name().to_owned()),
+        (key::SEGMENT_BYTES.to_owned(), segment_bytes.to_string()),
+    ])
+}
+
 pub(crate) fn create_internal_topic(
     manager: &LogManager,
     topic: &str,
@@ -25,12 +38,7 @@ pub(crate) fn create_internal_topic(
     compression: seglog_storage::config::BrokerCompressionType,
     segment_bytes: u64,
 ) -> std::result::Result<i32, kafka_protocol::ResponseError> {
-    use seglog_storage::config::{CleanupPolicy, topic as key};
-    let overrides = std::collections::BTreeMap::from([
-        (key::CLEANUP_POLICY.to_owned(), CleanupPolicy::Compact.name().to_owned()),
-        (key::COMPRESSION_TYPE.to_owned(), compression.name().to_owned()),
-        (key::SEGMENT_BYTES.to_owned(), segment_bytes.to_string()),
-    ]);
+    let overrides = internal_topic_overrides(compression, segment_bytes);
     match manager.create_topic(topic, partitions, overrides) {
         Ok(_) => {
             tracing::info!(partitions, "created {topic}");

@@ -46,6 +46,8 @@ pub enum ServeError {
     /// A listener's TLS or SASL settings, or the security store, could not be loaded.
     #[error("cannot set up security")]
     Security(#[source] crate::security::SecurityError),
+    #[error("cannot join the cluster")]
+    Cluster(#[source] crate::cluster::raft::node::QuorumError),
     /// The dynamic broker configs (`seglog-dynamic-configs`) could not be read or applied.
     #[error("cannot load the dynamic broker configs: {0}")]
     DynamicConfigs(String),
@@ -245,10 +247,29 @@ impl Server {
         Self::start_with(config, Some(store), None).await
     }
 
+    /// [`Server::start_with_dump`] as a cluster's broker: it registers through `join` once its
+    /// listeners are bound, and serves the metadata the quorum commits (docs/cluster.md).
+    pub async fn start_in_cluster(
+        config: BrokerConfig,
+        dump: Option<crate::console::DumpFn>,
+        join: crate::cluster::link::ClusterJoin,
+    ) -> Result<Self, ServeError> {
+        Self::start_joining(config, None, dump, Some(join)).await
+    }
+
     async fn start_with(
         config: BrokerConfig,
         store: Option<Arc<dyn seglog_remote::object_store::ObjectStore>>,
         dump: Option<crate::console::DumpFn>,
+    ) -> Result<Self, ServeError> {
+        Self::start_joining(config, store, dump, None).await
+    }
+
+    async fn start_joining(
+        config: BrokerConfig,
+        store: Option<Arc<dyn seglog_remote::object_store::ObjectStore>>,
+        dump: Option<crate::console::DumpFn>,
+        join: Option<crate::cluster::link::ClusterJoin>,
     ) -> Result<Self, ServeError> {
         let mut log_config = config.log.clone();
         log_config.node_id = Some(config.node_id);
@@ -301,6 +322,11 @@ impl Server {
             tiering,
             recovery,
         ));
+        if let Some(join) = join {
+            broker.groups.use_cluster_metadata();
+            let link = join.start(&broker, &local_addrs).await.map_err(ServeError::Cluster)?;
+            let _ = broker.cluster.set(Arc::new(link));
+        }
         restore_from_bucket(&broker).await;
         let loading = Arc::clone(&broker);
         let started = Instant::now();
@@ -401,6 +427,9 @@ impl Server {
         }
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
+        if let Some(link) = self.broker.cluster() {
+            link.shutdown().await;
+        }
         drop(self.background.take());
         let manager = Arc::clone(&self.broker.manager);
         tokio::task::spawn_blocking(move || {

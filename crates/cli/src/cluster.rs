@@ -1,5 +1,5 @@
 //! `seglog format` (Kafka's `kafka-storage.sh format`), `seglog cluster status` (Kafka's
-//! `kafka-metadata-quorum.sh describe`) and `serve`'s KRaft controller role.
+//! `kafka-metadata-quorum.sh describe`) and `serve`'s KRaft roles.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use seglog_broker::cluster::controller_process::ControllerProcess;
 use seglog_broker::cluster::kraft_config::{KraftConfig, ProcessRole};
+use seglog_broker::cluster::link::{ClusterJoin, MetadataSource};
 use seglog_broker::cluster::raft::network::fetch_status;
+use seglog_broker::{BrokerConfig, Server};
 use seglog_storage::config::parse_properties;
 use seglog_storage::dirs::meta::MetaProperties;
 use seglog_storage::io::StdFs;
@@ -163,34 +165,140 @@ pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
     Ok(())
 }
 
-/// `serve` with `process.roles` set: today the controller role alone.
-pub(crate) fn run_kraft(config: KraftConfig) -> Result<()> {
-    if config.roles.contains(&ProcessRole::Broker) {
-        bail!(
-            "process.roles includes 'broker': seglog's brokers do not join a cluster yet (issue 21). \
-             Run the quorum with process.roles=controller, or leave process.roles unset for a single node."
-        );
-    }
+/// `serve` with `process.roles` set: a controller, a broker, or both (Kafka's combined mode).
+/// `properties` are the whole configuration; a broker's listeners are those not named in
+/// `controller.listener.names`.
+pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, String>) -> Result<()> {
+    let broker = if config.roles.contains(&ProcessRole::Broker) {
+        Some(broker_config(properties)?)
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_name("seglog-controller")
+        .thread_name("seglog-node")
+        .max_blocking_threads(crate::serve::BLOCKING_THREADS_MAX)
         .build()
         .context("cannot start the async runtime")?;
+    let rack = properties.get("broker.rack").cloned().filter(|r| !r.is_empty());
+    let heartbeat_ms: u64 = match properties.get("broker.heartbeat.interval.ms") {
+        Some(value) => value.trim().parse().map_err(|_| {
+            anyhow::anyhow!("Invalid value {value} for configuration broker.heartbeat.interval.ms")
+        })?,
+        None => 2_000,
+    };
     runtime.block_on(async move {
         let signals = crate::serve::Signals::install()?;
-        let process = ControllerProcess::start(&config, Arc::new(StdFs))
-            .await
-            .context("cannot start the controller")?;
-        eprintln!(
-            "seglog: controller {} of cluster {} answering the quorum on {}",
-            config.node_id,
-            process.cluster_id(),
-            process.node().addr()
-        );
+        let controller = if config.roles.contains(&ProcessRole::Controller) {
+            let process = ControllerProcess::start(&config, Arc::new(StdFs))
+                .await
+                .context("cannot start the controller")?;
+            eprintln!(
+                "seglog: controller {} of cluster {} answering the quorum on {}",
+                config.node_id,
+                process.cluster_id(),
+                process.node().addr()
+            );
+            Some(process)
+        } else {
+            None
+        };
+        let server = match broker {
+            Some(broker) => {
+                let source = match &controller {
+                    Some(process) => MetadataSource::Voter(process.node_handle()),
+                    None => learner_source(&config, &broker).await?,
+                };
+                let join = ClusterJoin {
+                    source,
+                    voters: config
+                        .voters
+                        .values()
+                        .map(seglog_broker::cluster::kraft_config::Voter::address)
+                        .collect(),
+                    rack,
+                    heartbeat_interval: Duration::from_millis(heartbeat_ms),
+                };
+                let dump: seglog_broker::console::DumpFn = Arc::new(crate::dump::console_page);
+                let server = Server::start_in_cluster(broker, Some(dump), join)
+                    .await
+                    .context("cannot start the broker")?;
+                eprintln!(
+                    "seglog: broker {} serving Kafka clients on {}",
+                    config.node_id,
+                    server.local_addr()
+                );
+                Some(server)
+            }
+            None => None,
+        };
         signals.wait().await;
         eprintln!("seglog: shutting down");
-        process.shutdown().await;
+        if let Some(server) = server {
+            server.shutdown().await.context("shutdown failed")?;
+        }
+        if let Some(process) = controller {
+            process.shutdown().await;
+        }
         eprintln!("seglog: stopped");
         Ok(())
     })
+}
+
+/// The broker's configuration: the listeners without the controller's.
+fn broker_config(properties: &BTreeMap<String, String>) -> Result<BrokerConfig> {
+    let controller_names: Vec<String> = properties
+        .get("controller.listener.names")
+        .map(|v| v.split(',').map(|n| n.trim().to_ascii_uppercase()).collect())
+        .unwrap_or_default();
+    let mut broker = properties.clone();
+    for key in ["listeners", "advertised.listeners"] {
+        let Some(value) = properties.get(key) else { continue };
+        let kept: Vec<&str> = value
+            .split(',')
+            .map(str::trim)
+            .filter(|l| {
+                let name = l.split_once("://").map_or("", |(name, _)| name);
+                !controller_names.iter().any(|c| c.eq_ignore_ascii_case(name))
+            })
+            .collect();
+        if kept.is_empty() && key == "listeners" {
+            bail!(
+                "process.roles includes 'broker', so 'listeners' needs a listener that is not in \
+                 controller.listener.names"
+            );
+        }
+        broker.insert(key.to_owned(), kept.join(","));
+    }
+    BrokerConfig::from_properties(&broker).context("invalid broker configuration")
+}
+
+/// A broker-only node's learner: its formatted metadata directory, and Raft's RPCs on an
+/// ephemeral port of its first listener's host (the controller learns it at registration).
+async fn learner_source(config: &KraftConfig, broker: &BrokerConfig) -> Result<MetadataSource> {
+    let dir = &config.metadata_log_dir;
+    let meta = MetaProperties::read(&StdFs, dir)?
+        .filter(|meta| meta.cluster_id.is_some())
+        .with_context(|| {
+            format!(
+                "No `meta.properties` found in {} (have you run `seglog format` to format the directory?)",
+                dir.display()
+            )
+        })?;
+    if meta.node_id != Some(config.node_id) {
+        bail!(
+            "Stored node id {} doesn't match previous node id {} in {}",
+            meta.node_id.unwrap_or(-1),
+            config.node_id,
+            dir.display()
+        );
+    }
+    let host = broker.listeners.first().map_or_else(
+        || std::net::IpAddr::from([127, 0, 0, 1]),
+        |l| if l.bind.ip().is_unspecified() { [127, 0, 0, 1].into() } else { l.bind.ip() },
+    );
+    let raft_listener = tokio::net::TcpListener::bind((host, 0))
+        .await
+        .with_context(|| format!("cannot bind the metadata learner on {host}"))?;
+    Ok(MetadataSource::Learner { fs: Arc::new(StdFs), metadata_dir: dir.clone(), raft_listener })
 }

@@ -10,7 +10,7 @@ use seglog_storage::config::parse_properties;
 /// The most threads doing storage work (appends, reads, fsyncs) at once; more calls wait in
 /// the runtime's queue. Tokio's default (512) let a storm of slow appends (2,000 partitions
 /// rolling together in the soak) start 120 threads and keep 1 GB of their allocator caches.
-const BLOCKING_THREADS_MAX: usize = 64;
+pub(crate) const BLOCKING_THREADS_MAX: usize = 64;
 
 /// Arguments of `seglog serve`.
 #[derive(Debug, clap::Args)]
@@ -90,7 +90,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
     let kraft = seglog_broker::cluster::kraft_config::KraftConfig::from_properties(&properties)
         .context("invalid KRaft configuration")?;
     if let Some(kraft) = kraft {
-        return crate::cluster::run_kraft(kraft);
+        return crate::cluster::run_kraft(kraft, &properties);
     }
     let config =
         BrokerConfig::from_properties(&properties).context("invalid broker configuration")?;

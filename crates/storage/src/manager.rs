@@ -42,6 +42,9 @@ pub use log_dirs::{INVALID_OFFSET_LAG, LogDirDescription, ReplicaDescription};
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// The lock file of a log directory.
 pub const LOCK_FILE: &str = ".lock";
+/// KRaft's metadata log (`__cluster_metadata-0`), which a combined node keeps in its first log
+/// directory: not a partition the manager opens.
+pub const METADATA_PARTITION_DIR: &str = "__cluster_metadata-0";
 /// seglog's per-topic configuration overrides, kept in the first log directory.
 pub const TOPIC_CONFIGS_FILE: &str = "seglog-topic-configs";
 /// Each partition's leader epoch at its recovery point (-1: none), in the offset-checkpoint
@@ -350,6 +353,11 @@ impl LogManager {
         for entry in fs.list_dirs(&dir).map_err(|e| Error::io("list log dir", &dir, e))? {
             let name =
                 entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            // KRaft's metadata log shares the directory in a combined node; its own store
+            // keeps it (Kafka's `LogManager` skips it too).
+            if name == METADATA_PARTITION_DIR {
+                continue;
+            }
             let Ok(parsed) = PartitionDir::parse(&name) else { continue };
             let is_future = match parsed.state {
                 DirState::Live => false,
@@ -738,6 +746,54 @@ impl LogManager {
             .map_or_else(|| self.new_topic_id(topic, self.clock.now_ms()), |meta| meta.topic_id);
         let config = self.topic_config(topic)?;
         self.add_partitions(topic, topic_id, current..n_partitions_total, &config)
+    }
+
+    /// Creates one partition of `topic` with the topic id `topic_id`, as a cluster's broker
+    /// does for each replica the metadata gives it (Kafka's `ReplicaManager.applyDelta` making
+    /// a local log): the other partitions of the topic may live on other brokers. An existing
+    /// partition is an error; the topic's `overrides` are set with the first one.
+    pub fn create_replica(
+        &self,
+        tp: &TopicPartition,
+        topic_id: [u8; 16],
+        overrides: BTreeMap<String, String>,
+    ) -> Result<()> {
+        validate_topic(&tp.topic).map_err(|error| Error::InvalidArgument(error.to_string()))?;
+        let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let existing = self.partitions_of(&tp.topic);
+        if existing.iter().any(|known| known.topic_partition().partition == tp.partition) {
+            return Err(Error::TopicAlreadyExists { topic: tp.to_string() });
+        }
+        // Partitions above this one would go with a rollback of its creation.
+        if existing.iter().any(|known| known.topic_partition().partition > tp.partition) {
+            return Err(Error::InvalidArgument(format!(
+                "{tp}: a replica is created in partition order, and {} has a higher one",
+                tp.topic
+            )));
+        }
+        if existing.is_empty() {
+            self.default_log_config()
+                .with_overrides(&overrides)
+                .map_err(|error| Error::InvalidArgument(format!("topic {}: {error}", tp.topic)))?;
+            let mut stored = self.topic_overrides.write().unwrap_or_else(PoisonError::into_inner);
+            let changed = if overrides.is_empty() {
+                stored.remove(&tp.topic).is_some()
+            } else {
+                stored.insert(tp.topic.clone(), overrides);
+                true
+            };
+            drop(stored);
+            if changed {
+                self.store_topic_overrides()?;
+            }
+        }
+        let config = self.topic_config(&tp.topic)?;
+        self.add_partitions(&tp.topic, topic_id, tp.partition..tp.partition + 1, &config)?;
+        self.topic_ids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tp.topic.clone(), topic_id);
+        Ok(())
     }
 
     /// The topic id of `topic`, from the `partition.metadata` of its first partition.

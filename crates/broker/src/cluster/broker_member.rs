@@ -31,6 +31,9 @@ pub struct BrokerMember {
     lifecycle: tokio::task::JoinHandle<()>,
     epoch: Arc<AtomicI64>,
     fenced: Arc<AtomicBool>,
+    /// Whether the learner is this member's own (a combined node's is the controller's).
+    owns_node: bool,
+    voters: Vec<String>,
 }
 
 /// What the lifecycle task shares with the member.
@@ -68,19 +71,40 @@ impl BrokerMember {
             ControllerConfig::default(),
         )
         .await?;
-        let node = Arc::new(node);
+        Ok(Self::start_on(Arc::new(node), voters, registration, heartbeat_interval, true))
+    }
+
+    /// The lifecycle over a quorum member already running: a combined node's voter, which
+    /// holds the metadata itself, registers its broker with its own Raft address.
+    pub fn start_on(
+        node: Arc<MetadataNode>,
+        voters: Vec<String>,
+        registration: BrokerRegistrationRequest,
+        heartbeat_interval: Duration,
+        owns_node: bool,
+    ) -> Self {
         let epoch = Arc::new(AtomicI64::new(-1));
         let fenced = Arc::new(AtomicBool::new(true));
         let shared = Shared {
             node: Arc::clone(&node),
-            voters,
+            voters: voters.clone(),
             registration,
             heartbeat_interval,
             epoch: Arc::clone(&epoch),
             fenced: Arc::clone(&fenced),
         };
         let lifecycle = tokio::spawn(lifecycle(shared));
-        Ok(Self { node, lifecycle, epoch, fenced })
+        Self { node, lifecycle, epoch, fenced, owns_node, voters }
+    }
+
+    /// The quorum member that holds this broker's metadata.
+    pub fn node(&self) -> &Arc<MetadataNode> {
+        &self.node
+    }
+
+    /// The voters' addresses, `host:port`.
+    pub fn voters(&self) -> &[String] {
+        &self.voters
     }
 
     /// The broker epoch of the current registration, -1 before one.
@@ -99,9 +123,11 @@ impl BrokerMember {
     }
 
     /// Stops heartbeating and the learner (the controller fences it after its session).
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         self.lifecycle.abort();
-        self.node.shutdown().await;
+        if self.owns_node {
+            self.node.shutdown().await;
+        }
     }
 }
 

@@ -114,6 +114,11 @@ impl ControllerProcess {
         &self.node
     }
 
+    /// The voter, shared (a combined node's broker reads the metadata through it).
+    pub fn node_handle(&self) -> Arc<MetadataNode> {
+        Arc::clone(&self.node)
+    }
+
     /// The cluster id from `meta.properties`.
     pub fn cluster_id(&self) -> &str {
         &self.cluster_id

@@ -10,6 +10,7 @@ pub mod controller;
 pub mod controller_process;
 pub mod image;
 pub mod kraft_config;
+pub mod link;
 pub mod placement;
 pub mod raft;
 pub mod records;

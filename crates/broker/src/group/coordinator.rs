@@ -45,6 +45,10 @@ pub struct GroupCoordinator {
     /// Every write to `__consumer_offsets` goes through the broker's one append path.
     pub(super) replicas: ReplicaManager,
     pub(super) member_ids: MemberIds,
+    /// A cluster's broker: `__consumer_offsets` is the controller's (created through it with
+    /// `offsets.topic.num.partitions` partitions), and this broker coordinates the groups of
+    /// the partitions it leads, whose logs are here.
+    pub(super) in_cluster: std::sync::atomic::AtomicBool,
 }
 
 /// Kafka's member ids: the client id, a dash and a random UUID.
@@ -86,6 +90,7 @@ impl GroupCoordinator {
             config,
             inner: Mutex::new(Inner::default()),
             member_ids: MemberIds { seed: RandomState::new(), counter: AtomicU64::new(0) },
+            in_cluster: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

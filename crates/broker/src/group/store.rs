@@ -54,14 +54,25 @@ impl GroupCoordinator {
     /// `GroupMetadataManager.loadGroupsAndOffsets`), replaying each partition from its log
     /// start. Called once before the broker serves. Returns how many groups were loaded.
     pub fn load(&self, now_ms: i64) -> Result<usize, Error> {
-        let partitions =
-            self.manager.topic_partition_counts().get(OFFSETS_TOPIC).copied().unwrap_or(0);
+        let partitions = if self.in_cluster() {
+            self.config.offsets_topic_partitions
+        } else {
+            self.manager.topic_partition_counts().get(OFFSETS_TOPIC).copied().unwrap_or(0)
+        };
+        // The partitions here: all of them on a single node, the ones it leads in a cluster.
+        let local: Vec<i32> = self
+            .manager
+            .partitions()
+            .into_iter()
+            .filter(|tp| tp.topic == OFFSETS_TOPIC)
+            .map(|tp| tp.partition)
+            .collect();
         let mut offsets: BTreeMap<(String, String, i32), Option<OffsetCommitValue>> =
             BTreeMap::new();
         let mut metadata: BTreeMap<String, Option<GroupMetadataValue>> = BTreeMap::new();
         let mut consumer: BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>> = BTreeMap::new();
         let mut pending: BTreeMap<(i32, i64), PendingTxnOffsets> = BTreeMap::new();
-        for partition in 0..partitions {
+        for partition in local {
             let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
             let log = self.manager.get_log(&tp).map_err(|error| Error::GroupLoad {
                 at: format!("{OFFSETS_TOPIC}-{partition}"),
@@ -135,6 +146,32 @@ impl GroupCoordinator {
         Ok(inner.groups.len())
     }
 
+    /// Makes this coordinator a cluster broker's (before [`Self::load`]).
+    pub(crate) fn use_cluster_metadata(&self) {
+        self.in_cluster.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(super) fn in_cluster(&self) -> bool {
+        self.in_cluster.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Kafka's `partitionFor` over this coordinator's partition count (the configured one in a
+    /// cluster).
+    pub(crate) fn partition_of(&self, group_id: &str) -> i32 {
+        let partitions = self.lock().partitions;
+        let partitions =
+            if partitions > 0 { partitions } else { self.config.offsets_topic_partitions };
+        partition_for(group_id, partitions)
+    }
+
+    /// The settings of `__consumer_offsets` as the coordinator creates it.
+    pub(crate) fn offsets_topic_overrides(&self) -> BTreeMap<String, String> {
+        crate::replica::internal_topic_overrides(
+            BrokerCompressionType::Producer,
+            self.config.offsets_topic_segment_bytes,
+        )
+    }
+
     /// Creates `__consumer_offsets` if it does not exist yet (Kafka creates it on the first
     /// FindCoordinator), and returns its partition count.
     pub(crate) fn ensure_offsets_topic(&self) -> Result<i32, ResponseError> {
@@ -147,6 +184,10 @@ impl GroupCoordinator {
         inner: &mut Inner,
     ) -> Result<i32, ResponseError> {
         if inner.partitions > 0 {
+            return Ok(inner.partitions);
+        }
+        if self.in_cluster() {
+            inner.partitions = self.config.offsets_topic_partitions;
             return Ok(inner.partitions);
         }
         if let Some(count) = self.manager.topic_partition_counts().get(OFFSETS_TOPIC) {
@@ -200,6 +241,10 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
+        if self.in_cluster() && self.manager.get_log(&tp).is_err() {
+            // Another broker leads this group's partition.
+            return Err(ResponseError::NotCoordinator);
+        }
         let mut written = None;
         let mut rest = records;
         while !rest.is_empty() {

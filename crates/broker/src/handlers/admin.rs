@@ -69,6 +69,9 @@ fn metadata_blocking(
     request: &MetadataRequest,
     version: i16,
 ) -> MetadataResponse {
+    if let Some(link) = broker.cluster() {
+        return super::cluster::metadata(broker, link, session, request, version);
+    }
     let node = BrokerId(broker.config.node_id);
     let mut response = MetadataResponse::default();
     response.brokers = vec![
@@ -414,6 +417,9 @@ fn create_topic(
             ),
         );
     }
+    if let Some(link) = broker.cluster() {
+        return create_in_cluster(broker, link, topic, n_partitions, validate_only, result);
+    }
     match topic.replication_factor {
         -1 | 1 => {}
         factor if factor < 1 => {
@@ -434,20 +440,10 @@ fn create_topic(
             );
         }
     }
-    let mut overrides = BTreeMap::new();
-    for config in &topic.configs {
-        let Some(value) = &config.value else {
-            return fail(
-                result,
-                ResponseError::InvalidConfig.code(),
-                format!("Null value not supported for topic configs: {}", config.name.as_str()),
-            );
-        };
-        overrides.insert(config.name.to_string(), value.to_string());
-    }
-    if let Err(error) = check_topic_configs(broker, &overrides) {
-        return fail(result, error.code(), error.message());
-    }
+    let overrides = match topic_overrides(broker, topic) {
+        Ok(overrides) => overrides,
+        Err((code, text)) => return fail(result, code, text),
+    };
     if broker.manager.topic_partition_counts().contains_key(&name) {
         return fail(
             result,
@@ -461,10 +457,101 @@ fn create_topic(
         }
         result.topic_id = uuid(broker.manager.topic_id(&name).unwrap_or([0; 16]));
     }
+    created(broker, &name, n_partitions, &overrides, result)
+}
+
+/// A CreateTopics entry's configs, checked against Kafka's topic keys.
+fn topic_overrides(
+    broker: &Broker,
+    topic: &CreatableTopic,
+) -> Result<BTreeMap<String, String>, (i16, String)> {
+    let mut overrides = BTreeMap::new();
+    for config in &topic.configs {
+        let Some(value) = &config.value else {
+            return Err((
+                ResponseError::InvalidConfig.code(),
+                format!("Null value not supported for topic configs: {}", config.name.as_str()),
+            ));
+        };
+        overrides.insert(config.name.to_string(), value.to_string());
+    }
+    check_topic_configs(broker, &overrides).map_err(|error| (error.code(), error.message()))?;
+    Ok(overrides)
+}
+
+/// CreateTopics in a cluster: the replication factor is 1 (seglog does not replicate yet,
+/// issue 22) and the controller creates the topic; this broker answers once it has applied it.
+fn create_in_cluster(
+    broker: &Broker,
+    link: &crate::cluster::link::ClusterLink,
+    topic: &CreatableTopic,
+    n_partitions: i32,
+    validate_only: bool,
+    mut result: CreatableTopicResult,
+) -> CreatableTopicResult {
+    let name = topic.name.0.to_string();
+    let fail = |mut result: CreatableTopicResult, (code, text): (i16, String)| {
+        result.error_code = code;
+        result.error_message = message(text);
+        result
+    };
+    match topic.replication_factor {
+        -1 | 1 => {}
+        factor if factor < 1 => {
+            return fail(
+                result,
+                (
+                    ResponseError::InvalidReplicationFactor.code(),
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                        .to_owned(),
+                ),
+            );
+        }
+        factor => {
+            return fail(
+                result,
+                (
+                    ResponseError::InvalidReplicationFactor.code(),
+                    format!(
+                        "Unable to replicate the partition {factor} time(s): seglog's brokers do not replicate yet, so a topic's replication factor is 1."
+                    ),
+                ),
+            );
+        }
+    }
+    let overrides = match topic_overrides(broker, topic) {
+        Ok(overrides) => overrides,
+        Err(refusal) => return fail(result, refusal),
+    };
+    let request = crate::cluster::raft::network::AdminRequest::CreateTopic {
+        name: name.clone(),
+        partitions: n_partitions,
+        replication_factor: 1,
+        configs: overrides.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        validate_only,
+    };
+    if let Err(refusal) = super::cluster::forward(link, request) {
+        return fail(result, refusal);
+    }
+    if !validate_only {
+        result.topic_id = uuid(broker.topic_id(&name).unwrap_or([0; 16]));
+    }
+    created(broker, &name, n_partitions, &overrides, result)
+}
+
+/// A created (or validated) topic's result: its partition count, replication factor and
+/// configs with their sources.
+fn created(
+    broker: &Broker,
+    name: &str,
+    n_partitions: i32,
+    overrides: &BTreeMap<String, String>,
+    mut result: CreatableTopicResult,
+) -> CreatableTopicResult {
     result.num_partitions = n_partitions;
     result.replication_factor = 1;
     result.configs = Some(
-        topic_config_entries(broker, &name, &overrides)
+        topic_config_entries(broker, name, overrides)
             .into_iter()
             .map(|entry| {
                 CreatableTopicConfigs::default()
@@ -586,6 +673,18 @@ pub(crate) async fn delete_topics(
 /// Deletes `topic`'s partitions and, for a tiered topic, its remote data (the manifests
 /// before the answer, on this blocking thread; the objects in the background).
 fn delete_topic(broker: &Broker, topic: &str) -> Result<(), StorageError> {
+    if let Some(link) = broker.cluster() {
+        // The controller removes it; each broker's applier deletes its replicas.
+        let request =
+            crate::cluster::raft::network::AdminRequest::DeleteTopic { name: topic.to_owned() };
+        return super::cluster::forward(link, request).map_err(|(code, text)| {
+            if code == ResponseError::UnknownTopicOrPartition.code() {
+                StorageError::UnknownTopicOrPartition { topic: topic.to_owned(), partition: -1 }
+            } else {
+                StorageError::InvalidArgument(text)
+            }
+        });
+    }
     let topic_id = broker.manager.topic_id(topic);
     let n_partitions = broker.manager.topic_partition_counts().get(topic).copied();
     broker.manager.delete_topic(topic)?;
@@ -609,7 +708,7 @@ fn delete_refused(
         return None;
     }
     let describable = topic_allowed(broker, session, AclOperation::Describe, topic);
-    let exists = broker.manager.topic_partition_counts().contains_key(topic);
+    let exists = broker.topic_counts().contains_key(topic);
     let deletable = topic_allowed(broker, session, AclOperation::Delete, topic);
     let allowed = if exists { deletable } else { describable };
     (!allowed).then_some(describable)
@@ -636,7 +735,7 @@ pub(crate) async fn create_partitions(
                 response.results.push(result);
                 continue;
             }
-            let current = broker.manager.topic_partition_counts().get(&name).copied();
+            let current = broker.topic_counts().get(&name).copied();
             let node = BrokerId(broker.config.node_id);
             let outcome = match current {
                 None => Err((
@@ -662,7 +761,8 @@ pub(crate) async fn create_partitions(
                 )),
                 Some(_)
                     if topic.assignments.as_ref().is_some_and(|assignments| {
-                        assignments.iter().any(|a| a.broker_ids != [node])
+                        broker.cluster().is_some()
+                            || assignments.iter().any(|a| a.broker_ids != [node])
                     }) =>
                 {
                     Err((
@@ -670,6 +770,14 @@ pub(crate) async fn create_partitions(
                         format!("new partitions must be assigned to broker {} alone", node.0),
                     ))
                 }
+                Some(_) if let Some(link) = broker.cluster() => super::cluster::forward(
+                    link,
+                    crate::cluster::raft::network::AdminRequest::CreatePartitions {
+                        name: name.clone(),
+                        total: topic.count,
+                        validate_only: request.validate_only,
+                    },
+                ),
                 Some(_) if request.validate_only => Ok(()),
                 Some(_) => broker
                     .manager

@@ -248,6 +248,17 @@ fn append_partition(
             "the record set is null",
         );
     };
+    if let Some((code, leader)) = broker.not_led_here(topic, partition) {
+        let mut response =
+            produce_error(partition, code, "this broker does not lead the partition");
+        if let Some((leader_id, leader_epoch)) = leader.filter(|_| version >= 10) {
+            response.current_leader =
+                kafka_protocol::messages::produce_response::LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(leader_id))
+                    .with_leader_epoch(leader_epoch);
+        }
+        return response;
+    }
     let started = Instant::now();
     let tp = tp(topic, partition);
     let append = || broker.replicas.append(&tp, &records, AppendOrigin::Client, acks, now_ms());
@@ -619,6 +630,7 @@ fn fetch_topic_names(
         .collect()
 }
 
+#[expect(clippy::too_many_lines, reason = "one partition read after another, in request order")]
 fn read_partitions(
     broker: &Broker,
     request: &FetchRequest,
@@ -654,7 +666,15 @@ fn read_partitions(
             let mut file = None;
             let mut remote = None;
             let name = match &name {
-                Ok(name) => name,
+                Ok(name)
+                    if !not_led_here(broker, name, partition.partition, version, &mut data) =>
+                {
+                    name
+                }
+                Ok(_) => {
+                    reads.push(PartitionRead::without_records(topic_idx, data));
+                    continue;
+                }
                 Err(code) => {
                     data.error_code = *code;
                     reads.push(PartitionRead::without_records(topic_idx, data));
@@ -728,6 +748,25 @@ fn read_partitions(
         }
     }
     reads
+}
+
+/// A cluster's broker answers a partition it does not lead with NOT_LEADER_OR_FOLLOWER and,
+/// from v12, the current leader; returns whether it did.
+fn not_led_here(
+    broker: &Broker,
+    topic: &str,
+    partition: i32,
+    version: i16,
+    data: &mut PartitionData,
+) -> bool {
+    let Some((code, leader)) = broker.not_led_here(topic, partition) else { return false };
+    data.error_code = code;
+    if let Some((leader_id, leader_epoch)) = leader.filter(|_| version >= 12) {
+        data.current_leader = LeaderIdAndEpoch::default()
+            .with_leader_id(BrokerId(leader_id))
+            .with_leader_epoch(leader_epoch);
+    }
+    true
 }
 
 /// KIP-951 (v16+): a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH tells the
@@ -969,6 +1008,10 @@ fn list_offset(
         out.error_code = ResponseError::UnsupportedVersion.code();
         return out;
     }
+    if let Some((code, _)) = broker.not_led_here(topic, partition) {
+        out.error_code = code;
+        return out;
+    }
     let log = match broker.manager.get_log(&tp(topic, partition)) {
         Ok(log) => log,
         Err(error) => {
@@ -1042,6 +1085,11 @@ pub(crate) async fn offset_for_leader_epoch(
                 end.end_offset = -1;
                 if !allowed {
                     end.error_code = ResponseError::TopicAuthorizationFailed.code();
+                    out.partitions.push(end);
+                    continue;
+                }
+                if let Some((code, _)) = broker.not_led_here(&name, partition.partition) {
+                    end.error_code = code;
                     out.partitions.push(end);
                     continue;
                 }

@@ -124,17 +124,31 @@ pub(crate) async fn find_coordinator(
     // Kafka creates the coordinator's topic on the first FindCoordinator for its key type,
     // once a key is authorized.
     let ensured = if refusals.iter().any(Option::is_none) {
-        blocking(move || {
-            if key_type == 1 {
-                for_groups.txns.ensure_topic()
-            } else {
-                for_groups.groups.ensure_offsets_topic()
-            }
+        blocking(move || match (for_groups.cluster(), key_type) {
+            // Transactions are coordinated on a single node only, so far.
+            (Some(_), 1) => Err(ResponseError::CoordinatorNotAvailable),
+            (Some(link), _) => super::cluster::ensure_offsets_topic(&for_groups, link).map(|()| 0),
+            (None, 1) => for_groups.txns.ensure_topic(),
+            (None, _) => for_groups.groups.ensure_offsets_topic(),
         })
         .await?
     } else {
         Ok(0)
     };
+    // Who coordinates each key: this node, or in a cluster the leader of the key's partition.
+    let located: Vec<Result<(i32, String, i32), ResponseError>> = keys
+        .iter()
+        .map(|key| match broker.cluster() {
+            Some(link) if key_type == 0 => {
+                super::cluster::group_coordinator(broker, link, session, key.as_str())
+            }
+            _ => Ok((
+                broker.config.node_id,
+                broker.advertised(session).0.to_owned(),
+                broker.advertised(session).1,
+            )),
+        })
+        .collect();
     let answer = |idx: usize, key: &StrBytes| -> (i16, Option<&'static str>) {
         if request.key_type != 0 && request.key_type != 1 {
             return (
@@ -153,19 +167,23 @@ pub(crate) async fn find_coordinator(
             };
             return (ResponseError::InvalidRequest.code(), Some(message));
         }
-        match ensured {
-            Ok(_) => (NONE, None),
-            Err(code) => (code.code(), Some("the coordinator's topic is not available")),
+        match (&ensured, located.get(idx)) {
+            (Ok(_), Some(Ok(_))) => (NONE, None),
+            (Ok(_), _) => (
+                ResponseError::CoordinatorNotAvailable.code(),
+                Some("the coordinator's partition has no leader"),
+            ),
+            (Err(code), _) => (code.code(), Some("the coordinator's topic is not available")),
         }
     };
     let mut response = FindCoordinatorResponse::default();
     if version < 4 {
         let (code, message) = answer(0, &request.key);
         response.error_code = code;
-        if code == NONE {
-            response.node_id = BrokerId(broker.config.node_id);
-            response.host = str_bytes(broker.advertised(session).0);
-            response.port = broker.advertised(session).1;
+        if let (NONE, Some(Ok((id, host, port)))) = (code, located.first()) {
+            response.node_id = BrokerId(*id);
+            response.host = str_bytes(host);
+            response.port = *port;
         } else {
             response.node_id = BrokerId(-1);
             response.port = -1;
@@ -180,10 +198,10 @@ pub(crate) async fn find_coordinator(
                 .with_key(key.clone())
                 .with_error_code(code)
                 .with_error_message(message.map(str_bytes));
-            if code == NONE {
-                coordinator.node_id = BrokerId(broker.config.node_id);
-                coordinator.host = str_bytes(broker.advertised(session).0);
-                coordinator.port = broker.advertised(session).1;
+            if let (NONE, Some(Ok((id, host, port)))) = (code, located.get(idx)) {
+                coordinator.node_id = BrokerId(*id);
+                coordinator.host = str_bytes(host);
+                coordinator.port = *port;
             } else {
                 coordinator.node_id = BrokerId(-1);
                 coordinator.port = -1;
@@ -390,7 +408,7 @@ pub(crate) async fn offset_commit(
         .map(|topic| topic.name.0.as_str())
         .filter(|name| group_ok && topic_allowed(broker, session, AclOperation::Read, name))
         .collect();
-    let counts = broker.manager.topic_partition_counts();
+    let counts = broker.topic_counts();
     let exists = |topic: &str, partition: i32| {
         readable.contains(topic)
             && counts.get(topic).is_some_and(|count| (0..*count).contains(&partition))

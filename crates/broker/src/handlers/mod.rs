@@ -3,6 +3,7 @@
 
 mod admin;
 mod broker_configs;
+mod cluster;
 mod configs;
 mod data;
 mod dynamic_configs;
@@ -120,11 +121,11 @@ pub(crate) struct TopicIds {
 
 impl TopicIds {
     pub(crate) fn new(broker: &Broker) -> Self {
-        let counts = broker.manager.topic_partition_counts();
+        let counts = broker.topic_counts();
         let by_name: BTreeMap<String, uuid::Uuid> = counts
             .keys()
             .filter_map(|name| {
-                broker.manager.topic_id(name).map(|id| (name.clone(), uuid::Uuid::from_bytes(id)))
+                broker.topic_id(name).map(|id| (name.clone(), uuid::Uuid::from_bytes(id)))
             })
             .collect();
         let by_id = by_name.iter().map(|(name, id)| (*id, name.clone())).collect();
@@ -212,6 +213,15 @@ pub(crate) fn describe_cluster(
     }
     response.cluster_id = str_bytes(&broker.cluster_id);
     response.controller_id = BrokerId(broker.config.node_id);
+    if let Some(link) = broker.cluster() {
+        response.brokers = cluster::describe_cluster_brokers(
+            broker,
+            link,
+            session,
+            version >= 2 && request.include_fenced_brokers,
+        );
+        return encode(&response, version);
+    }
     response.brokers = vec![
         DescribeClusterBroker::default()
             .with_broker_id(BrokerId(broker.config.node_id))

@@ -144,7 +144,7 @@ fn known_partitions(
     broker: &Broker,
     topics: impl Iterator<Item = (String, Vec<i32>)>,
 ) -> (BTreeSet<TopicPartition>, BTreeSet<TopicPartition>) {
-    let counts = broker.manager.topic_partition_counts();
+    let counts = broker.topic_counts();
     let mut known = BTreeSet::new();
     let mut unknown = BTreeSet::new();
     for (topic, partitions) in topics {

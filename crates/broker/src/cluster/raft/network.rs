@@ -41,6 +41,30 @@ enum Request {
     RegisterBroker(RegisterBrokerRpc),
     /// A broker's BrokerHeartbeat.
     Heartbeat(HeartbeatRequest),
+    /// A topic change a broker forwards (Kafka's `ForwardingManager` to the controller).
+    Admin(AdminRequest),
+}
+
+/// A topic change a broker forwards to the active controller: CreateTopics, CreatePartitions
+/// and DeleteTopics for one topic each.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdminRequest {
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        replication_factor: i16,
+        configs: Vec<(String, String)>,
+        /// Decide, but commit nothing (CreateTopics' `validate_only`).
+        validate_only: bool,
+    },
+    CreatePartitions {
+        name: String,
+        total: i32,
+        validate_only: bool,
+    },
+    DeleteTopic {
+        name: String,
+    },
 }
 
 /// A broker's registration, with where its learner answers Raft's RPCs.
@@ -68,6 +92,8 @@ enum Response {
     Status(QuorumStatus),
     Registered(Result<i64, Refusal>),
     Heartbeat(Result<HeartbeatReply, Refusal>),
+    /// The metadata offset the change is applied at on the controller.
+    Admin(Result<i64, Refusal>),
 }
 
 async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
@@ -246,6 +272,7 @@ async fn serve_connection(mut stream: TcpStream, operator: Operator) {
                 Response::Registered(register_broker(&operator, rpc).await)
             }
             Request::Heartbeat(request) => Response::Heartbeat(heartbeat(&operator, request).await),
+            Request::Admin(request) => Response::Admin(admin(&operator, request).await),
         };
         let Ok(answer) = serde_json::to_vec(&response) else { return };
         if write_frame(&mut stream, &answer).await.is_err() {
@@ -319,6 +346,55 @@ async fn heartbeat(
         .map_err(|e| refusal(operator, e))
 }
 
+/// A forwarded topic change on the leader: decided on the committed image, committed, applied;
+/// the answer is the applied offset, which the broker waits for before it answers its client.
+async fn admin(operator: &Operator, request: AdminRequest) -> Result<i64, Refusal> {
+    if !operator.is_leader() {
+        return Err(not_controller(operator, "not the active controller".to_owned()));
+    }
+    let now = super::node::now_ms();
+    let mut random = [0u8; 24];
+    getrandom::fill(&mut random).map_err(|e| Refusal {
+        code: -1,
+        message: e.to_string(),
+        leader: None,
+    })?;
+    let (id, start) = random.split_at(16);
+    let mut topic_id = [0u8; 16];
+    topic_id.copy_from_slice(id);
+    let start = start.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+    operator
+        .operate_with(now, |c, _| {
+            let (records, validate_only) = match &request {
+                AdminRequest::CreateTopic {
+                    name,
+                    partitions,
+                    replication_factor,
+                    configs,
+                    validate_only,
+                } => (
+                    c.create_topic(
+                        name,
+                        *partitions,
+                        *replication_factor,
+                        configs,
+                        topic_id,
+                        start,
+                    )?,
+                    *validate_only,
+                ),
+                AdminRequest::CreatePartitions { name, total, validate_only } => {
+                    (c.create_partitions(name, *total, start)?, *validate_only)
+                }
+                AdminRequest::DeleteTopic { name } => (c.delete_topic(name)?, false),
+            };
+            Ok(((), if validate_only { Vec::new() } else { records }))
+        })
+        .await
+        .map_err(|e| refusal(operator, e))?;
+    Ok(operator.state().applied_offset())
+}
+
 /// Sends a broker RPC to the voter at `addr` within `timeout`.
 async fn broker_call(addr: &str, request: &Request, timeout: Duration) -> io::Result<Response> {
     let mut client = MetadataNetwork { target: 0, addr: addr.to_owned(), stream: None };
@@ -345,6 +421,18 @@ pub async fn send_heartbeat(
 ) -> io::Result<Result<HeartbeatReply, Refusal>> {
     match broker_call(addr, &Request::Heartbeat(request), timeout).await? {
         Response::Heartbeat(answer) => Ok(answer),
+        _ => Err(io::Error::other("an answer of another kind")),
+    }
+}
+
+/// A topic change sent to the voter at `addr`: the metadata offset it is applied at.
+pub async fn send_admin(
+    addr: &str,
+    request: AdminRequest,
+    timeout: Duration,
+) -> io::Result<Result<i64, Refusal>> {
+    match broker_call(addr, &Request::Admin(request), timeout).await? {
+        Response::Admin(answer) => Ok(answer),
         _ => Err(io::Error::other("an answer of another kind")),
     }
 }

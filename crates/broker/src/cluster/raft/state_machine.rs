@@ -102,6 +102,11 @@ impl MetadataStateMachine {
         decide(&mut inner.controller, next_offset)
     }
 
+    /// Reads the committed image without copying it.
+    pub fn with_image<T>(&self, read: impl FnOnce(&MetadataImage) -> T) -> T {
+        read(self.lock().controller.image())
+    }
+
     /// A copy of the committed image.
     pub fn image(&self) -> MetadataImage {
         self.lock().controller.image().clone()

@@ -1,0 +1,328 @@
+//! `ClusterLink`: a broker's side of its cluster (Kafka's `KRaftMetadataCache`, the broker's
+//! `ForwardingManager`, and the part of `ReplicaManager.applyDelta` that makes local logs).
+//!
+//! - **Metadata.** Handlers read the committed [`MetadataImage`] that the broker's
+//!   [`BrokerMember`] applies; nothing uncommitted is ever read.
+//! - **Replicas.** The applier task makes a local log for each partition the image places on
+//!   this broker, in partition order, takes leadership at the image's leader epoch, and deletes
+//!   the local logs of a topic that the image removed. A pass runs whenever the topics change.
+//! - **Forwarding.** CreateTopics, CreatePartitions and DeleteTopics go to the active
+//!   controller (following NOT_CONTROLLER's hint), and the answer waits until this broker has
+//!   applied the change and made its replicas, so that the client's next request here sees it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use seglog_storage::log::partition_log::TopicPartition;
+use seglog_storage::manager::LogManager;
+
+use super::broker_member::BrokerMember;
+use super::controller::BrokerRegistrationRequest;
+use super::image::{MetadataImage, TopicState};
+use super::raft::network::{AdminRequest, Refusal, send_admin};
+use super::raft::node::{MetadataNode, QuorumError};
+use super::records::CONFIG_RESOURCE_TOPIC;
+use super::records::Endpoint;
+use crate::config::SecurityProtocol;
+
+/// How often the applier looks for a new image.
+const APPLY_CHECK: Duration = Duration::from_millis(50);
+/// How long one forwarded call to a controller may take.
+const FORWARD_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a forwarded change may take in all, redirects and retries included (Kafka's
+/// CreateTopics `timeout_ms` bounds it further).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait before asking the next voter after a failure.
+const FORWARD_RETRY: Duration = Duration::from_millis(100);
+
+/// A broker's link to its cluster.
+#[derive(Debug)]
+pub struct ClusterLink {
+    broker_id: i32,
+    member: BrokerMember,
+    /// The image offset up to which the applier has made this broker's replicas.
+    materialized_offset: Arc<AtomicI64>,
+    applier: tokio::task::JoinHandle<()>,
+}
+
+impl ClusterLink {
+    /// Starts the applier over `manager` for the broker of `member`.
+    pub fn start(broker_id: i32, member: BrokerMember, manager: Arc<LogManager>) -> Self {
+        let materialized_offset = Arc::new(AtomicI64::new(-1));
+        let applier = tokio::spawn(apply_images(
+            broker_id,
+            Arc::clone(member.node()),
+            manager,
+            Arc::clone(&materialized_offset),
+        ));
+        Self { broker_id, member, materialized_offset, applier }
+    }
+
+    /// This broker's id.
+    pub fn broker_id(&self) -> i32 {
+        self.broker_id
+    }
+
+    /// The broker's membership (its epoch, whether it is fenced).
+    pub fn member(&self) -> &BrokerMember {
+        &self.member
+    }
+
+    /// Reads the committed image.
+    pub fn with_image<T>(&self, read: impl FnOnce(&MetadataImage) -> T) -> T {
+        self.member.node().state().with_image(read)
+    }
+
+    /// Sends a topic change to the active controller and waits until this broker has applied
+    /// it and made its replicas. A refusal is the controller's (Kafka's code and message); a
+    /// controller that cannot be reached within the timeout is REQUEST_TIMED_OUT (7).
+    pub async fn forward(&self, request: AdminRequest) -> Result<(), Refusal> {
+        let deadline = Instant::now() + FORWARD_TIMEOUT;
+        let voters = self.member.voters().to_vec();
+        let mut voter = 0usize;
+        let timed_out = |what: &str| Refusal {
+            code: 7,
+            message: format!("the active controller did not {what} within {FORWARD_TIMEOUT:?}"),
+            leader: None,
+        };
+        let offset = loop {
+            if Instant::now() >= deadline {
+                return Err(timed_out("answer"));
+            }
+            let Some(addr) = voters.get(voter % voters.len().max(1)) else {
+                return Err(timed_out("answer"));
+            };
+            match send_admin(addr, request.clone(), FORWARD_CALL_TIMEOUT).await {
+                Ok(Ok(offset)) => break offset,
+                // NOT_CONTROLLER: ask the leader it names, else the next voter.
+                Ok(Err(refusal)) if refusal.code == 41 => {
+                    voter = refusal
+                        .leader
+                        .as_deref()
+                        .and_then(|leader| voters.iter().position(|v| v == leader))
+                        .unwrap_or(voter + 1);
+                }
+                Ok(Err(refusal)) => return Err(refusal),
+                Err(_) => voter += 1,
+            }
+            tokio::time::sleep(FORWARD_RETRY).await;
+        };
+        while self.materialized_offset.load(Ordering::SeqCst) < offset {
+            if Instant::now() >= deadline {
+                return Err(timed_out("reach this broker"));
+            }
+            tokio::time::sleep(APPLY_CHECK).await;
+        }
+        Ok(())
+    }
+
+    /// Stops the applier and the membership.
+    pub async fn shutdown(&self) {
+        self.applier.abort();
+        self.member.shutdown().await;
+    }
+}
+
+/// Where a broker's metadata comes from.
+#[derive(Debug)]
+pub enum MetadataSource {
+    /// A learner of its own (`process.roles=broker`): its metadata log under `metadata_dir`,
+    /// Raft's RPCs on `raft_listener`.
+    Learner {
+        fs: Arc<dyn seglog_storage::io::Fs>,
+        metadata_dir: std::path::PathBuf,
+        raft_listener: tokio::net::TcpListener,
+    },
+    /// The node's own voter (`process.roles=broker,controller`).
+    Voter(Arc<MetadataNode>),
+}
+
+/// What a broker needs to join its cluster, given to [`crate::Server::start_in_cluster`].
+#[derive(Debug)]
+pub struct ClusterJoin {
+    pub source: MetadataSource,
+    /// The voters' quorum addresses, `host:port`.
+    pub voters: Vec<String>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// `broker.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+}
+
+impl ClusterJoin {
+    /// Registers `broker` with the endpoints of its bound listeners (`bound`, in `listeners`
+    /// order) and starts the link.
+    pub(crate) async fn start(
+        self,
+        broker: &Arc<crate::Broker>,
+        bound: &[std::net::SocketAddr],
+    ) -> Result<ClusterLink, QuorumError> {
+        let broker_id = broker.config.node_id;
+        let endpoints = broker
+            .config
+            .listeners
+            .iter()
+            .zip(bound)
+            .enumerate()
+            .map(|(index, (listener, addr))| {
+                let (host, port) = broker
+                    .advertised
+                    .get(index)
+                    .cloned()
+                    .unwrap_or_else(|| (addr.ip().to_string(), i32::from(addr.port())));
+                Endpoint {
+                    name: listener.name.clone(),
+                    host,
+                    port: u16::try_from(port).unwrap_or(addr.port()),
+                    security_protocol: match listener.protocol {
+                        SecurityProtocol::Plaintext => 0,
+                        SecurityProtocol::Ssl => 1,
+                        SecurityProtocol::SaslPlaintext => 2,
+                        SecurityProtocol::SaslSsl => 3,
+                    },
+                }
+            })
+            .collect();
+        let mut incarnation_id = [0u8; 16];
+        getrandom::fill(&mut incarnation_id).map_err(|e| QuorumError::Raft(e.to_string()))?;
+        let registration =
+            BrokerRegistrationRequest { broker_id, incarnation_id, endpoints, rack: self.rack };
+        let member = match self.source {
+            MetadataSource::Learner { fs, metadata_dir, raft_listener } => {
+                BrokerMember::start(
+                    fs,
+                    &metadata_dir,
+                    raft_listener,
+                    self.voters,
+                    registration,
+                    self.heartbeat_interval,
+                )
+                .await?
+            }
+            MetadataSource::Voter(node) => BrokerMember::start_on(
+                node,
+                self.voters,
+                registration,
+                self.heartbeat_interval,
+                false,
+            ),
+        };
+        Ok(ClusterLink::start(broker_id, member, Arc::clone(&broker.manager)))
+    }
+}
+
+/// What the applier wants of one partition placed on this broker.
+struct Placed {
+    tp: TopicPartition,
+    topic_id: [u8; 16],
+    /// The leader epoch when this broker leads, else `None`.
+    leader_epoch: Option<i32>,
+    overrides: BTreeMap<String, String>,
+}
+
+/// Applies each new image to the local logs, for as long as the broker runs.
+async fn apply_images(
+    broker_id: i32,
+    node: Arc<MetadataNode>,
+    manager: Arc<LogManager>,
+    materialized_offset: Arc<AtomicI64>,
+) {
+    let mut last_topics: Option<BTreeMap<[u8; 16], TopicState>> = None;
+    let mut last_configs = BTreeMap::new();
+    // Topics this applier has seen in the image, by id: when one goes, its local logs go.
+    let mut seen: BTreeMap<[u8; 16], String> = BTreeMap::new();
+    loop {
+        let (offset, changed, placed, removed) = node.state().with_image(|image| {
+            let topic_configs: BTreeMap<&String, &BTreeMap<String, String>> = image
+                .configs
+                .iter()
+                .filter(|((kind, _), _)| *kind == CONFIG_RESOURCE_TOPIC)
+                .map(|((_, name), configs)| (name, configs))
+                .collect();
+            let changed = last_topics.as_ref() != Some(&image.topics)
+                || last_configs
+                    != topic_configs
+                        .iter()
+                        .map(|(k, v)| ((*k).clone(), (*v).clone()))
+                        .collect::<BTreeMap<_, _>>();
+            if !changed {
+                return (image.offset, false, Vec::new(), Vec::new());
+            }
+            last_topics = Some(image.topics.clone());
+            last_configs =
+                topic_configs.iter().map(|(k, v)| ((*k).clone(), (*v).clone())).collect();
+            let mut placed = Vec::new();
+            for topic in image.topics.values() {
+                for (partition, state) in &topic.partitions {
+                    if !state.replicas.contains(&broker_id) {
+                        continue;
+                    }
+                    placed.push(Placed {
+                        tp: TopicPartition { topic: topic.name.clone(), partition: *partition },
+                        topic_id: topic.id,
+                        leader_epoch: (state.leader == broker_id).then_some(state.leader_epoch),
+                        overrides: topic_configs
+                            .get(&topic.name)
+                            .map(|c| (*c).clone())
+                            .unwrap_or_default(),
+                    });
+                }
+            }
+            let removed: Vec<(String, [u8; 16])> = seen
+                .iter()
+                .filter(|(id, _)| !image.topics.contains_key(*id))
+                .map(|(id, name)| (name.clone(), *id))
+                .collect();
+            seen = image.topics.iter().map(|(id, t)| (*id, t.name.clone())).collect();
+            (image.offset, true, placed, removed)
+        });
+        if changed {
+            let manager = Arc::clone(&manager);
+            let applied =
+                tokio::task::spawn_blocking(move || apply(broker_id, &manager, &placed, &removed))
+                    .await;
+            if let Err(error) = applied {
+                tracing::error!(%error, "the metadata applier's pass failed to run");
+            }
+        }
+        materialized_offset.fetch_max(offset, Ordering::SeqCst);
+        tokio::time::sleep(APPLY_CHECK).await;
+    }
+}
+
+/// One pass: local logs for the placed partitions, leadership at the image's epochs, the
+/// removed topics' logs deleted. Failures are logged and retried by the next change.
+fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(String, [u8; 16])]) {
+    for (name, id) in removed {
+        if manager.topic_id(name) == Some(*id) {
+            match manager.delete_topic(name) {
+                Ok(n) => {
+                    tracing::info!(topic = %name, partitions = n, "deleted, as the metadata says");
+                }
+                Err(error) => {
+                    tracing::error!(topic = %name, %error, "cannot delete a removed topic");
+                }
+            }
+        }
+    }
+    let local: BTreeSet<TopicPartition> = manager.partitions().into_iter().collect();
+    for want in placed {
+        if !local.contains(&want.tp) {
+            match manager.create_replica(&want.tp, want.topic_id, want.overrides.clone()) {
+                Ok(()) => tracing::info!(partition = %want.tp, broker_id, "replica created"),
+                Err(error) => {
+                    tracing::error!(partition = %want.tp, %error, "cannot create a replica");
+                    continue;
+                }
+            }
+        }
+        if let Some(epoch) = want.leader_epoch {
+            let result = manager.get_log(&want.tp).and_then(|log| log.become_leader(epoch));
+            if let Err(error) = result {
+                tracing::error!(partition = %want.tp, %error, "cannot take leadership");
+            }
+        }
+    }
+}

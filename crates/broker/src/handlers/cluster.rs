@@ -1,0 +1,333 @@
+//! What a cluster's broker answers from the committed metadata (Kafka's `KRaftMetadataCache`
+//! behind `KafkaApis`): Metadata and DescribeCluster list the live brokers and each partition's
+//! leader, replicas and ISR; topic changes are forwarded to the active controller.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+
+use super::{authorized_operations, str_bytes, topic_allowed, topic_name};
+use crate::Broker;
+use crate::cluster::image::{MetadataImage, TopicState};
+use crate::cluster::link::ClusterLink;
+use crate::cluster::raft::network::AdminRequest;
+use crate::security::Session;
+use crate::security::acl::{AclOperation, ResourceType};
+
+/// The name of the listener `session` came through: brokers are listed with their endpoint
+/// of the same name, as Kafka does.
+fn listener_name<'a>(broker: &'a Broker, session: &Session) -> &'a str {
+    broker
+        .config
+        .listeners
+        .get(session.listener)
+        .or_else(|| broker.config.listeners.first())
+        .map_or("PLAINTEXT", |l| l.name.as_str())
+}
+
+/// The live (unfenced) brokers with an endpoint on `listener`: (id, host, port, rack).
+fn live_brokers(image: &MetadataImage, listener: &str) -> Vec<(i32, String, i32, Option<String>)> {
+    image
+        .brokers
+        .values()
+        .filter(|b| !b.fenced)
+        .filter_map(|b| {
+            let endpoint = b.endpoints.iter().find(|e| e.name.eq_ignore_ascii_case(listener))?;
+            Some((b.id, endpoint.host.clone(), i32::from(endpoint.port), b.rack.clone()))
+        })
+        .collect()
+}
+
+/// Metadata for a cluster's broker. A topic asked for by name that does not exist is created
+/// through the controller when auto-creation is on (`num.partitions`, replication factor 1).
+pub(crate) fn metadata(
+    broker: &Broker,
+    link: &ClusterLink,
+    session: &Session,
+    request: &MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
+    let listener = listener_name(broker, session);
+    let mut response = MetadataResponse::default();
+    let auto_create = broker.config.auto_create_topics && request.allow_auto_topic_creation;
+    let all_topics = match &request.topics {
+        None => true,
+        Some(topics) => version == 0 && topics.is_empty(),
+    };
+    if !all_topics && auto_create {
+        auto_create_topics(broker, link, session, request);
+    }
+    link.with_image(|image| {
+        response.brokers = live_brokers(image, listener)
+            .into_iter()
+            .map(|(id, host, port, rack)| {
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(id))
+                    .with_host(str_bytes(&host))
+                    .with_port(port)
+                    .with_rack(rack.as_deref().map(str_bytes))
+            })
+            .collect();
+        if version >= 2 {
+            response.cluster_id = Some(str_bytes(&broker.cluster_id));
+        }
+        if version >= 1 {
+            // Kafka's KRaft brokers name a live broker: clients cannot reach controllers.
+            response.controller_id = BrokerId(link.broker_id());
+        }
+        if (8..=10).contains(&version) && request.include_cluster_authorized_operations {
+            response.cluster_authorized_operations = super::cluster_operations(broker, session);
+        }
+        let topic_operations = version >= 8 && request.include_topic_authorized_operations;
+        let wanted: Vec<(Option<String>, [u8; 16])> = if all_topics {
+            image.topics.values().map(|t| (Some(t.name.clone()), [0; 16])).collect()
+        } else {
+            request
+                .topics
+                .iter()
+                .flatten()
+                .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), *t.topic_id.as_bytes()))
+                .collect()
+        };
+        for (name, id) in wanted {
+            let mut out = MetadataResponseTopic::default();
+            let by_id = name.is_none();
+            let topic = match &name {
+                Some(name) => image.topic(name),
+                None => image.topics.get(&id),
+            };
+            let Some(topic) = topic else {
+                if let Some(name) = name {
+                    out.name = Some(topic_name(&name));
+                    out.error_code = if seglog_format::names::validate_topic(&name).is_err() {
+                        ResponseError::InvalidTopicException.code()
+                    } else {
+                        ResponseError::UnknownTopicOrPartition.code()
+                    };
+                } else {
+                    out.topic_id = uuid::Uuid::from_bytes(id);
+                    out.error_code = ResponseError::UnknownTopicId.code();
+                }
+                response.topics.push(out);
+                continue;
+            };
+            if !topic_allowed(broker, session, AclOperation::Describe, &topic.name) {
+                if !all_topics {
+                    if by_id {
+                        out.topic_id = uuid::Uuid::from_bytes(id);
+                    } else {
+                        out.name = Some(topic_name(&topic.name));
+                    }
+                    out.error_code = ResponseError::TopicAuthorizationFailed.code();
+                    response.topics.push(out);
+                }
+                continue;
+            }
+            out.name = Some(topic_name(&topic.name));
+            out.is_internal =
+                version >= 1 && crate::replica::INTERNAL_TOPICS.contains(&topic.name.as_str());
+            if version >= 10 {
+                out.topic_id = uuid::Uuid::from_bytes(topic.id);
+            }
+            if topic_operations {
+                out.topic_authorized_operations =
+                    authorized_operations(broker, session, ResourceType::Topic, &topic.name);
+            }
+            out.partitions = partitions(image, topic, version);
+            response.topics.push(out);
+        }
+    });
+    response
+}
+
+/// Metadata's auto-creation in a cluster: each named topic that does not exist, through the
+/// controller, when the client may create it.
+fn auto_create_topics(
+    broker: &Broker,
+    link: &ClusterLink,
+    session: &Session,
+    request: &MetadataRequest,
+) {
+    for topic in request.topics.iter().flatten() {
+        let Some(name) = &topic.name else { continue };
+        let name = name.0.to_string();
+        let exists = link.with_image(|image| image.topic_ids.contains_key(&name));
+        let allowed = topic_allowed(broker, session, AclOperation::Create, &name)
+            || super::cluster_allowed(broker, session, AclOperation::Create);
+        if !exists
+            && allowed
+            && seglog_format::names::validate_topic(&name).is_ok()
+            && !name.starts_with("__")
+        {
+            let partitions = i32::try_from(broker.config.log.n_partitions).unwrap_or(1);
+            let created = forward(
+                link,
+                AdminRequest::CreateTopic {
+                    name: name.clone(),
+                    partitions,
+                    replication_factor: 1,
+                    configs: Vec::new(),
+                    validate_only: false,
+                },
+            );
+            match created {
+                Ok(()) => tracing::info!(topic = %name, partitions, "auto-created topic"),
+                Err((code, text)) => {
+                    tracing::debug!(topic = %name, code, %text, "auto-creation refused");
+                }
+            }
+        }
+    }
+}
+
+/// A topic's partitions as Metadata lists them (Kafka's `KRaftMetadataCache.partitionMetadata`):
+/// a partition without a leader is LEADER_NOT_AVAILABLE; replicas on brokers that are not live
+/// are offline (v5+).
+fn partitions(
+    image: &MetadataImage,
+    topic: &TopicState,
+    version: i16,
+) -> Vec<MetadataResponsePartition> {
+    topic
+        .partitions
+        .iter()
+        .map(|(index, state)| {
+            let mut p = MetadataResponsePartition::default();
+            p.partition_index = *index;
+            p.leader_id = BrokerId(state.leader);
+            p.leader_epoch = if version >= 7 { state.leader_epoch } else { -1 };
+            p.replica_nodes = state.replicas.iter().copied().map(BrokerId).collect();
+            p.isr_nodes = state.isr.iter().copied().map(BrokerId).collect();
+            if version >= 5 {
+                p.offline_replicas = state
+                    .replicas
+                    .iter()
+                    .filter(|r| image.brokers.get(r).is_none_or(|b| b.fenced))
+                    .copied()
+                    .map(BrokerId)
+                    .collect();
+            }
+            if state.leader < 0 {
+                p.error_code = ResponseError::LeaderNotAvailable.code();
+            }
+            p
+        })
+        .collect()
+}
+
+/// DescribeCluster's brokers (v2 `include_fenced_brokers` lists the fenced ones too, marked).
+pub(crate) fn describe_cluster_brokers(
+    broker: &Broker,
+    link: &ClusterLink,
+    session: &Session,
+    include_fenced: bool,
+) -> Vec<DescribeClusterBroker> {
+    let listener = listener_name(broker, session);
+    link.with_image(|image| {
+        image
+            .brokers
+            .values()
+            .filter(|b| include_fenced || !b.fenced)
+            .filter_map(|b| {
+                let endpoint =
+                    b.endpoints.iter().find(|e| e.name.eq_ignore_ascii_case(listener))?;
+                Some(
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(b.id))
+                        .with_host(str_bytes(&endpoint.host))
+                        .with_port(i32::from(endpoint.port))
+                        .with_rack(b.rack.as_deref().map(str_bytes))
+                        .with_is_fenced(b.fenced),
+                )
+            })
+            .collect()
+    })
+}
+
+/// Forwards a topic change from a handler's blocking thread: `Ok` once the controller has
+/// committed it and this broker has applied it, else Kafka's code and message.
+pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (i16, String)> {
+    let name = match &request {
+        AdminRequest::CreateTopic { name, .. }
+        | AdminRequest::CreatePartitions { name, .. }
+        | AdminRequest::DeleteTopic { name } => name.clone(),
+    };
+    let factor = match &request {
+        AdminRequest::CreateTopic { replication_factor, .. } => *replication_factor,
+        _ => 1,
+    };
+    let answer = tokio::runtime::Handle::current().block_on(link.forward(request));
+    answer.map_err(|refusal| {
+        let live = link.with_image(|image| image.brokers.values().filter(|b| b.is_active()).count());
+        let code = refusal.code;
+        let text = if code == ResponseError::TopicAlreadyExists.code() {
+            format!("Topic '{name}' already exists.")
+        } else if code == ResponseError::UnknownTopicOrPartition.code() {
+            format!("The topic '{name}' does not exist.")
+        } else if code == ResponseError::InvalidReplicationFactor.code() {
+            format!(
+                "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} cannot be reached because only {live} broker(s) are registered."
+            )
+        } else {
+            refusal.message
+        };
+        (code, text)
+    })
+}
+
+/// Makes sure the cluster has `__consumer_offsets` (created through the controller with the
+/// coordinator's partition count and settings, as Kafka creates it on the first
+/// FindCoordinator), from a handler's blocking thread.
+pub(crate) fn ensure_offsets_topic(
+    broker: &Broker,
+    link: &ClusterLink,
+) -> Result<(), ResponseError> {
+    let name = crate::group::OFFSETS_TOPIC;
+    if link.with_image(|image| image.topic_ids.contains_key(name)) {
+        return Ok(());
+    }
+    let request = AdminRequest::CreateTopic {
+        name: name.to_owned(),
+        partitions: broker.config.groups.offsets_topic_partitions,
+        replication_factor: 1,
+        configs: broker.groups.offsets_topic_overrides().into_iter().collect(),
+        validate_only: false,
+    };
+    match forward(link, request) {
+        Ok(()) => Ok(()),
+        // Another broker created it first.
+        Err((code, _)) if code == ResponseError::TopicAlreadyExists.code() => Ok(()),
+        Err((code, text)) => {
+            tracing::warn!(code, %text, "cannot create {name}");
+            Err(ResponseError::CoordinatorNotAvailable)
+        }
+    }
+}
+
+/// The coordinator of `group_id`: the leader of its partition of `__consumer_offsets`, with
+/// its endpoint on the listener of `session`; COORDINATOR_NOT_AVAILABLE while it has none.
+pub(crate) fn group_coordinator(
+    broker: &Broker,
+    link: &ClusterLink,
+    session: &Session,
+    group_id: &str,
+) -> Result<(i32, String, i32), ResponseError> {
+    let partition = broker.groups.partition_of(group_id);
+    let listener = listener_name(broker, session);
+    link.with_image(|image| {
+        let leader = image
+            .topic(crate::group::OFFSETS_TOPIC)
+            .and_then(|t| t.partitions.get(&partition))
+            .map(|p| p.leader)
+            .filter(|leader| *leader >= 0)
+            .ok_or(ResponseError::CoordinatorNotAvailable)?;
+        live_brokers(image, listener)
+            .into_iter()
+            .find(|(id, ..)| *id == leader)
+            .map(|(id, host, port, _)| (id, host, port))
+            .ok_or(ResponseError::CoordinatorNotAvailable)
+    })
+}
