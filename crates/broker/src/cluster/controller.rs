@@ -82,6 +82,9 @@ pub fn valid_topic_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }
 
+/// How many producer ids a broker gets at once (Kafka's `ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE`).
+pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
+
 /// The controller: the committed image and the brokers' last heartbeats.
 #[derive(Debug, Clone)]
 pub struct Controller {
@@ -363,6 +366,20 @@ impl Controller {
             .zip(placed)
             .map(|(id, replicas)| new_partition(topic.id, id, replicas))
             .collect())
+    }
+
+    /// AllocateProducerIds (Kafka's `ProducerIdControlManager`): the next block of
+    /// [`PRODUCER_ID_BLOCK_SIZE`] ids for a registered broker; returns the block's first id.
+    pub fn allocate_producer_ids(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<(i64, Vec<MetadataRecord>), ResponseError> {
+        self.check_broker_epoch(broker_id, broker_epoch)?;
+        let start = self.image.next_producer_id.max(0);
+        let next_producer_id =
+            start.checked_add(PRODUCER_ID_BLOCK_SIZE).ok_or(ResponseError::UnknownServerError)?;
+        Ok((start, vec![MetadataRecord::ProducerIds { broker_id, broker_epoch, next_producer_id }]))
     }
 
     /// DeleteTopics for one topic.

@@ -20,8 +20,9 @@ use seglog_storage::manager::LogManager;
 
 use super::broker_member::BrokerMember;
 use super::controller::BrokerRegistrationRequest;
+use super::controller::PRODUCER_ID_BLOCK_SIZE;
 use super::image::{MetadataImage, TopicState};
-use super::raft::network::{AdminRequest, Refusal, send_admin};
+use super::raft::network::{AdminReply, AdminRequest, Refusal, send_admin};
 use super::raft::node::{MetadataNode, QuorumError};
 use super::records::CONFIG_RESOURCE_TOPIC;
 use super::records::Endpoint;
@@ -45,6 +46,8 @@ pub struct ClusterLink {
     /// The image offset up to which the applier has made this broker's replicas.
     materialized_offset: Arc<AtomicI64>,
     applier: tokio::task::JoinHandle<()>,
+    /// The producer ids this broker may hand out: (next, end).
+    producer_ids: tokio::sync::Mutex<Option<(i64, i64)>>,
 }
 
 impl ClusterLink {
@@ -57,7 +60,13 @@ impl ClusterLink {
             manager,
             Arc::clone(&materialized_offset),
         ));
-        Self { broker_id, member, materialized_offset, applier }
+        Self {
+            broker_id,
+            member,
+            materialized_offset,
+            applier,
+            producer_ids: tokio::sync::Mutex::new(None),
+        }
     }
 
     /// This broker's id.
@@ -78,7 +87,7 @@ impl ClusterLink {
     /// Sends a topic change to the active controller and waits until this broker has applied
     /// it and made its replicas. A refusal is the controller's (Kafka's code and message); a
     /// controller that cannot be reached within the timeout is REQUEST_TIMED_OUT (7).
-    pub async fn forward(&self, request: AdminRequest) -> Result<(), Refusal> {
+    pub async fn forward(&self, request: AdminRequest) -> Result<AdminReply, Refusal> {
         let deadline = Instant::now() + FORWARD_TIMEOUT;
         let voters = self.member.voters().to_vec();
         let mut voter = 0usize;
@@ -87,7 +96,7 @@ impl ClusterLink {
             message: format!("the active controller did not {what} within {FORWARD_TIMEOUT:?}"),
             leader: None,
         };
-        let offset = loop {
+        let reply = loop {
             if Instant::now() >= deadline {
                 return Err(timed_out("answer"));
             }
@@ -95,7 +104,7 @@ impl ClusterLink {
                 return Err(timed_out("answer"));
             };
             match send_admin(addr, request.clone(), FORWARD_CALL_TIMEOUT).await {
-                Ok(Ok(offset)) => break offset,
+                Ok(Ok(reply)) => break reply,
                 // NOT_CONTROLLER: ask the leader it names, else the next voter.
                 Ok(Err(refusal)) if refusal.code == 41 => {
                     voter = refusal
@@ -109,13 +118,37 @@ impl ClusterLink {
             }
             tokio::time::sleep(FORWARD_RETRY).await;
         };
-        while self.materialized_offset.load(Ordering::SeqCst) < offset {
+        while self.materialized_offset.load(Ordering::SeqCst) < reply.offset {
             if Instant::now() >= deadline {
                 return Err(timed_out("reach this broker"));
             }
             tokio::time::sleep(APPLY_CHECK).await;
         }
-        Ok(())
+        Ok(reply)
+    }
+
+    /// A producer id never handed out in the cluster: from this broker's block, and a new block
+    /// from the controller when it is used up (Kafka's `RPCProducerIdManager`).
+    pub async fn allocate_producer_id(&self) -> Result<i64, Refusal> {
+        let mut block = self.producer_ids.lock().await;
+        if let Some((next, end)) = *block
+            && next < end
+        {
+            *block = Some((next + 1, end));
+            return Ok(next);
+        }
+        let request = AdminRequest::AllocateProducerIds {
+            broker_id: self.broker_id,
+            broker_epoch: self.member.epoch(),
+        };
+        let reply = self.forward(request).await?;
+        let start = reply.producer_id_start.ok_or_else(|| Refusal {
+            code: -1,
+            message: "the controller answered without producer ids".to_owned(),
+            leader: None,
+        })?;
+        *block = Some((start + 1, start + PRODUCER_ID_BLOCK_SIZE));
+        Ok(start)
     }
 
     /// Stops the applier and the membership.

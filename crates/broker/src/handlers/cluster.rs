@@ -254,13 +254,14 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         AdminRequest::CreateTopic { name, .. }
         | AdminRequest::CreatePartitions { name, .. }
         | AdminRequest::DeleteTopic { name } => name.clone(),
+        AdminRequest::AllocateProducerIds { .. } => String::new(),
     };
     let factor = match &request {
         AdminRequest::CreateTopic { replication_factor, .. } => *replication_factor,
         _ => 1,
     };
     let answer = tokio::runtime::Handle::current().block_on(link.forward(request));
-    answer.map_err(|refusal| {
+    answer.map(|_| ()).map_err(|refusal| {
         let live = link.with_image(|image| image.brokers.values().filter(|b| b.is_active()).count());
         let code = refusal.code;
         let text = if code == ResponseError::TopicAlreadyExists.code() {

@@ -88,6 +88,20 @@ pub(crate) async fn init_producer_id(
         return encode(&response, version);
     }
     let Some(transactional_id) = request.transactional_id.as_ref().map(|id| text(&id.0)) else {
+        if let Some(link) = broker.cluster() {
+            // Producer ids are the cluster's: blocks from the controller.
+            match link.allocate_producer_id().await {
+                Ok(producer_id) => {
+                    response.producer_id = ProducerId(producer_id);
+                    response.producer_epoch = 0;
+                }
+                Err(refusal) => {
+                    tracing::warn!(%refusal, "no producer id from the controller");
+                    response.error_code = ResponseError::CoordinatorNotAvailable.code();
+                }
+            }
+            return encode(&response, version);
+        }
         let manager = Arc::clone(broker.manager());
         match blocking(move || manager.allocate_producer_id()).await? {
             Ok(producer_id) => {

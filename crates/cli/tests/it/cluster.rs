@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -257,11 +257,12 @@ fn three_controller_processes_survive_a_sigkill_of_their_leader() {
 }
 
 /// `scripts/cluster.sh` as its usage says: up forms the quorum, kill and start take a
-/// controller away and back, status asks each, down stops them.
+/// node away and back, status asks each, down stops them.
 #[test]
 fn the_cluster_script_runs_a_local_quorum() {
     let root = tempfile::tempdir().unwrap();
     let ports: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
+    let broker_ports: Vec<String> = (0..3).map(|_| free_port().to_string()).collect();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
     let dir = root.path().join("quorum");
     let run = |args: &[&str]| {
@@ -271,6 +272,7 @@ fn the_cluster_script_runs_a_local_quorum() {
             .arg("--dir")
             .arg(&dir)
             .args(["--ports", &ports.join(",")])
+            .args(["--broker-ports", &broker_ports.join(",")])
             .env("SEGLOG_BIN", SEGLOG)
             .output()
             .unwrap();
@@ -299,10 +301,8 @@ fn the_cluster_script_runs_a_local_quorum() {
     let (ok, text) = run(&["kill", &leader.to_string()]);
     assert!(ok && text.contains("killed"), "{text}");
     let other = if leader == 1 { 2 } else { 1 };
-    let logs = || {
-        std::fs::read_to_string(dir.join(format!("controller-{other}/controller.log")))
-            .unwrap_or_default()
-    };
+    let logs =
+        || std::fs::read_to_string(dir.join(format!("node-{other}/node.log"))).unwrap_or_default();
     poll_until("a new leader", Duration::from_secs(30), logs, || {
         status(port(other))
             .is_some_and(|s| s["LeaderId"] != "none" && s["LeaderId"] != leader.to_string())

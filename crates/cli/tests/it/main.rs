@@ -3,6 +3,7 @@
 
 mod cli;
 mod cluster;
+mod cluster_clients;
 mod cluster_faults;
 mod compact;
 mod console;

@@ -65,6 +65,19 @@ pub enum AdminRequest {
     DeleteTopic {
         name: String,
     },
+    /// AllocateProducerIds: a block of producer ids for the broker.
+    AllocateProducerIds {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
+}
+
+/// A forwarded change's answer: the metadata offset it is applied at on the controller, and
+/// for AllocateProducerIds the block's first id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminReply {
+    pub offset: i64,
+    pub producer_id_start: Option<i64>,
 }
 
 /// A broker's registration, with where its learner answers Raft's RPCs.
@@ -93,7 +106,7 @@ enum Response {
     Registered(Result<i64, Refusal>),
     Heartbeat(Result<HeartbeatReply, Refusal>),
     /// The metadata offset the change is applied at on the controller.
-    Admin(Result<i64, Refusal>),
+    Admin(Result<AdminReply, Refusal>),
 }
 
 async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
@@ -348,7 +361,7 @@ async fn heartbeat(
 
 /// A forwarded topic change on the leader: decided on the committed image, committed, applied;
 /// the answer is the applied offset, which the broker waits for before it answers its client.
-async fn admin(operator: &Operator, request: AdminRequest) -> Result<i64, Refusal> {
+async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply, Refusal> {
     if !operator.is_leader() {
         return Err(not_controller(operator, "not the active controller".to_owned()));
     }
@@ -363,7 +376,7 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<i64, Refusa
     let mut topic_id = [0u8; 16];
     topic_id.copy_from_slice(id);
     let start = start.iter().fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
-    operator
+    let producer_id_start = operator
         .operate_with(now, |c, _| {
             let (records, validate_only) = match &request {
                 AdminRequest::CreateTopic {
@@ -387,12 +400,16 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<i64, Refusa
                     (c.create_partitions(name, *total, start)?, *validate_only)
                 }
                 AdminRequest::DeleteTopic { name } => (c.delete_topic(name)?, false),
+                AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
+                    let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
+                    return Ok((Some(start), records));
+                }
             };
-            Ok(((), if validate_only { Vec::new() } else { records }))
+            Ok((None, if validate_only { Vec::new() } else { records }))
         })
         .await
         .map_err(|e| refusal(operator, e))?;
-    Ok(operator.state().applied_offset())
+    Ok(AdminReply { offset: operator.state().applied_offset(), producer_id_start })
 }
 
 /// Sends a broker RPC to the voter at `addr` within `timeout`.
@@ -430,7 +447,7 @@ pub async fn send_admin(
     addr: &str,
     request: AdminRequest,
     timeout: Duration,
-) -> io::Result<Result<i64, Refusal>> {
+) -> io::Result<Result<AdminReply, Refusal>> {
     match broker_call(addr, &Request::Admin(request), timeout).await? {
         Response::Admin(answer) => Ok(answer),
         _ => Err(io::Error::other("an answer of another kind")),

@@ -1,0 +1,221 @@
+//! A three-node cluster from `scripts/cluster.sh` (each node a broker and a voter) serving real
+//! clients: kcat lists three brokers; librdkafka (the `rdkafka` crate) creates a topic through
+//! any broker, finds its leaders spread over all three, produces through one broker and
+//! consumes in a group through another; a SIGKILLed leader's partitions come back under a
+//! higher leader epoch once it restarts, and the producer and consumer go on with nothing
+//! lost or duplicated.
+
+#![allow(clippy::unwrap_used, reason = "a test: a failed call is the failure")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Message, TopicPartitionList};
+
+use crate::cluster::{free_port, poll_until};
+use crate::serve::{client, which};
+
+const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
+const TOPIC: &str = "orders";
+const PARTITIONS: i32 = 6;
+
+/// The cluster of `scripts/cluster.sh` on free ports, stopped on drop.
+struct Cluster {
+    dir: std::path::PathBuf,
+    ports: Vec<String>,
+    broker_ports: Vec<String>,
+}
+
+impl Cluster {
+    fn run(&self, args: &[&str]) -> (bool, String) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
+        let output = Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--ports", &self.ports.join(",")])
+            .args(["--broker-ports", &self.broker_ports.join(",")])
+            .env("SEGLOG_BIN", SEGLOG)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    }
+
+    fn bootstrap(&self, node: usize) -> String {
+        format!("127.0.0.1:{}", self.broker_ports[node - 1])
+    }
+
+    fn logs(&self) -> String {
+        (1..=3)
+            .map(|n| {
+                let log = self.dir.join(format!("node-{n}/node.log"));
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(15).collect();
+                format!("== node {n}\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.run(&["down"]);
+    }
+}
+
+/// Each partition's leader as a client's Metadata shows it; -1 for none.
+fn leaders(bootstrap: &str) -> BTreeMap<i32, i32> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("a metadata client");
+    let Ok(metadata) = consumer.fetch_metadata(Some(TOPIC), Duration::from_secs(10)) else {
+        return BTreeMap::new();
+    };
+    metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == TOPIC && t.error().is_none())
+        .flat_map(|t| t.partitions().iter().map(|p| (p.id(), p.leader())))
+        .collect()
+}
+
+/// The `leader-epoch-checkpoint` of `partition` on `node` (librdkafka's metadata does not
+/// show leader epochs): a new leader epoch adds a line.
+fn leader_epoch_file(dir: &Path, node: i32, partition: i32) -> String {
+    let path = dir.join(format!("node-{node}/data/{TOPIC}-{partition}/leader-epoch-checkpoint"));
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+async fn produce(bootstrap: &str, from: usize, to: usize) {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("enable.idempotence", "true")
+        .set("message.timeout.ms", "60000")
+        .create()
+        .expect("a producer");
+    let mut deliveries = Vec::new();
+    for i in from..to {
+        let (key, value) = (format!("k{i}"), format!("v{i}"));
+        let record = FutureRecord::to(TOPIC).key(&key).payload(&value);
+        let delivery = producer.send_result(record).map_err(|(error, _)| error);
+        deliveries.push(delivery.unwrap_or_else(|error| panic!("record {i} not queued: {error}")));
+    }
+    for (i, delivery) in (from..).zip(deliveries) {
+        let delivered = delivery.await.expect("the producer stays");
+        delivered.unwrap_or_else(|(error, _)| panic!("record {i} not acknowledged: {error}"));
+    }
+}
+
+/// Consumes in group `group` through `bootstrap` until `n` records came (or 60 s passed),
+/// commits, checks that the group's committed offsets add up to `committed_total`, and returns
+/// the values seen, each with how often it came.
+fn consume(
+    bootstrap: &str,
+    group: &str,
+    n: usize,
+    committed_total: i64,
+) -> BTreeMap<String, usize> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("a consumer");
+    consumer.subscribe(&[TOPIC]).expect("subscribed");
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let deadline = std::time::Instant::now() + Duration::from_mins(1);
+    while seen.values().sum::<usize>() < n && std::time::Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(500)) {
+            let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+            *seen.entry(value).or_default() += 1;
+        }
+    }
+    consumer.commit_consumer_state(CommitMode::Sync).expect("offsets committed");
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..PARTITIONS {
+        assignment.add_partition(TOPIC, p);
+    }
+    let committed = consumer.committed_offsets(assignment, Duration::from_secs(10)).unwrap();
+    let total: i64 = committed.elements().iter().filter_map(|e| e.offset().to_raw()).sum();
+    assert_eq!(total, committed_total, "the committed offsets after {seen:?}");
+    seen
+}
+
+#[test]
+fn a_three_node_cluster_serves_real_clients_through_any_broker() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster {
+        dir: root.path().join("cluster"),
+        ports: (0..3).map(|_| free_port().to_string()).collect(),
+        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
+    };
+    let (ok, text) = cluster.run(&["up"]);
+    assert!(ok, "{text}\n{}", cluster.logs());
+    assert_eq!(text.matches("Broker:").count(), 3, "{text}");
+    if let Some(kcat) = client("kcat", which("kcat")) {
+        let output = Command::new(kcat).args(["-b", &cluster.bootstrap(2), "-L"]).output().unwrap();
+        let listing = String::from_utf8_lossy(&output.stdout);
+        assert!(listing.contains(" 3 brokers:"), "{listing}");
+        for n in 1..=3 {
+            assert!(
+                listing.contains(&format!("broker {n} at {}", cluster.bootstrap(n))),
+                "{listing}"
+            );
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(3)).create().unwrap();
+        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1));
+        let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    });
+    let spread = leaders(&cluster.bootstrap(1));
+    let brokers: BTreeSet<i32> = spread.values().copied().collect();
+    assert_eq!(spread.len(), 6, "{spread:?}");
+    assert_eq!(brokers, BTreeSet::from([1, 2, 3]), "leaders spread over the brokers: {spread:?}");
+    runtime.block_on(produce(&cluster.bootstrap(1), 0, 300));
+    let seen = consume(&cluster.bootstrap(3), "billing", 300, 300);
+    assert_eq!(seen.len(), 300, "every record once");
+    assert!(seen.values().all(|n| *n == 1), "no duplicates");
+
+    // A leader dies and comes back: its partitions return under a higher leader epoch.
+    let victim = spread[&0];
+    let epochs_before = leader_epoch_file(&cluster.dir, victim, 0);
+    let (ok, text) = cluster.run(&["kill", &victim.to_string()]);
+    assert!(ok && text.contains("killed"), "{text}");
+    let (ok, text) = cluster.run(&["start", &victim.to_string()]);
+    assert!(ok && text.contains("started"), "{text}");
+    let other = if victim == 1 { 2 } else { 1 };
+    runtime.block_on(produce(&cluster.bootstrap(other), 300, 600));
+    poll_until(
+        "the restarted leader's partition 0 under a new epoch",
+        Duration::from_mins(1),
+        || cluster.logs(),
+        || {
+            let now = leader_epoch_file(&cluster.dir, victim, 0);
+            now.lines().count() > epochs_before.lines().count()
+        },
+    );
+    let seen = consume(&cluster.bootstrap(other), "billing", 300, 600);
+    let expected: BTreeSet<String> = (300..600).map(|i| format!("v{i}")).collect();
+    assert_eq!(seen.keys().cloned().collect::<BTreeSet<_>>(), expected, "the rest, once each");
+    assert!(seen.values().all(|n| *n == 1), "no duplicates");
+}
