@@ -748,54 +748,6 @@ impl LogManager {
         self.add_partitions(topic, topic_id, current..n_partitions_total, &config)
     }
 
-    /// Creates one partition of `topic` with the topic id `topic_id`, as a cluster's broker
-    /// does for each replica the metadata gives it (Kafka's `ReplicaManager.applyDelta` making
-    /// a local log): the other partitions of the topic may live on other brokers. An existing
-    /// partition is an error; the topic's `overrides` are set with the first one.
-    pub fn create_replica(
-        &self,
-        tp: &TopicPartition,
-        topic_id: [u8; 16],
-        overrides: BTreeMap<String, String>,
-    ) -> Result<()> {
-        validate_topic(&tp.topic).map_err(|error| Error::InvalidArgument(error.to_string()))?;
-        let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
-        let existing = self.partitions_of(&tp.topic);
-        if existing.iter().any(|known| known.topic_partition().partition == tp.partition) {
-            return Err(Error::TopicAlreadyExists { topic: tp.to_string() });
-        }
-        // Partitions above this one would go with a rollback of its creation.
-        if existing.iter().any(|known| known.topic_partition().partition > tp.partition) {
-            return Err(Error::InvalidArgument(format!(
-                "{tp}: a replica is created in partition order, and {} has a higher one",
-                tp.topic
-            )));
-        }
-        if existing.is_empty() {
-            self.default_log_config()
-                .with_overrides(&overrides)
-                .map_err(|error| Error::InvalidArgument(format!("topic {}: {error}", tp.topic)))?;
-            let mut stored = self.topic_overrides.write().unwrap_or_else(PoisonError::into_inner);
-            let changed = if overrides.is_empty() {
-                stored.remove(&tp.topic).is_some()
-            } else {
-                stored.insert(tp.topic.clone(), overrides);
-                true
-            };
-            drop(stored);
-            if changed {
-                self.store_topic_overrides()?;
-            }
-        }
-        let config = self.topic_config(&tp.topic)?;
-        self.add_partitions(&tp.topic, topic_id, tp.partition..tp.partition + 1, &config)?;
-        self.topic_ids
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(tp.topic.clone(), topic_id);
-        Ok(())
-    }
-
     /// The topic id of `topic`, from the `partition.metadata` of its first partition.
     pub fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
         if let Some(id) = self.topic_ids.read().unwrap_or_else(PoisonError::into_inner).get(topic) {

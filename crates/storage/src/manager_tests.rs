@@ -732,3 +732,38 @@ fn an_idle_manager_rewrites_no_checkpoint() {
     assert_ne!(checkpoint_bytes(&fs), written, "a change is checkpointed at the next due tick");
     assert!(fs.exists(&recovery_points).unwrap());
 }
+
+/// A cluster's broker makes only the partitions the metadata places on it (here 1 and 4 of a
+/// six-partition topic), with the cluster's topic id and configs; they survive a restart, the
+/// metadata log's directory beside them is never opened as a partition, and leadership at a
+/// new epoch starts that epoch at the log end.
+#[test]
+fn a_cluster_broker_creates_the_replicas_it_is_given() {
+    let fs = SimFs::new();
+    let manager = open_for_creation(&fs);
+    let topic_id = [7; 16];
+    let overrides = BTreeMap::from([("retention.ms".to_owned(), "60000".to_owned())]);
+    manager.create_replica(&tp("orders", 1), topic_id, overrides.clone()).unwrap();
+    manager.create_replica(&tp("orders", 4), topic_id, BTreeMap::new()).unwrap();
+    let refused = manager.create_replica(&tp("orders", 4), topic_id, BTreeMap::new());
+    assert!(refused.is_err_and(|e| e.to_string().contains("exists")));
+    let refused = manager.create_replica(&tp("orders", 2), topic_id, BTreeMap::new());
+    assert!(refused.is_err_and(|e| e.to_string().contains("partition order")));
+    assert_eq!(manager.partitions(), vec![tp("orders", 1), tp("orders", 4)]);
+    assert_eq!(manager.topic_id("orders"), Some(topic_id));
+    assert_eq!(manager.topic_config("orders").unwrap().retention_ms, 60_000);
+    produce(&manager, &tp("orders", 4), 3);
+    let log = manager.get_log(&tp("orders", 4)).unwrap();
+    assert!(log.become_leader(5).unwrap(), "a new epoch");
+    assert!(!log.become_leader(5).unwrap(), "the same epoch again");
+    assert_eq!(log.leader_epochs().unwrap().last(), Some(&(5, 3)));
+    assert_eq!(log.high_watermark().unwrap(), 3);
+    drop(log);
+    fs.create_dir_all(Path::new("/data/a/__cluster_metadata-0")).unwrap();
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open_for_creation(&fs);
+    assert_eq!(manager.partitions(), vec![tp("orders", 1), tp("orders", 4)]);
+    assert_eq!(manager.topic_id("orders"), Some(topic_id));
+    assert_eq!(manager.topic_config("orders").unwrap().retention_ms, 60_000);
+}

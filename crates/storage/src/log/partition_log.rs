@@ -395,26 +395,6 @@ impl PartitionLog {
             .collect())
     }
 
-    /// Takes leadership at `leader_epoch`, as a cluster's metadata assigns it (Kafka's
-    /// `Partition.makeLeader` with `maybeAssignEpochStartOffset`): an epoch above the latest
-    /// starts at the log end, and the high watermark moves to the log end (the only replica).
-    /// Returns whether the epoch was new.
-    pub fn become_leader(&self, leader_epoch: i32) -> Result<bool> {
-        let mut state = self.write_state()?;
-        let latest = state.epoch_cache.latest_epoch();
-        let assigned = if latest.is_none_or(|latest| leader_epoch > latest) {
-            let log_end = state.local.log_end_offset();
-            state.epoch_cache.assign(leader_epoch, log_end)?
-        } else {
-            false
-        };
-        if state.high_watermark.message_offset < state.local.log_end_offset() {
-            let log_end = state.local.next_offset_metadata();
-            set_high_watermark(&mut state, log_end);
-        }
-        Ok(assigned)
-    }
-
     /// Validates `records` as a leader does (Kafka's `LogValidator`), assigns offsets from the
     /// log end, stamps `leader_epoch`, rolls when needed, and appends. The result says which
     /// offsets are durable: with `fsync-every-append` all of them.

@@ -15,10 +15,11 @@
 //! So after any failure the topic is as it was before the call: absent, or with its old
 //! partitions.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
-use seglog_format::names::{DirState, PartitionDir};
+use seglog_format::names::{DirState, PartitionDir, validate_topic};
 
 use super::{LogManager, OpenReport};
 use crate::dirs::checkpoint::{read_text_if_exists, write_atomically};
@@ -55,6 +56,54 @@ fn parse_marker(path: &Path, text: &str) -> Result<i32> {
 }
 
 impl LogManager {
+    /// Creates one partition of `topic` with the topic id `topic_id`, as a cluster's broker
+    /// does for each replica the metadata gives it (Kafka's `ReplicaManager.applyDelta` making
+    /// a local log): the other partitions of the topic may live on other brokers. An existing
+    /// partition is an error; the topic's `overrides` are set with the first one.
+    pub fn create_replica(
+        &self,
+        tp: &TopicPartition,
+        topic_id: [u8; 16],
+        overrides: BTreeMap<String, String>,
+    ) -> Result<()> {
+        validate_topic(&tp.topic).map_err(|error| Error::InvalidArgument(error.to_string()))?;
+        let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
+        let existing = self.partitions_of(&tp.topic);
+        if existing.iter().any(|known| known.topic_partition().partition == tp.partition) {
+            return Err(Error::TopicAlreadyExists { topic: tp.to_string() });
+        }
+        // Partitions above this one would go with a rollback of its creation.
+        if existing.iter().any(|known| known.topic_partition().partition > tp.partition) {
+            return Err(Error::InvalidArgument(format!(
+                "{tp}: a replica is created in partition order, and {} has a higher one",
+                tp.topic
+            )));
+        }
+        if existing.is_empty() {
+            self.default_log_config()
+                .with_overrides(&overrides)
+                .map_err(|error| Error::InvalidArgument(format!("topic {}: {error}", tp.topic)))?;
+            let mut stored = self.topic_overrides.write().unwrap_or_else(PoisonError::into_inner);
+            let changed = if overrides.is_empty() {
+                stored.remove(&tp.topic).is_some()
+            } else {
+                stored.insert(tp.topic.clone(), overrides);
+                true
+            };
+            drop(stored);
+            if changed {
+                self.store_topic_overrides()?;
+            }
+        }
+        let config = self.topic_config(&tp.topic)?;
+        self.add_partitions(&tp.topic, topic_id, tp.partition..tp.partition + 1, &config)?;
+        self.topic_ids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tp.topic.clone(), topic_id);
+        Ok(())
+    }
+
     /// Writes the creation markers of `topic` into every online log directory.
     pub(super) fn begin_creation(&self, topic: &str, first_partition: i32) -> Result<()> {
         let text = marker_text(first_partition);

@@ -229,6 +229,26 @@ impl PartitionLog {
         self.maybe_increment_leader_high_watermark().map(|_| ())
     }
 
+    /// Takes leadership at `leader_epoch`, as a cluster's metadata assigns it (Kafka's
+    /// `Partition.makeLeader` with `maybeAssignEpochStartOffset`): an epoch above the latest
+    /// starts at the log end, and the high watermark moves to the log end (the only replica).
+    /// Returns whether the epoch was new.
+    pub fn become_leader(&self, leader_epoch: i32) -> Result<bool> {
+        let mut state = self.write_state()?;
+        let latest = state.epoch_cache.latest_epoch();
+        let assigned = if latest.is_none_or(|latest| leader_epoch > latest) {
+            let log_end = state.local.log_end_offset();
+            state.epoch_cache.assign(leader_epoch, log_end)?
+        } else {
+            false
+        };
+        if state.high_watermark.message_offset < state.local.log_end_offset() {
+            let log_end = state.local.next_offset_metadata();
+            set_high_watermark(&mut state, log_end);
+        }
+        Ok(assigned)
+    }
+
     /// Applies a new topic configuration to an unloaded log (it loads with it); `false` when
     /// the log is loaded.
     pub(super) fn set_unloaded_config(&self, config: &LogConfig) -> bool {
