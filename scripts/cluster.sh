@@ -3,18 +3,20 @@
 # of the metadata quorum (Kafka's combined mode, process.roles=broker,controller), formatted
 # with one cluster id (docs/cluster.md).
 #
-# Usage: scripts/cluster.sh up|down|status|kill N|start N [--dir DIR] [--ports P1,P2,P3]
-#                           [--broker-ports B1,B2,B3]
+# Usage: scripts/cluster.sh up|down|status|stop N|kill N|start N [--dir DIR] [--ports P1,P2,P3]
+#                           [--broker-ports B1,B2,B3] [--extra-properties FILE]
 #
 #   up              formats (once) and starts the three nodes, then waits for the quorum and
 #                   for the three brokers to be registered and unfenced
 #   down            stops them (SIGTERM)
 #   status          `seglog cluster status` of each node
+#   stop N          stops node N (SIGTERM: a controlled shutdown) and waits until it is gone
 #   kill N          SIGKILLs node N (1-3)
 #   start N         starts node N again
 #   --dir           where the nodes keep their directories and logs (default ./seglog-cluster)
 #   --ports         their quorum (controller) ports (default 19093,19094,19095)
 #   --broker-ports  their Kafka listeners' ports (default 29092,29093,29094)
+#   --extra-properties  a file of more settings for every node (up only)
 #
 # Clients bootstrap from any broker: kcat -b 127.0.0.1:29092 -L
 #
@@ -26,19 +28,21 @@ command=${1:-}
 [ $# -gt 0 ] && shift
 node=""
 case "$command" in
-    kill | start) node=${1:?"$command needs a node number, 1 to 3"}; shift ;;
+    kill | start | stop) node=${1:?"$command needs a node number, 1 to 3"}; shift ;;
     up | down | status) ;;
-    -h | --help | "") sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help | "") sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown command: $command" >&2; exit 2 ;;
 esac
 dir=./seglog-cluster
 ports=19093,19094,19095
 broker_ports=29092,29093,29094
+extra_properties=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --dir) dir=$2; shift ;;
         --ports) ports=$2; shift ;;
         --broker-ports) broker_ports=$2; shift ;;
+        --extra-properties) extra_properties=$2; shift ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -92,6 +96,7 @@ metadata.log.dir=$d/metadata
 seglog.metrics.listener=
 seglog.console.listener=
 PROPS
+            [ -n "$extra_properties" ] && cat "$extra_properties" >>"$d/node.properties"
             if [ ! -f "$d/metadata/meta.properties" ]; then
                 cluster_id=${cluster_id:-$("$seglog" format --random-uuid -c "$d/node.properties")}
                 "$seglog" format --cluster-id "$cluster_id" --config "$d/node.properties" >/dev/null
@@ -131,6 +136,15 @@ PROPS
             echo "== node $n"
             status_of "$n" || echo "(not answering)"
         done
+        ;;
+    stop)
+        d=$(node_dir "$node")
+        if [ -f "$d/pid" ] && kill "$(cat "$d/pid")" 2>/dev/null; then
+            pid=$(cat "$d/pid")
+            for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            echo "node $node stopped"
+        fi
+        rm -f "$d/pid"
         ;;
     kill)
         d=$(node_dir "$node")

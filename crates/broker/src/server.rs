@@ -417,6 +417,15 @@ impl Server {
     /// Stops accepting, lets every in-flight request finish (up to 30 s), then flushes and
     /// checkpoints every log and writes the clean-shutdown markers.
     pub async fn shutdown(mut self) -> Result<(), ServeError> {
+        if let Some(link) = self.broker.cluster() {
+            // Kafka's controlled shutdown: leaderships move away while this broker still
+            // answers, so that clients learn the new leaders before it goes.
+            if !link.member().controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT).await {
+                tracing::warn!(
+                    "controlled shutdown not granted within {CONTROLLED_SHUTDOWN_TIMEOUT:?}; stopping anyway"
+                );
+            }
+        }
         let _ = self.stop.send(true);
         // Waiting joins and syncs answer now, so their connections can finish.
         self.broker.groups.shutdown();
@@ -446,6 +455,9 @@ impl Server {
         Ok(())
     }
 }
+
+/// How long a cluster's broker waits for its controlled shutdown to be granted.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The accept loop's backoff after a failed accept, doubling from the first to the second.
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);

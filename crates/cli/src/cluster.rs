@@ -142,6 +142,16 @@ pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
     let status = runtime
         .block_on(fetch_status(controller, Duration::from_secs(5)))
         .with_context(|| format!("cannot reach the controller at {controller}"))?;
+    // The members' progress is the leader's to know: asked of it when this voter follows.
+    let leader_view = match status.leader {
+        Some(leader) if leader != status.node_id => {
+            status.addresses.iter().find(|(id, _)| *id == leader).and_then(|(_, addr)| {
+                runtime.block_on(fetch_status(addr, Duration::from_secs(5))).ok()
+            })
+        }
+        _ => None,
+    };
+    let progress = leader_view.as_ref().unwrap_or(&status);
     let ids = |ids: &[u64]| ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
     println!("NodeId:           {}", status.node_id);
     println!(
@@ -159,6 +169,17 @@ pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
         status.metadata_version.map_or_else(|| "none".to_owned(), |v| v.to_string())
     );
     println!("Topics:           {}", status.topics);
+    if progress.high_watermark >= 0 {
+        println!("HighWatermark:    {}", progress.high_watermark);
+        for (id, end) in &progress.progress {
+            let lag = if *end < 0 {
+                "unknown".to_owned()
+            } else {
+                (progress.high_watermark - end).max(0).to_string()
+            };
+            println!("Replica:          {id} log end {end} lag {lag}");
+        }
+    }
     for (id, epoch, fenced) in &status.brokers {
         println!("Broker:           {id} epoch {epoch}{}", if *fenced { " fenced" } else { "" });
     }

@@ -31,6 +31,7 @@ pub struct BrokerMember {
     lifecycle: tokio::task::JoinHandle<()>,
     epoch: Arc<AtomicI64>,
     fenced: Arc<AtomicBool>,
+    shutdown: Arc<Shutdown>,
     /// Whether the learner is this member's own (a combined node's is the controller's).
     owns_node: bool,
     voters: Vec<String>,
@@ -45,6 +46,16 @@ struct Shared {
     heartbeat_interval: Duration,
     epoch: Arc<AtomicI64>,
     fenced: Arc<AtomicBool>,
+    shutdown: Arc<Shutdown>,
+}
+
+/// A controlled shutdown (Kafka's `BrokerLifecycleManager.beginControlledShutdown`): asked for
+/// by the broker, granted by the controller once the broker leads nothing.
+#[derive(Debug, Default)]
+struct Shutdown {
+    wanted: AtomicBool,
+    granted: AtomicBool,
+    changed: tokio::sync::Notify,
 }
 
 impl BrokerMember {
@@ -85,6 +96,7 @@ impl BrokerMember {
     ) -> Self {
         let epoch = Arc::new(AtomicI64::new(-1));
         let fenced = Arc::new(AtomicBool::new(true));
+        let shutdown = Arc::new(Shutdown::default());
         let shared = Shared {
             node: Arc::clone(&node),
             voters: voters.clone(),
@@ -92,9 +104,10 @@ impl BrokerMember {
             heartbeat_interval,
             epoch: Arc::clone(&epoch),
             fenced: Arc::clone(&fenced),
+            shutdown: Arc::clone(&shutdown),
         };
         let lifecycle = tokio::spawn(lifecycle(shared));
-        Self { node, lifecycle, epoch, fenced, owns_node, voters }
+        Self { node, lifecycle, epoch, fenced, shutdown, owns_node, voters }
     }
 
     /// The quorum member that holds this broker's metadata.
@@ -120,6 +133,28 @@ impl BrokerMember {
     /// The committed metadata as this broker has applied it.
     pub fn image(&self) -> MetadataImage {
         self.node.state().image()
+    }
+
+    /// Controlled shutdown: heartbeats ask to stop, the controller moves this broker's
+    /// leaderships away (a partition with no other in-sync replica is left without a leader,
+    /// its ISR kept) and fences it; returns whether that happened within `timeout`. A broker
+    /// never registered, or already fenced, has nothing to hand over.
+    pub async fn controlled_shutdown(&self, timeout: Duration) -> bool {
+        if self.epoch() < 0 || self.is_fenced() {
+            return true;
+        }
+        self.shutdown.wanted.store(true, Ordering::SeqCst);
+        self.shutdown.changed.notify_one();
+        let granted = async {
+            while !self.shutdown.granted.load(Ordering::SeqCst) {
+                let changed = self.shutdown.changed.notified();
+                if self.shutdown.granted.load(Ordering::SeqCst) {
+                    break;
+                }
+                changed.await;
+            }
+        };
+        tokio::time::timeout(timeout, granted).await.is_ok()
     }
 
     /// Stops heartbeating and the learner (the controller fences it after its session).
@@ -160,12 +195,23 @@ async fn lifecycle(shared: Shared) {
             broker_epoch: shared.epoch.load(Ordering::SeqCst),
             current_metadata_offset: shared.node.state().applied_offset(),
             want_fence: false,
-            want_shutdown: false,
+            want_shutdown: shared.shutdown.wanted.load(Ordering::SeqCst),
         };
         match send_heartbeat(&addr, request, CALL_TIMEOUT).await {
             Ok(Ok(reply)) => {
                 shared.fenced.store(reply.is_fenced, Ordering::SeqCst);
-                tokio::time::sleep(shared.heartbeat_interval).await;
+                if reply.should_shutdown {
+                    shared.shutdown.granted.store(true, Ordering::SeqCst);
+                    shared.shutdown.changed.notify_waiters();
+                    return;
+                }
+                // Shutting down, the broker asks again soon, as Kafka's does.
+                let wait = if request.want_shutdown { RETRY } else { shared.heartbeat_interval };
+                let asked = shared.shutdown.changed.notified();
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = asked => {}
+                }
             }
             // STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED: register again.
             Ok(Err(refusal)) if refusal.code == 77 || refusal.code == 102 => {

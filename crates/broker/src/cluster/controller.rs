@@ -133,9 +133,14 @@ impl Controller {
     }
 
     fn has_valid_session(&self, broker_id: i32, now_ms: i64) -> bool {
-        self.last_contact_ms
-            .get(&broker_id)
-            .is_some_and(|last| now_ms - last < self.config.session_timeout_ms)
+        // A fenced broker has no session (Kafka's heartbeat manager untracks it), so a new
+        // incarnation registers at once after a controlled shutdown.
+        let fenced = self.image.brokers.get(&broker_id).is_none_or(|b| b.fenced);
+        !fenced
+            && self
+                .last_contact_ms
+                .get(&broker_id)
+                .is_some_and(|last| now_ms - last < self.config.session_timeout_ms)
     }
 
     /// BrokerRegistration: a registration at `next_offset` (its broker epoch), fenced until the

@@ -219,3 +219,74 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
     assert_eq!(seen.keys().cloned().collect::<BTreeSet<_>>(), expected, "the rest, once each");
     assert!(seen.values().all(|n| *n == 1), "no duplicates");
 }
+
+/// kafka-python and confluent-kafka producers (idempotent, acks=all) go on through a controlled
+/// shutdown and restart of a leader's node: no delivery error reaches the application, and
+/// consumers of both clients in groups through another broker read every record exactly once.
+/// With replication factor 1 the node's partitions have no leader while it is away; the clients
+/// retry until it leads them again under a new leader epoch.
+#[test]
+fn python_clients_follow_a_leader_change() {
+    let Some(python) = crate::serve::python() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster {
+        dir: root.path().join("cluster"),
+        ports: (0..3).map(|_| free_port().to_string()).collect(),
+        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
+    };
+    let (ok, text) = cluster.run(&["up"]);
+    assert!(ok, "{text}\n{}", cluster.logs());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(1)).create().unwrap();
+        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1));
+        let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    });
+    let victim = leaders(&cluster.bootstrap(1))[&0];
+    let others: Vec<usize> = (1..=3).filter(|n| *n != victim as usize).collect();
+    let epochs_before = leader_epoch_file(&cluster.dir, victim, 0);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
+    let command = |verb: &str| -> Vec<String> {
+        [
+            "bash".to_owned(),
+            script.display().to_string(),
+            verb.to_owned(),
+            victim.to_string(),
+            "--dir".to_owned(),
+            cluster.dir.display().to_string(),
+            "--ports".to_owned(),
+            cluster.ports.join(","),
+            "--broker-ports".to_owned(),
+            cluster.broker_ports.join(","),
+        ]
+        .to_vec()
+    };
+    let output = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/leader_change.py"))
+        .args([cluster.bootstrap(others[0]), cluster.bootstrap(others[1]), TOPIC.to_owned()])
+        .args(command("stop"))
+        .arg("--")
+        .args(command("start"))
+        .env("SEGLOG_BIN", SEGLOG)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}\n{}", cluster.logs());
+    eprintln!("leader change: {stdout}");
+    let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(summary["errors"], serde_json::json!([]), "{stdout}");
+    for client in ["confluent", "kafka_python"] {
+        assert_eq!(summary[client]["lost"], 0, "{client}: {stdout}");
+        assert_eq!(summary[client]["duplicated"], 0, "{client}: {stdout}");
+        assert_eq!(summary[client]["other_client"]["lost"], 0, "{client}: {stdout}");
+        assert_eq!(summary["consumed_by"][client], 1200, "{client}: {stdout}");
+    }
+    let epochs_after = leader_epoch_file(&cluster.dir, victim, 0);
+    assert!(
+        epochs_after.lines().count() > epochs_before.lines().count(),
+        "partition 0 led again under a new epoch: {epochs_before:?} then {epochs_after:?}"
+    );
+}

@@ -220,6 +220,11 @@ impl MetadataLogStore {
         inner.places.range(start..).map(|(_, p)| p.bytes).sum()
     }
 
+    /// The offset after the batch of the entry at `index`, if the log still holds it.
+    pub fn end_offset_of(&self, index: u64) -> Option<i64> {
+        self.lock().places.get(&index).map(|p| p.end_offset)
+    }
+
     /// Whether nothing was ever written: no entry, no purge, no vote (a node that may
     /// bootstrap a new quorum).
     pub fn is_pristine(&self) -> bool {

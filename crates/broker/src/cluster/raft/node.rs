@@ -56,6 +56,20 @@ pub struct QuorumStatus {
     pub topics: usize,
     /// The `metadata.version` level, once bootstrapped.
     pub metadata_version: Option<i16>,
+    /// On the leader: the committed end offset (Kafka's high watermark), else -1.
+    #[serde(default = "no_offset")]
+    pub high_watermark: i64,
+    /// On the leader: each member's (voters' and learners') log end offset as the leader
+    /// knows it (the end of its last matched entry; -1 when unknown); the leader's own too.
+    #[serde(default)]
+    pub progress: Vec<(NodeId, i64)>,
+    /// Each member's Raft address, for DescribeQuorum's nodes.
+    #[serde(default)]
+    pub addresses: Vec<(NodeId, String)>,
+}
+
+fn no_offset() -> i64 {
+    -1
 }
 
 /// The status of the node running `raft` over `state`.
@@ -65,6 +79,21 @@ pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> Quoru
     let voters: Vec<NodeId> = membership.voter_ids().collect();
     let learners: Vec<NodeId> = membership.learner_ids().collect();
     let image = state.image();
+    let leading = metrics.current_leader == Some(metrics.id);
+    let end_of = |index: Option<u64>| index.and_then(|i| state.end_offset_of(i)).unwrap_or(-1);
+    let mut progress = Vec::new();
+    if leading {
+        progress.push((metrics.id, end_of(metrics.last_log_index)));
+        if let Some(replication) = &metrics.replication {
+            progress.extend(
+                replication
+                    .iter()
+                    .filter(|(id, _)| **id != metrics.id)
+                    .map(|(id, matched)| (*id, end_of(matched.map(|m| m.index)))),
+            );
+        }
+    }
+    let addresses = membership.nodes().map(|(id, node)| (*id, node.addr.clone())).collect();
     QuorumStatus {
         node_id: metrics.id,
         leader: metrics.current_leader,
@@ -76,6 +105,9 @@ pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> Quoru
         brokers: image.brokers.values().map(|b| (b.id, b.epoch, b.fenced)).collect(),
         topics: image.topics.len(),
         metadata_version: image.features.get("metadata.version").copied(),
+        high_watermark: if leading { state.applied_offset() + 1 } else { -1 },
+        progress,
+        addresses,
     }
 }
 

@@ -102,6 +102,12 @@ impl MetadataStateMachine {
         decide(&mut inner.controller, next_offset)
     }
 
+    /// The offset after the batch of the entry at `index` (Kafka's offsets for Raft's indexes).
+    pub fn end_offset_of(&self, index: u64) -> Option<i64> {
+        let log = self.lock().log.clone();
+        log.end_offset_of(index)
+    }
+
     /// Reads the committed image without copying it.
     pub fn with_image<T>(&self, read: impl FnOnce(&MetadataImage) -> T) -> T {
         read(self.lock().controller.image())
