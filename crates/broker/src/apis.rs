@@ -107,6 +107,9 @@ apis! {
     };
     Broker DescribeCluster 0..=2 =>
         |broker, request| handlers::describe_cluster(broker, &request.session, &request.decode()?, request.version);
+    Broker DescribeQuorum 0..=2 => |broker, request| {
+        handlers::describe_quorum(broker, &request.session, request.decode()?, request.version).await
+    };
     Transaction InitProducerId 0..=5 => |broker, request| {
         handlers::init_producer_id(broker, &request.session, &request.decode()?, request.version).await
     };

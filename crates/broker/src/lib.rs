@@ -199,6 +199,21 @@ impl Broker {
         }
     }
 
+    /// A topic's config overrides: the cluster's metadata for a cluster's broker (every broker
+    /// answers for every topic), else the local ones.
+    fn topic_overrides_of(&self, topic: &str) -> std::collections::BTreeMap<String, String> {
+        match self.cluster() {
+            Some(link) => link.with_image(|image| {
+                image
+                    .configs
+                    .get(&(cluster::records::CONFIG_RESOURCE_TOPIC, topic.to_owned()))
+                    .cloned()
+                    .unwrap_or_default()
+            }),
+            None => self.manager.topic_overrides(topic),
+        }
+    }
+
     /// A topic's id: the cluster's metadata for a cluster's broker, else the local logs.
     fn topic_id(&self, topic: &str) -> Option<[u8; 16]> {
         match self.cluster() {

@@ -348,6 +348,35 @@ impl Controller {
         Ok(records)
     }
 
+    /// CreateTopics with a manual assignment (Kafka's `ReplicationControlManager` for
+    /// `assignments`): `replicas[p]` are partition p's replicas, each a registered broker
+    /// (else INVALID_REPLICA_ASSIGNMENT), the first its leader.
+    pub fn create_topic_assigned(
+        &self,
+        name: &str,
+        replicas: &[Vec<i32>],
+        configs: &[(String, String)],
+        topic_id: [u8; 16],
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        // The checks of name, existence and id are `create_topic`'s, with one placed partition.
+        let mut records = self.create_topic(name, 1, 1, configs, topic_id, 0)?;
+        records.retain(|r| !matches!(r, MetadataRecord::Partition(_)));
+        if replicas.is_empty() {
+            return Err(ResponseError::InvalidReplicaAssignment);
+        }
+        for (partition_id, set) in (0..).zip(replicas) {
+            let distinct: std::collections::BTreeSet<&i32> = set.iter().collect();
+            if set.is_empty()
+                || distinct.len() != set.len()
+                || set.iter().any(|b| !self.image.brokers.contains_key(b))
+            {
+                return Err(ResponseError::InvalidReplicaAssignment);
+            }
+            records.push(new_partition(topic_id, partition_id, set.clone()));
+        }
+        Ok(records)
+    }
+
     /// CreatePartitions: raises `name`'s partition count to `total`.
     pub fn create_partitions(
         &self,
@@ -385,6 +414,37 @@ impl Controller {
         let next_producer_id =
             start.checked_add(PRODUCER_ID_BLOCK_SIZE).ok_or(ResponseError::UnknownServerError)?;
         Ok((start, vec![MetadataRecord::ProducerIds { broker_id, broker_epoch, next_producer_id }]))
+    }
+
+    /// AlterConfigs and IncrementalAlterConfigs of a topic (Kafka's `ConfigurationControlManager`):
+    /// `overrides` is the topic's whole new set; a `ConfigRecord` for each key set or changed,
+    /// and one without a value for each key removed.
+    pub fn set_topic_configs(
+        &self,
+        name: &str,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        if !self.image.topic_ids.contains_key(name) {
+            return Err(ResponseError::UnknownTopicOrPartition);
+        }
+        let empty = BTreeMap::new();
+        let current =
+            self.image.configs.get(&(CONFIG_RESOURCE_TOPIC, name.to_owned())).unwrap_or(&empty);
+        let config = |key: &String, value: Option<&String>| MetadataRecord::Config {
+            resource_type: CONFIG_RESOURCE_TOPIC,
+            resource_name: name.to_owned(),
+            name: key.clone(),
+            value: value.cloned(),
+        };
+        let mut records: Vec<MetadataRecord> = overrides
+            .iter()
+            .filter(|(key, value)| current.get(*key) != Some(*value))
+            .map(|(key, value)| config(key, Some(value)))
+            .collect();
+        records.extend(
+            current.keys().filter(|key| !overrides.contains_key(*key)).map(|key| config(key, None)),
+        );
+        Ok(records)
     }
 
     /// DeleteTopics for one topic.

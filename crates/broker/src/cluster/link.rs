@@ -341,6 +341,19 @@ fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(St
         }
     }
     let local: BTreeSet<TopicPartition> = manager.partitions().into_iter().collect();
+    // Config changes of the topics with replicas here.
+    let mut configured = BTreeSet::new();
+    for want in placed {
+        if local.contains(&want.tp)
+            && configured.insert(want.tp.topic.clone())
+            && manager.topic_overrides(&want.tp.topic) != want.overrides
+        {
+            if let Err(error) = manager.set_topic_overrides(&want.tp.topic, want.overrides.clone())
+            {
+                tracing::error!(topic = %want.tp.topic, %error, "cannot apply the topic's configs");
+            }
+        }
+    }
     for want in placed {
         if !local.contains(&want.tp) {
             match manager.create_replica(&want.tp, want.topic_id, want.overrides.clone()) {

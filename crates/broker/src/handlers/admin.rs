@@ -384,7 +384,20 @@ fn create_topic(
         }
         let node = BrokerId(broker.config.node_id);
         for assignment in &topic.assignments {
-            if assignment.broker_ids != [node] {
+            if broker.cluster().is_some() {
+                // The controller checks a cluster's assignments.
+                if assignment.broker_ids.len() != 1 {
+                    return fail(
+                        result,
+                        ResponseError::InvalidReplicaAssignment.code(),
+                        format!(
+                            "partition {} is assigned to {} brokers: seglog's brokers do not replicate yet, so each partition has one replica",
+                            assignment.partition_index,
+                            assignment.broker_ids.len()
+                        ),
+                    );
+                }
+            } else if assignment.broker_ids != [node] {
                 return fail(
                     result,
                     ResponseError::InvalidReplicaAssignment.code(),
@@ -528,6 +541,11 @@ fn create_in_cluster(
         partitions: n_partitions,
         replication_factor: 1,
         configs: overrides.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        assignments: (!topic.assignments.is_empty()).then(|| {
+            let mut by_partition: Vec<_> = topic.assignments.iter().collect();
+            by_partition.sort_by_key(|a| a.partition_index);
+            by_partition.iter().map(|a| a.broker_ids.iter().map(|b| b.0).collect()).collect()
+        }),
         validate_only,
     };
     if let Err(refusal) = super::cluster::forward(link, request) {
@@ -767,7 +785,11 @@ pub(crate) async fn create_partitions(
                 {
                     Err((
                         ResponseError::InvalidReplicaAssignment.code(),
-                        format!("new partitions must be assigned to broker {} alone", node.0),
+                        if broker.cluster().is_some() {
+                            "a cluster places new partitions itself: assignments are not taken yet".to_owned()
+                        } else {
+                            format!("new partitions must be assigned to broker {} alone", node.0)
+                        },
                     ))
                 }
                 Some(_) if let Some(link) = broker.cluster() => super::cluster::forward(

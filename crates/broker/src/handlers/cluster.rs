@@ -7,13 +7,16 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
+use kafka_protocol::messages::{
+    BrokerId, DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse,
+};
 
 use super::{authorized_operations, str_bytes, topic_allowed, topic_name};
 use crate::Broker;
 use crate::cluster::image::{MetadataImage, TopicState};
 use crate::cluster::link::ClusterLink;
-use crate::cluster::raft::network::AdminRequest;
+use crate::cluster::raft::network::{AdminRequest, fetch_status};
+use crate::cluster::raft::node::QuorumStatus;
 use crate::security::Session;
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -170,6 +173,7 @@ fn auto_create_topics(
                     partitions,
                     replication_factor: 1,
                     configs: Vec::new(),
+                    assignments: None,
                     validate_only: false,
                 },
             );
@@ -253,7 +257,8 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
     let name = match &request {
         AdminRequest::CreateTopic { name, .. }
         | AdminRequest::CreatePartitions { name, .. }
-        | AdminRequest::DeleteTopic { name } => name.clone(),
+        | AdminRequest::DeleteTopic { name }
+        | AdminRequest::SetTopicConfigs { name, .. } => name.clone(),
         AdminRequest::AllocateProducerIds { .. } => String::new(),
     };
     let factor = match &request {
@@ -295,6 +300,7 @@ pub(crate) fn ensure_offsets_topic(
         partitions: broker.config.groups.offsets_topic_partitions,
         replication_factor: 1,
         configs: broker.groups.offsets_topic_overrides().into_iter().collect(),
+        assignments: None,
         validate_only: false,
     };
     match forward(link, request) {
@@ -331,4 +337,104 @@ pub(crate) fn group_coordinator(
             .map(|(id, host, port, _)| (id, host, port))
             .ok_or(ResponseError::CoordinatorNotAvailable)
     })
+}
+
+/// DescribeQuorum (Kafka's `KafkaRaftClient.handleDescribeQuorumRequest`, which a broker
+/// forwards to the controllers): the metadata quorum as its leader sees it, with DESCRIBE on
+/// the cluster. Only `__cluster_metadata-0` is a quorum's partition; any other, and every
+/// partition on a node without a quorum (a single node), is UNKNOWN_TOPIC_OR_PARTITION.
+/// Fetch and catch-up times are not tracked (-1).
+pub(crate) async fn describe_quorum(
+    broker: &std::sync::Arc<Broker>,
+    session: &Session,
+    request: DescribeQuorumRequest,
+    version: i16,
+) -> Result<crate::request::Reply, crate::error::Error> {
+    use kafka_protocol::messages::describe_quorum_response as out;
+    let mut response = DescribeQuorumResponse::default();
+    if !super::cluster_allowed(broker, session, AclOperation::Describe) {
+        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        return crate::request::encode(&response, version);
+    }
+    let status = match broker.cluster() {
+        Some(link) => Some(leader_status(link).await),
+        None => None,
+    };
+    for topic in &request.topics {
+        let mut topic_out = out::TopicData::default().with_topic_name(topic.topic_name.clone());
+        for partition in &topic.partitions {
+            let mut p =
+                out::PartitionData::default().with_partition_index(partition.partition_index);
+            let ours = topic.topic_name.0.as_str()
+                == crate::cluster::raft::log_store::METADATA_TOPIC
+                && partition.partition_index == 0;
+            match (&status, ours) {
+                (Some(Some(status)), true) => {
+                    let replica = |id: &u64| {
+                        let end = status
+                            .progress
+                            .iter()
+                            .find(|(member, _)| member == id)
+                            .map_or(-1, |(_, end)| *end);
+                        out::ReplicaState::default()
+                            .with_replica_id(BrokerId(i32::try_from(*id).unwrap_or(-1)))
+                            .with_log_end_offset(end)
+                            .with_last_fetch_timestamp(-1)
+                            .with_last_caught_up_timestamp(-1)
+                    };
+                    p.leader_id =
+                        BrokerId(status.leader.and_then(|l| i32::try_from(l).ok()).unwrap_or(-1));
+                    p.leader_epoch = i32::try_from(status.term).unwrap_or(i32::MAX);
+                    p.high_watermark = status.high_watermark;
+                    p.current_voters = status.voters.iter().map(replica).collect();
+                    p.observers = status.learners.iter().map(replica).collect();
+                }
+                (Some(None), true) => {
+                    p.error_code = ResponseError::NotLeaderOrFollower.code();
+                    if version >= 2 {
+                        p.error_message =
+                            Some(str_bytes("no leader of the metadata quorum is known"));
+                    }
+                }
+                _ => p.error_code = ResponseError::UnknownTopicOrPartition.code(),
+            }
+            topic_out.partitions.push(p);
+        }
+        response.topics.push(topic_out);
+    }
+    if version >= 2
+        && let Some(Some(status)) = &status
+    {
+        response.nodes = status
+            .addresses
+            .iter()
+            .filter(|(id, _)| status.voters.contains(id))
+            .filter_map(|(id, addr)| {
+                let (host, port) = addr.rsplit_once(':')?;
+                Some(
+                    out::Node::default()
+                        .with_node_id(BrokerId(i32::try_from(*id).ok()?))
+                        .with_listeners(vec![
+                            out::Listener::default()
+                                .with_name(str_bytes("CONTROLLER"))
+                                .with_host(str_bytes(host))
+                                .with_port(port.parse().ok()?),
+                        ]),
+                )
+            })
+            .collect();
+    }
+    crate::request::encode(&response, version)
+}
+
+/// The quorum's status as its leader reports it (asked of the leader when this node is not
+/// it); `None` without a known, reachable leader.
+async fn leader_status(link: &ClusterLink) -> Option<QuorumStatus> {
+    let local = link.member().node().status();
+    let leader = local.leader?;
+    if leader == local.node_id {
+        return Some(local);
+    }
+    let addr = local.addresses.iter().find(|(id, _)| *id == leader).map(|(_, a)| a.clone())?;
+    fetch_status(&addr, std::time::Duration::from_secs(5)).await.ok()
 }

@@ -182,8 +182,8 @@ pub(crate) fn describe_configs(
             (Some(refusal), _) => Err(refusal),
             (None, RESOURCE_TOPIC) => {
                 let dynamic = broker.dynamic_configs();
-                if broker.manager.topic_partition_counts().contains_key(&name) {
-                    let overrides = broker.manager.topic_overrides(&name);
+                if broker.topic_counts().contains_key(&name) {
+                    let overrides = broker.topic_overrides_of(&name);
                     Ok(topic_config_entries(broker, &name, &overrides)
                         .into_iter()
                         .map(|mut entry| {
@@ -294,7 +294,7 @@ fn apply_topic_overrides(
     overrides: BTreeMap<String, String>,
     validate_only: bool,
 ) -> Result<(), Error> {
-    if !broker.manager.topic_partition_counts().contains_key(topic_name) {
+    if !broker.topic_counts().contains_key(topic_name) {
         return Err(Error::wire_with(
             ResponseError::UnknownTopicOrPartition,
             format!("Topic {topic_name} does not exist."),
@@ -303,6 +303,19 @@ fn apply_topic_overrides(
     check_topic_configs(broker, &overrides)?;
     if validate_only {
         return Ok(());
+    }
+    if let Some(link) = broker.cluster() {
+        // The controller's, for every broker: each applies it to its replicas.
+        let request = crate::cluster::raft::network::AdminRequest::SetTopicConfigs {
+            name: topic_name.to_owned(),
+            overrides,
+        };
+        return super::cluster::forward(link, request).map_err(|(code, text)| {
+            Error::wire_with(
+                ResponseError::try_from_code(code).unwrap_or(ResponseError::UnknownServerError),
+                text,
+            )
+        });
     }
     broker
         .manager
@@ -441,9 +454,13 @@ fn incremental_topic(
     resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
     validate_only: bool,
 ) -> Result<(), Error> {
-    let mut overrides = broker.manager.topic_overrides(name);
-    let effective =
-        broker.manager.topic_config(name).map(|config| config.to_properties()).unwrap_or_default();
+    let mut overrides = broker.topic_overrides_of(name);
+    let effective = broker
+        .manager
+        .default_log_config()
+        .with_overrides(&overrides)
+        .map(|config| config.to_properties())
+        .unwrap_or_default();
     apply_operations(
         &mut overrides,
         incremental_operations(resource)?,

@@ -4,6 +4,7 @@
 mod admin;
 mod broker_configs;
 mod cluster;
+pub(crate) use cluster::describe_quorum;
 mod configs;
 mod data;
 mod dynamic_configs;

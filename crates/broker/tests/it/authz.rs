@@ -588,6 +588,7 @@ fn grants(api: ApiKey) -> Vec<Grant> {
             vec![("Topic", "incremental-alter-configs", "AlterConfigs")]
         }
         ApiKey::DescribeCluster
+        | ApiKey::DescribeQuorum
         | ApiKey::DescribeLogDirs
         | ApiKey::DescribeAcls
         | ApiKey::DescribeUserScramCredentials => vec![("Cluster", "kafka-cluster", "Describe")],
@@ -727,6 +728,11 @@ async fn deny(h: &Harness, api: ApiKey) {
             let request = incremental_alter_configs("incremental-alter-configs");
             let response = h.call(ALICE, &request, 1).await;
             assert_eq!(response.responses[0].error_code, TOPIC_DENIED);
+        }
+        ApiKey::DescribeQuorum => {
+            let request = crate::protocol::describe_quorum_request();
+            let response = h.call(ALICE, &request, 2).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
         }
         ApiKey::DescribeCluster => {
             let request =
@@ -983,6 +989,15 @@ async fn allow(h: &Harness, api: ApiKey) {
             let overrides =
                 h.server().broker().manager().topic_overrides("incremental-alter-configs");
             assert_eq!(overrides.get("retention.ms").map(String::as_str), Some("4321"));
+        }
+        ApiKey::DescribeQuorum => {
+            let request = crate::protocol::describe_quorum_request();
+            let response = h.call(ALICE, &request, 2).await;
+            // Allowed, and answered: a single node has no quorum partition.
+            assert_eq!(
+                (response.error_code, response.topics[0].partitions[0].error_code),
+                (NONE, 3)
+            );
         }
         ApiKey::DescribeCluster => {
             let request =

@@ -29,13 +29,23 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     AlterConfigsRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId,
     CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest, DeleteTopicsRequest,
-    DescribeClusterRequest, DescribeConfigsRequest, FetchRequest, FetchResponse,
-    IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
+    DescribeClusterRequest, DescribeConfigsRequest, DescribeQuorumRequest, FetchRequest,
+    FetchResponse, IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use seglog_broker::{GROUP_APIS, SUPPORTED_APIS, TXN_APIS};
 use seglog_format::Compression;
+
+/// DescribeQuorum of `__cluster_metadata-0`, as `kafka-metadata-quorum.sh` asks it.
+pub(crate) fn describe_quorum_request() -> DescribeQuorumRequest {
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    DescribeQuorumRequest::default().with_topics(vec![
+        TopicData::default()
+            .with_topic_name(name("__cluster_metadata"))
+            .with_partitions(vec![PartitionData::default()]),
+    ])
+}
 
 pub(crate) fn name(text: &str) -> TopicName {
     TopicName(StrBytes::from_string(text.to_owned()))
@@ -280,6 +290,12 @@ async fn every_api_answers_at_every_advertised_version() {
                     assert_eq!(all.map(|t| t.partitions.len()), Some(1), "v{version}");
                     let expected_id = if version >= 10 { all_id } else { uuid::Uuid::nil() };
                     assert_eq!(all.map(|t| t.topic_id), Some(expected_id), "v{version}");
+                }
+                ApiKey::DescribeQuorum => {
+                    let response = client.send(&describe_quorum_request(), version).await;
+                    // A single node has no metadata quorum, so no `__cluster_metadata-0`.
+                    assert_eq!(response.error_code, 0, "v{version}");
+                    assert_eq!(response.topics[0].partitions[0].error_code, 3, "v{version}");
                 }
                 ApiKey::DescribeCluster => {
                     let mut request = DescribeClusterRequest::default();

@@ -12,7 +12,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication,
+};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -187,6 +189,42 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
         let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     });
+    // Configs through one broker reach the topic's replicas on all of them, and every broker
+    // describes them; a manual assignment places each partition where it says.
+    runtime.block_on(async {
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(1)).create().unwrap();
+        let alter =
+            AlterConfig::new(ResourceSpecifier::Topic(TOPIC)).set("retention.ms", "4321000");
+        let results = admin.alter_configs([&alter], &AdminOptions::new()).await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        let assigned = NewTopic::new("placed", 3, TopicReplication::Variable(&[&[2], &[3], &[1]]));
+        let results = admin.create_topics([&assigned], &AdminOptions::new()).await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        for n in 1..=3 {
+            let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+                .set("bootstrap.servers", cluster.bootstrap(n))
+                .create()
+                .unwrap();
+            let described = admin
+                .describe_configs([&ResourceSpecifier::Topic(TOPIC)], &AdminOptions::new())
+                .await
+                .unwrap();
+            let resource = described[0].as_ref().unwrap();
+            let entry = resource.get("retention.ms").unwrap();
+            assert_eq!(entry.value.as_deref(), Some("4321000"), "broker {n}: {entry:?}");
+        }
+    });
+    for n in 1..=3 {
+        let file = cluster.dir.join(format!("node-{n}/data/seglog-topic-configs"));
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(text.contains("4321000"), "node {n}'s replicas have the config: {text}");
+    }
+    let consumer: BaseConsumer =
+        ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(2)).create().unwrap();
+    let metadata = consumer.fetch_metadata(Some("placed"), Duration::from_secs(10)).unwrap();
+    let placed: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.leader()).collect();
+    assert_eq!(placed, [2, 3, 1], "the manual assignment");
     let spread = leaders(&cluster.bootstrap(1));
     let brokers: BTreeSet<i32> = spread.values().copied().collect();
     assert_eq!(spread.len(), 6, "{spread:?}");
@@ -222,7 +260,8 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
 
 /// kafka-python and confluent-kafka producers (idempotent, acks=all) go on through a controlled
 /// shutdown and restart of a leader's node: no delivery error reaches the application, and
-/// consumers of both clients in groups through another broker read every record exactly once.
+/// consumers of both clients in groups through another broker read every record exactly once;
+/// DescribeQuorum through a broker names the three voters and the leader.
 /// With replication factor 1 the node's partitions have no leader while it is away; the clients
 /// retry until it leads them again under a new leader epoch.
 #[test]
@@ -284,6 +323,14 @@ fn python_clients_follow_a_leader_change() {
         assert_eq!(summary[client]["other_client"]["lost"], 0, "{client}: {stdout}");
         assert_eq!(summary["consumed_by"][client], 1200, "{client}: {stdout}");
     }
+    // DescribeQuorum through a broker, as kafka-python's admin client asks it.
+    let quorum = &summary["quorum"];
+    let voters = quorum["voters"].as_object().unwrap();
+    assert_eq!(voters.keys().collect::<Vec<_>>(), ["1", "2", "3"], "{stdout}");
+    assert!(voters.contains_key(&quorum["leader_id"].to_string()), "{stdout}");
+    let high_watermark = quorum["high_watermark"].as_i64().unwrap();
+    assert!(high_watermark > 0, "{stdout}");
+    assert!(voters.values().all(|end| end.as_i64().unwrap() >= 0), "{stdout}");
     let epochs_after = leader_epoch_file(&cluster.dir, victim, 0);
     assert!(
         epochs_after.lines().count() > epochs_before.lines().count(),

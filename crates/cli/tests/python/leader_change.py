@@ -6,10 +6,12 @@ Both clients produce to TOPIC (which exists, led by several brokers) through BOO
 idempotently with acks=all: confluent-kafka the values `c-0` .. `c-599`, kafka-python `k-0` ..
 `k-599`, about 100 a second each. After a second the script runs STOP_COMMAND (a controlled
 shutdown of a leader's node) and START_COMMAND (its restart), while the producers go on. Then it
-consumes the topic in a group through BOOTSTRAP_B with each client, and prints one JSON line:
+consumes the topic in a group through BOOTSTRAP_B with each client, asks the metadata quorum
+through BOOTSTRAP_B (kafka-python's DescribeQuorum), and prints one JSON line:
 
   {"errors": [...], "confluent": {"lost": n, "duplicated": n}, "kafka_python": {...},
-   "consumed_by": {"confluent": n, "kafka_python": n}, "stop_s": s, "start_s": s}
+   "consumed_by": {"confluent": n, "kafka_python": n}, "stop_s": s, "start_s": s,
+   "quorum": {"leader_id": n, "high_watermark": n, "voters": {id: log end offset}}}
 
 `errors` holds every delivery error either producer reported (after its retries): a client that
 follows the leader change has none.
@@ -24,6 +26,7 @@ from collections import Counter
 
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient
 
 RECORDS = 600
 
@@ -123,13 +126,21 @@ def main():
         thread.join()
     confluent = consume_confluent(bootstrap_b, topic, 2 * RECORDS)
     kafka_python = consume_kafka_python(bootstrap_b, topic, 2 * RECORDS)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_b)
+    described = admin.describe_metadata_quorum()["topics"][0]["partitions"][0]
+    admin.close()
+    quorum = {
+        "leader_id": described["leader_id"], "high_watermark": described["high_watermark"],
+        "voters": {str(v["replica_id"]): v["log_end_offset"]
+                   for v in described["current_voters"]},
+    }
     print(json.dumps({
         "errors": errors,
         "confluent": judge(confluent, "c") | {"other_client": judge(confluent, "k")},
         "kafka_python": judge(kafka_python, "k") | {"other_client": judge(kafka_python, "c")},
         "consumed_by": {"confluent": sum(confluent.values()),
                         "kafka_python": sum(kafka_python.values())},
-        "stop_s": round(stop_s, 2), "start_s": round(start_s, 2),
+        "stop_s": round(stop_s, 2), "start_s": round(start_s, 2), "quorum": quorum,
     }), flush=True)
 
 

@@ -54,6 +54,10 @@ pub enum AdminRequest {
         partitions: i32,
         replication_factor: i16,
         configs: Vec<(String, String)>,
+        /// A manual assignment: each partition's replicas (then `partitions` and
+        /// `replication_factor` are not used).
+        #[serde(default)]
+        assignments: Option<Vec<Vec<i32>>>,
         /// Decide, but commit nothing (CreateTopics' `validate_only`).
         validate_only: bool,
     },
@@ -64,6 +68,11 @@ pub enum AdminRequest {
     },
     DeleteTopic {
         name: String,
+    },
+    /// AlterConfigs/IncrementalAlterConfigs of a topic: its whole new set of overrides.
+    SetTopicConfigs {
+        name: String,
+        overrides: std::collections::BTreeMap<String, String>,
     },
     /// AllocateProducerIds: a block of producer ids for the broker.
     AllocateProducerIds {
@@ -381,10 +390,20 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
             let (records, validate_only) = match &request {
                 AdminRequest::CreateTopic {
                     name,
+                    assignments: Some(assignments),
+                    configs,
+                    validate_only,
+                    ..
+                } => {
+                    (c.create_topic_assigned(name, assignments, configs, topic_id)?, *validate_only)
+                }
+                AdminRequest::CreateTopic {
+                    name,
                     partitions,
                     replication_factor,
                     configs,
                     validate_only,
+                    assignments: None,
                 } => (
                     c.create_topic(
                         name,
@@ -400,6 +419,9 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                     (c.create_partitions(name, *total, start)?, *validate_only)
                 }
                 AdminRequest::DeleteTopic { name } => (c.delete_topic(name)?, false),
+                AdminRequest::SetTopicConfigs { name, overrides } => {
+                    (c.set_topic_configs(name, overrides)?, false)
+                }
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
                     return Ok((Some(start), records));
