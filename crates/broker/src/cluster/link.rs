@@ -347,11 +347,9 @@ fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(St
         if local.contains(&want.tp)
             && configured.insert(want.tp.topic.clone())
             && manager.topic_overrides(&want.tp.topic) != want.overrides
+            && let Err(error) = manager.set_topic_overrides(&want.tp.topic, want.overrides.clone())
         {
-            if let Err(error) = manager.set_topic_overrides(&want.tp.topic, want.overrides.clone())
-            {
-                tracing::error!(topic = %want.tp.topic, %error, "cannot apply the topic's configs");
-            }
+            tracing::error!(topic = %want.tp.topic, %error, "cannot apply the topic's configs");
         }
     }
     for want in placed {

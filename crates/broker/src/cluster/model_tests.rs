@@ -154,8 +154,9 @@ impl Sim {
             }],
             rack,
         };
+        // A fenced registration has no session (Kafka's heartbeat manager untracks it).
         let old_session_alive = self.brokers.get(&id).is_some_and(|b| !b.alive)
-            && self.controller.image().brokers.contains_key(&id)
+            && self.controller.image().brokers.get(&id).is_some_and(|b| !b.fenced)
             && self.last_contact_fresh(id);
         let next_offset = self.next_offset();
         match self.controller.register_broker(&request, next_offset, self.now_ms) {
