@@ -223,7 +223,11 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
     let consumer: BaseConsumer =
         ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(2)).create().unwrap();
     let metadata = consumer.fetch_metadata(Some("placed"), Duration::from_secs(10)).unwrap();
-    let placed: Vec<i32> = metadata.topics()[0].partitions().iter().map(|p| p.leader()).collect();
+    let placed: Vec<i32> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(rdkafka::metadata::MetadataPartition::leader)
+        .collect();
     assert_eq!(placed, [2, 3, 1], "the manual assignment");
     let spread = leaders(&cluster.bootstrap(1));
     let brokers: BTreeSet<i32> = spread.values().copied().collect();
