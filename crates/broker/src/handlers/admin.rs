@@ -846,6 +846,11 @@ pub(crate) async fn delete_records(
                     out.partitions.push(result);
                     continue;
                 }
+                if let Some((code, _)) = broker.not_led_here(&name, partition.partition_index) {
+                    result.error_code = code;
+                    out.partitions.push(result);
+                    continue;
+                }
                 let tp =
                     TopicPartition { topic: name.clone(), partition: partition.partition_index };
                 let outcome = broker.manager.get_log(&tp).and_then(|log| {
