@@ -1,4 +1,5 @@
-//! The metadata quorum under network faults: three `seglog serve` controllers, each in a network
+//! The metadata quorum under network faults: three `seglog serve` nodes (each a broker and a
+//! controller: Kafka's combined mode), each in a network
 //! namespace this test makes (veth pairs on a bridge in a fourth namespace, addresses
 //! 10.<n>.0.1-3), with faults made by nftables rules inside a node's namespace (this kernel has no
 //! netem) and by signals:
@@ -9,7 +10,9 @@
 //!
 //! The leader writes a `NoOpRecord` every 500 ms, so the majority's applied index must keep
 //! growing through each fault (writes go on with two of three) while a cut-off voter's does
-//! not pass what it had. After each heal every voter reaches the leader's applied index, and
+//! not pass what it had. During each fault a client (confluent-kafka, run in a majority node's
+//! namespace) creates a topic through that node's broker: topic creation keeps working with two
+//! of three voters, and after the heal every voter has every topic. After each heal every voter reaches the leader's applied index, and
 //! the three `__cluster_metadata-0` logs are prefixes of one another: no voter kept, applied or
 //! lost a record the others do not have. Each scenario prints how long its failover took.
 //!
@@ -29,6 +32,8 @@ use crate::cluster::{
 
 const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
 const PORT: u16 = 19093;
+/// Each node's Kafka listener, on its namespace's address.
+const BROKER_PORT: u16 = 9092;
 
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n")
@@ -266,7 +271,20 @@ fn voters(net: &Net, root: &Path) -> Vec<Voter> {
             std::fs::create_dir_all(&dir).unwrap();
             let config = dir.join("controller.properties");
             let addr = format!("{}:{PORT}", net.ip(id));
-            let properties = controller_properties(id, &quorum, &addr, &dir.join("metadata"));
+            // A combined node: the controller's keys, a broker listener, its own data.
+            let properties = controller_properties(id, &quorum, &addr, &dir.join("metadata"))
+                .replace("process.roles=controller", "process.roles=broker,controller")
+                .replace(
+                    &format!("listeners=CONTROLLER://{addr}"),
+                    &format!(
+                        "listeners=PLAINTEXT://{}:{BROKER_PORT},CONTROLLER://{addr}",
+                        net.ip(id)
+                    ),
+                )
+                + &format!(
+                    "log.dirs={}\nseglog.metrics.listener=\nseglog.console.listener=\n",
+                    dir.join("data").display()
+                );
             std::fs::write(&config, properties).unwrap();
             must(&[
                 SEGLOG,
@@ -302,6 +320,31 @@ fn converged(voters: &[Voter], what: &str) {
     }
 }
 
+/// Creates `topic` (3 partitions) through the broker of node `via`, from inside its namespace,
+/// with confluent-kafka's admin client; fails the test if it is not created within 60 s.
+fn create_topic(voters: &[Voter], python: &Path, via: u32, topic: &str) -> Duration {
+    let voter = &voters[(via - 1) as usize];
+    let script = format!(
+        "from confluent_kafka.admin import AdminClient, NewTopic\n\
+         a = AdminClient({{'bootstrap.servers': '{}:{BROKER_PORT}'}})\n\
+         for f in a.create_topics([NewTopic('{topic}', 3, 1)], request_timeout=60).values():\n\
+         \x20   f.result(timeout=60)\n",
+        voter.ip
+    );
+    let started = std::time::Instant::now();
+    let output = privileged(&["ip", "netns", "exec", &voter.ns])
+        .arg(python)
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "creating {topic} through node {via}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    started.elapsed()
+}
+
 /// The majority's applied index grows by at least `n` (the leader's NoOpRecords commit).
 fn majority_writes(voters: &[Voter], majority: &[u32], n: u64, what: &str) {
     let from = voters[(majority[0] - 1) as usize].applied();
@@ -315,6 +358,7 @@ fn the_quorum_survives_partitions_and_pauses() {
     if !netns_available() {
         return;
     }
+    let Some(python) = crate::serve::python() else { return };
     let root = tempfile::tempdir().unwrap();
     let net = Net::new();
     let mut voters = voters(&net, root.path());
@@ -339,6 +383,8 @@ fn the_quorum_survives_partitions_and_pauses() {
     });
     println!("partitioned leader {leader}: new leader after {took:?}");
     majority_writes(&voters, &others, 10, "writes with two of three");
+    let took = create_topic(&voters, &python, others[0], "during-partition");
+    println!("partitioned leader {leader}: topic created with two voters in {took:?}");
     // Nothing the isolated voter applied came after the cut but for what was in flight then.
     let isolated_now = voters[(leader - 1) as usize].applied();
     assert!(
@@ -355,6 +401,7 @@ fn the_quorum_survives_partitions_and_pauses() {
     let majority: Vec<u32> = (1..=3).filter(|id| *id != mute).collect();
     net.cut(mute, false, true);
     majority_writes(&voters, &majority, 10, "writes while a voter cannot speak");
+    create_topic(&voters, &python, leader, "during-one-way");
     net.heal(mute);
     converged(&voters, "after the one-way partition healed");
 
@@ -369,8 +416,18 @@ fn the_quorum_survives_partitions_and_pauses() {
         });
     println!("stopped leader {leader}: new leader after {took:?}");
     majority_writes(&voters, &others, 10, "writes while the leader is stopped");
+    let took = create_topic(&voters, &python, others[0], "during-pause");
+    println!("stopped leader {leader}: topic created with two voters in {took:?}");
     voters[(leader - 1) as usize].signal("CONT");
     converged(&voters, "after SIGCONT");
+    for voter in &voters {
+        assert_eq!(
+            voter.field("Topics").as_deref(),
+            Some("3"),
+            "voter {} has every topic",
+            voter.id
+        );
+    }
 
     for voter in &voters {
         let text = std::fs::read_to_string(voter.dir.join("controller.log")).unwrap();
