@@ -316,8 +316,14 @@ async fn apply_images(
             let applied =
                 tokio::task::spawn_blocking(move || apply(broker_id, &manager, &placed, &removed))
                     .await;
-            if let Err(error) = applied {
+            let complete = applied.unwrap_or_else(|error| {
                 tracing::error!(%error, "the metadata applier's pass failed to run");
+                false
+            });
+            if !complete {
+                // The next tick tries the whole pass again.
+                last_topics = None;
+                last_configs = BTreeMap::new();
             }
         }
         materialized_offset.fetch_max(offset, Ordering::SeqCst);
@@ -326,8 +332,30 @@ async fn apply_images(
 }
 
 /// One pass: local logs for the placed partitions, leadership at the image's epochs, the
-/// removed topics' logs deleted. Failures are logged and retried by the next change.
-fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(String, [u8; 16])]) {
+/// removed topics' logs deleted. A local topic of a placed name with another topic id is an
+/// older incarnation (deleted and created again while this broker was away): its logs go
+/// before the new ones are made. Failures are logged; returns whether there were none.
+fn apply(
+    broker_id: i32,
+    manager: &LogManager,
+    placed: &[Placed],
+    removed: &[(String, [u8; 16])],
+) -> bool {
+    let mut complete = true;
+    let mut checked = BTreeSet::new();
+    for want in placed {
+        if !checked.insert(want.tp.topic.as_str()) {
+            continue;
+        }
+        let Some(local_id) = manager.topic_id(&want.tp.topic) else { continue };
+        if local_id != want.topic_id {
+            tracing::warn!(topic = %want.tp.topic, "local logs of an older topic id: deleted");
+            if let Err(error) = manager.delete_topic(&want.tp.topic) {
+                tracing::error!(topic = %want.tp.topic, %error, "cannot delete an older topic");
+                complete = false;
+            }
+        }
+    }
     for (name, id) in removed {
         if manager.topic_id(name) == Some(*id) {
             match manager.delete_topic(name) {
@@ -336,6 +364,7 @@ fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(St
                 }
                 Err(error) => {
                     tracing::error!(topic = %name, %error, "cannot delete a removed topic");
+                    complete = false;
                 }
             }
         }
@@ -350,6 +379,7 @@ fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(St
             && let Err(error) = manager.set_topic_overrides(&want.tp.topic, want.overrides.clone())
         {
             tracing::error!(topic = %want.tp.topic, %error, "cannot apply the topic's configs");
+            complete = false;
         }
     }
     for want in placed {
@@ -358,6 +388,7 @@ fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(St
                 Ok(()) => tracing::info!(partition = %want.tp, broker_id, "replica created"),
                 Err(error) => {
                     tracing::error!(partition = %want.tp, %error, "cannot create a replica");
+                    complete = false;
                     continue;
                 }
             }
@@ -366,7 +397,9 @@ fn apply(broker_id: i32, manager: &LogManager, placed: &[Placed], removed: &[(St
             let result = manager.get_log(&want.tp).and_then(|log| log.become_leader(epoch));
             if let Err(error) = result {
                 tracing::error!(partition = %want.tp, %error, "cannot take leadership");
+                complete = false;
             }
         }
     }
+    complete
 }
