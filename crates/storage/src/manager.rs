@@ -922,6 +922,18 @@ impl LogManager {
     /// Deletes `topic`: each partition directory is renamed `topic-N.<id>-delete` at once (and
     /// the rename made durable), then removed by the background work.
     pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        self.remove_topic(topic, false)
+    }
+
+    /// Moves `topic`'s logs aside as stray (Kafka's `asyncDelete` with `isStray`): each
+    /// partition directory is renamed `<topic>-<partition>.<id>-stray`, out of the broker's
+    /// logs, and kept on disk for an operator; nothing deletes it. A cluster's broker does this
+    /// to a topic its metadata does not have.
+    pub fn move_topic_aside(&self, topic: &str) -> Result<usize> {
+        self.remove_topic(topic, true)
+    }
+
+    fn remove_topic(&self, topic: &str, stray: bool) -> Result<usize> {
         let _serialized = self.topic_changes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
         // Future logs go first, so that a crash never leaves one without its live log (which
@@ -975,7 +987,7 @@ impl LogManager {
                 PartitionDir {
                     topic: tp.topic.clone(),
                     partition: tp.partition,
-                    state: DirState::Delete(id),
+                    state: if stray { DirState::Stray(id) } else { DirState::Delete(id) },
                 }
                 .to_name(),
             );
@@ -987,10 +999,12 @@ impl LogManager {
                     self.fs.sync_dir(&parent).map_err(|e| Error::io("fsync dir", &parent, e))
                 });
             self.observe(*dir_idx, result)?;
-            self.pending_dir_deletes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((*dir_idx, to));
+            if !stray {
+                self.pending_dir_deletes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((*dir_idx, to));
+            }
         }
         self.topic_overrides.write().unwrap_or_else(PoisonError::into_inner).remove(topic);
         self.store_topic_overrides()?;

@@ -767,3 +767,24 @@ fn a_cluster_broker_creates_the_replicas_it_is_given() {
     assert_eq!(manager.topic_id("orders"), Some(topic_id));
     assert_eq!(manager.topic_config("orders").unwrap().retention_ms, 60_000);
 }
+
+/// A topic moved aside as stray leaves the broker's logs, stays on disk under Kafka's
+/// `-stray` name, and is neither opened nor deleted by the next start.
+#[test]
+fn a_stray_topic_is_moved_aside_and_kept() {
+    let fs = SimFs::new();
+    let manager = open_for_creation(&fs);
+    manager.create_topic("old", 2, BTreeMap::new()).unwrap();
+    produce(&manager, &tp("old", 1), 3);
+    assert_eq!(manager.move_topic_aside("old").unwrap(), 2);
+    assert!(manager.partitions().is_empty());
+    assert_eq!(manager.topic_id("old"), None);
+    manager.tick(10_000_000);
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open_for_creation(&fs);
+    assert!(manager.partitions().is_empty());
+    let strays: Vec<String> = topic_on_disk(&fs, "old");
+    assert_eq!(strays.len(), 2, "{strays:?}");
+    assert!(strays.iter().all(|n| n.ends_with("-stray")), "{strays:?}");
+}

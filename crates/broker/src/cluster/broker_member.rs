@@ -125,6 +125,11 @@ impl BrokerMember {
         self.epoch.load(Ordering::SeqCst)
     }
 
+    /// The flag behind [`Self::is_fenced`], for tasks that watch it.
+    pub fn fenced_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.fenced)
+    }
+
     /// Whether the last heartbeat's answer said fenced.
     pub fn is_fenced(&self) -> bool {
         self.fenced.load(Ordering::SeqCst)

@@ -59,6 +59,7 @@ impl ClusterLink {
             Arc::clone(member.node()),
             manager,
             Arc::clone(&materialized_offset),
+            member.fenced_flag(),
         ));
         Self {
             broker_id,
@@ -261,7 +262,11 @@ async fn apply_images(
     node: Arc<MetadataNode>,
     manager: Arc<LogManager>,
     materialized_offset: Arc<AtomicI64>,
+    fenced: Arc<std::sync::atomic::AtomicBool>,
 ) {
+    // Local topics the metadata does not have are moved aside once, when this broker has
+    // caught up (the controller unfences it then), as Kafka's `isStrayKraftReplica`.
+    let mut strays_checked = false;
     let mut last_topics: Option<BTreeMap<[u8; 16], TopicState>> = None;
     let mut last_configs = BTreeMap::new();
     // Topics this applier has seen in the image, by id: when one goes, its local logs go.
@@ -326,9 +331,39 @@ async fn apply_images(
                 last_configs = BTreeMap::new();
             }
         }
+        if !strays_checked && !fenced.load(Ordering::SeqCst) {
+            let known: BTreeSet<[u8; 16]> =
+                node.state().with_image(|image| image.topics.keys().copied().collect());
+            let manager = Arc::clone(&manager);
+            let moved = tokio::task::spawn_blocking(move || move_strays_aside(&manager, &known));
+            strays_checked = moved.await.unwrap_or(false);
+        }
         materialized_offset.fetch_max(offset, Ordering::SeqCst);
         tokio::time::sleep(APPLY_CHECK).await;
     }
+}
+
+/// Moves aside every local topic whose id the metadata does not have (or that has no id);
+/// returns whether that went without a failure.
+fn move_strays_aside(manager: &LogManager, known: &BTreeSet<[u8; 16]>) -> bool {
+    let mut complete = true;
+    for topic in manager.topics() {
+        if manager.topic_id(&topic).is_some_and(|id| known.contains(&id)) {
+            continue;
+        }
+        match manager.move_topic_aside(&topic) {
+            Ok(n) => tracing::warn!(
+                %topic,
+                partitions = n,
+                "not in the cluster's metadata: its logs are marked stray and kept aside"
+            ),
+            Err(error) => {
+                tracing::error!(%topic, %error, "cannot move a stray topic aside");
+                complete = false;
+            }
+        }
+    }
+    complete
 }
 
 /// One pass: local logs for the placed partitions, leadership at the image's epochs, the

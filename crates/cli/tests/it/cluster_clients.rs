@@ -350,9 +350,10 @@ fn python_clients_follow_a_leader_change() {
 /// A topic deleted and created again while one of its brokers was away: back, that broker
 /// still holds the old incarnation's log. Replaying the metadata it missed, it deletes that log
 /// (or, had a snapshot hidden the deletion, replaces it when the new topic id arrives), so a
-/// consumer of the new topic reads the new records only.
+/// consumer of the new topic reads the new records only. A topic the cluster never had, found
+/// in its directory, is moved aside as stray.
 #[test]
-fn a_topic_created_again_while_its_broker_was_away_starts_empty_there() {
+fn a_broker_back_from_away_serves_only_what_the_metadata_has() {
     let root = tempfile::tempdir().unwrap();
     let cluster = Cluster {
         dir: root.path().join("cluster"),
@@ -377,8 +378,25 @@ fn a_topic_created_again_while_its_broker_was_away_starts_empty_there() {
         let results = admin(1).delete_topics(&[TOPIC], &AdminOptions::new()).await.unwrap();
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     });
+    // While it is away, node 3 gets a topic the cluster never had (as a single node's data
+    // would have): back, it moves it aside as stray, kept on disk but never served.
+    let data = cluster.dir.join("node-3/data");
+    let created = Command::new(SEGLOG)
+        .args(["topics", "create", "--topic", "unknown", "--partitions", "2", "--log-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let (ok, text) = cluster.run(&["start", "3"]);
     assert!(ok && text.contains("started"), "{text}");
+    poll_until("the unknown topic moved aside", Duration::from_mins(1), || cluster.logs(), || {
+        let names: Vec<String> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.iter().filter(|n| n.starts_with("unknown-") && n.ends_with("-stray")).count() == 2
+            && !names.iter().any(|n| n == "unknown-0" || n == "unknown-1")
+    });
     // Node 3 is back (registered and unfenced) when a placement on it is accepted.
     poll_until(
         "node 3 back",
