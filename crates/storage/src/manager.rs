@@ -925,10 +925,8 @@ impl LogManager {
         self.remove_topic(topic, false)
     }
 
-    /// Moves `topic`'s logs aside as stray (Kafka's `asyncDelete` with `isStray`): each
-    /// partition directory is renamed `<topic>-<partition>.<id>-stray`, out of the broker's
-    /// logs, and kept on disk for an operator; nothing deletes it. A cluster's broker does this
-    /// to a topic its metadata does not have.
+    /// Moves `topic`'s logs aside as stray (Kafka's `asyncDelete` with `isStray`): renamed
+    /// `<topic>-<partition>.<id>-stray` and kept for an operator, never deleted.
     pub fn move_topic_aside(&self, topic: &str) -> Result<usize> {
         self.remove_topic(topic, true)
     }
