@@ -389,14 +389,19 @@ fn a_broker_back_from_away_serves_only_what_the_metadata_has() {
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let (ok, text) = cluster.run(&["start", "3"]);
     assert!(ok && text.contains("started"), "{text}");
-    poll_until("the unknown topic moved aside", Duration::from_mins(1), || cluster.logs(), || {
-        let names: Vec<String> = std::fs::read_dir(&data)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.iter().filter(|n| n.starts_with("unknown-") && n.ends_with("-stray")).count() == 2
-            && !names.iter().any(|n| n == "unknown-0" || n == "unknown-1")
-    });
+    poll_until(
+        "the unknown topic moved aside",
+        Duration::from_mins(1),
+        || cluster.logs(),
+        || {
+            let names: Vec<String> = std::fs::read_dir(&data)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.iter().filter(|n| n.starts_with("unknown-") && n.ends_with("-stray")).count() == 2
+                && !names.iter().any(|n| n == "unknown-0" || n == "unknown-1")
+        },
+    );
     // Node 3 is back (registered and unfenced) when a placement on it is accepted.
     poll_until(
         "node 3 back",
@@ -413,4 +418,118 @@ fn a_broker_back_from_away_serves_only_what_the_metadata_has() {
     let seen = consume(&cluster.bootstrap(1), "again", 10, 10);
     let expected: BTreeSet<String> = (1000..1010).map(|i| format!("v{i}")).collect();
     assert_eq!(seen.keys().cloned().collect::<BTreeSet<_>>(), expected, "the new records only");
+}
+
+/// A broker-only node (`process.roles=broker`: a learner of the quorum, no vote) joins a
+/// running cluster: formatted with the cluster's id, it registers, clients see four brokers,
+/// and it leads and serves the partitions assigned to it. Stopped (SIGTERM: a controlled
+/// shutdown), it leaves the brokers clients see, and the controller keeps it fenced.
+#[test]
+fn a_broker_only_node_joins_serves_and_leaves() {
+    let root = tempfile::tempdir().unwrap();
+    let cluster = Cluster {
+        dir: root.path().join("cluster"),
+        ports: (0..3).map(|_| free_port().to_string()).collect(),
+        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
+    };
+    let (ok, text) = cluster.run(&["up"]);
+    assert!(ok, "{text}\n{}", cluster.logs());
+    let meta =
+        std::fs::read_to_string(cluster.dir.join("node-1/metadata/meta.properties")).unwrap();
+    let cluster_id = meta.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_owned();
+    let node4 = root.path().join("node-4");
+    std::fs::create_dir_all(&node4).unwrap();
+    let port4 = free_port();
+    let voters: Vec<String> =
+        (1..=3).map(|n| format!("{n}@127.0.0.1:{}", cluster.ports[n - 1])).collect();
+    let config = node4.join("node.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "process.roles=broker\nnode.id=4\ncontroller.quorum.voters={}\n\
+             controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:{port4}\n\
+             log.dirs={}\nmetadata.log.dir={}\nseglog.metrics.listener=\nseglog.console.listener=\n",
+            voters.join(","),
+            node4.join("data").display(),
+            node4.join("metadata").display()
+        ),
+    )
+    .unwrap();
+    let formatted = Command::new(SEGLOG)
+        .args(["format", "--cluster-id", &cluster_id, "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(formatted.status.success(), "{}", String::from_utf8_lossy(&formatted.stderr));
+    let log = std::fs::File::create(node4.join("node.log")).unwrap();
+    let mut node = KilledOnDrop(Some(
+        Command::new(SEGLOG).args(["serve", "--config"]).arg(&config).stderr(log).spawn().unwrap(),
+    ));
+    let logs = || {
+        format!(
+            "{}\n== node 4\n{}",
+            cluster.logs(),
+            std::fs::read_to_string(node4.join("node.log")).unwrap_or_default()
+        )
+    };
+    let brokers = |bootstrap: &str| -> Vec<i32> {
+        let consumer: BaseConsumer =
+            ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
+        consumer
+            .fetch_metadata(None, Duration::from_secs(10))
+            .map(|m| m.brokers().iter().map(rdkafka::metadata::MetadataBroker::id).collect())
+            .unwrap_or_default()
+    };
+    poll_until("four brokers", Duration::from_mins(1), logs, || {
+        brokers(&cluster.bootstrap(1)).len() == 4
+    });
+    let bootstrap4 = format!("127.0.0.1:{port4}");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(2)).create().unwrap();
+        let topic = NewTopic::new(TOPIC, 2, TopicReplication::Variable(&[&[4], &[4]]));
+        let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    });
+    assert_eq!(leaders(&bootstrap4).into_values().collect::<Vec<_>>(), [4, 4]);
+    runtime.block_on(produce(&cluster.bootstrap(1), 0, 100));
+    let seen = consume(&bootstrap4, "joined", 100, 100);
+    assert_eq!(seen.len(), 100, "every record once, served by the new broker");
+    assert!(
+        node4.join(format!("data/{TOPIC}-0")).is_dir()
+            && node4.join(format!("data/{TOPIC}-1")).is_dir()
+    );
+
+    let mut child = node.0.take().unwrap();
+    let stopped = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(stopped.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "node 4 stopped cleanly: {status}\n{}", logs());
+    poll_until("three brokers again", Duration::from_mins(1), logs, || {
+        brokers(&cluster.bootstrap(2)).len() == 3
+    });
+    let output = Command::new(SEGLOG)
+        .args(["cluster", "status", "--controller", &format!("127.0.0.1:{}", cluster.ports[0])])
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("Broker:") && l.contains("4 epoch") && l.ends_with("fenced")),
+        "{status}"
+    );
+}
+
+/// A process killed (SIGKILL) if a test fails before it stops it.
+struct KilledOnDrop(Option<std::process::Child>);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
