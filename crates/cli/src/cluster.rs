@@ -133,12 +133,30 @@ enum ClusterCommand {
         #[arg(long, value_name = "ADDR")]
         controller: String,
     },
+    /// Removes a broker's registration from the cluster's metadata (Kafka's
+    /// `kafka-cluster.sh unregister`), after it has stopped for good: it leaves every ISR it
+    /// can and leads nothing, and no longer gets the metadata.
+    ///
+    /// Example: seglog cluster unregister --bootstrap-server 127.0.0.1:29092 --id 4
+    Unregister {
+        /// Any broker of the cluster, `host:port`.
+        #[arg(long, value_name = "ADDR")]
+        bootstrap_server: String,
+        /// The broker's id.
+        #[arg(long)]
+        id: i32,
+    },
 }
 
 /// `seglog cluster ...`.
 pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
-    let ClusterCommand::Status { controller } = &args.command;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let controller = match &args.command {
+        ClusterCommand::Status { controller } => controller,
+        ClusterCommand::Unregister { bootstrap_server, id } => {
+            return runtime.block_on(unregister(bootstrap_server, *id));
+        }
+    };
     let status = runtime
         .block_on(fetch_status(controller, Duration::from_secs(5)))
         .with_context(|| format!("cannot reach the controller at {controller}"))?;
@@ -322,4 +340,25 @@ async fn learner_source(config: &KraftConfig, broker: &BrokerConfig) -> Result<M
         .await
         .with_context(|| format!("cannot bind the metadata learner on {host}"))?;
     Ok(MetadataSource::Learner { fs: Arc::new(StdFs), metadata_dir: dir.clone(), raft_listener })
+}
+
+/// UnregisterBroker through the broker at `bootstrap`.
+async fn unregister(bootstrap: &str, id: i32) -> Result<()> {
+    use kafka_protocol::messages::{BrokerId, UnregisterBrokerRequest};
+    let mut client = crate::wire::Client::connect(bootstrap)
+        .await
+        .with_context(|| format!("cannot reach the broker at {bootstrap}"))?;
+    let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(id));
+    let response = client.send(&request, 0).await.context("UnregisterBroker failed")?;
+    if response.error_code != 0 {
+        let name = kafka_protocol::ResponseError::try_from_code(response.error_code)
+            .map_or_else(|| format!("error {}", response.error_code), |e| format!("{e:?}"));
+        let text = response.error_message.map(|m| m.to_string()).unwrap_or_default();
+        bail!(
+            "broker {id} was not unregistered: {name}{}",
+            if text.is_empty() { String::new() } else { format!(": {text}") }
+        );
+    }
+    println!("Broker {id} is no longer registered.");
+    Ok(())
 }

@@ -402,6 +402,17 @@ impl Controller {
             .collect())
     }
 
+    /// UnregisterBroker (Kafka's `ClusterControlManager.unregisterBroker` with
+    /// `ReplicationControlManager.handleBrokerUnregistered`): the broker leaves every ISR it can
+    /// and leads nothing, then its registration goes.
+    pub fn unregister_broker(&self, broker_id: i32) -> Result<Vec<MetadataRecord>, ResponseError> {
+        let broker =
+            self.image.brokers.get(&broker_id).ok_or(ResponseError::BrokerIdNotRegistered)?;
+        let mut records = self.leader_and_isr_updates(Some(broker_id), None);
+        records.push(MetadataRecord::UnregisterBroker { broker_id, broker_epoch: broker.epoch });
+        Ok(records)
+    }
+
     /// AllocateProducerIds (Kafka's `ProducerIdControlManager`): the next block of
     /// [`PRODUCER_ID_BLOCK_SIZE`] ids for a registered broker; returns the block's first id.
     pub fn allocate_producer_ids(

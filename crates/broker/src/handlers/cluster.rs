@@ -9,6 +9,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{
     BrokerId, DescribeQuorumRequest, DescribeQuorumResponse, MetadataRequest, MetadataResponse,
+    UnregisterBrokerRequest, UnregisterBrokerResponse,
 };
 
 use super::{authorized_operations, str_bytes, topic_allowed, topic_name};
@@ -259,7 +260,9 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         | AdminRequest::CreatePartitions { name, .. }
         | AdminRequest::DeleteTopic { name }
         | AdminRequest::SetTopicConfigs { name, .. } => name.clone(),
-        AdminRequest::AllocateProducerIds { .. } => String::new(),
+        AdminRequest::AllocateProducerIds { .. } | AdminRequest::UnregisterBroker { .. } => {
+            String::new()
+        }
     };
     let factor = match &request {
         AdminRequest::CreateTopic { replication_factor, .. } => *replication_factor,
@@ -437,4 +440,35 @@ async fn leader_status(link: &ClusterLink) -> Option<QuorumStatus> {
     }
     let addr = local.addresses.iter().find(|(id, _)| *id == leader).map(|(_, a)| a.clone())?;
     fetch_status(&addr, std::time::Duration::from_secs(5)).await.ok()
+}
+
+/// UnregisterBroker (Kafka's `kafka-cluster.sh unregister`), with ALTER on the cluster: a
+/// cluster's broker forwards it to the controller; a single node has no registrations
+/// (BROKER_ID_NOT_REGISTERED).
+pub(crate) async fn unregister_broker(
+    broker: &std::sync::Arc<Broker>,
+    session: &Session,
+    request: &UnregisterBrokerRequest,
+    version: i16,
+) -> Result<crate::request::Reply, crate::error::Error> {
+    let mut response = UnregisterBrokerResponse::default();
+    let answer = if !super::cluster_allowed(broker, session, AclOperation::Alter) {
+        Err((ResponseError::ClusterAuthorizationFailed.code(), None))
+    } else if let Some(link) = broker.cluster() {
+        let link = std::sync::Arc::clone(link);
+        let request = AdminRequest::UnregisterBroker { broker_id: request.broker_id.0 };
+        super::blocking(move || forward(&link, request))
+            .await?
+            .map_err(|(code, text)| (code, Some(text)))
+    } else {
+        Err((
+            ResponseError::BrokerIdNotRegistered.code(),
+            Some("this node is not in a cluster (process.roles is unset)".to_owned()),
+        ))
+    };
+    if let Err((code, text)) = answer {
+        response.error_code = code;
+        response.error_message = text.map(|t| str_bytes(&t));
+    }
+    crate::request::encode(&response, version)
 }

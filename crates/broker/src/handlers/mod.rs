@@ -4,7 +4,7 @@
 mod admin;
 mod broker_configs;
 mod cluster;
-pub(crate) use cluster::describe_quorum;
+pub(crate) use cluster::{describe_quorum, unregister_broker};
 mod configs;
 mod data;
 mod dynamic_configs;

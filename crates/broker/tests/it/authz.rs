@@ -66,7 +66,7 @@ use kafka_protocol::messages::{
     ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
     ProduceRequest, ProducerId, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
-    TransactionalId, TxnOffsetCommitRequest,
+    TransactionalId, TxnOffsetCommitRequest, UnregisterBrokerRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use seglog_broker::{SUPPORTED_APIS, Server};
@@ -635,7 +635,9 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         }
         ApiKey::ConsumerGroupHeartbeat => vec![("Group", "cg-heartbeat", "Read")],
         ApiKey::ConsumerGroupDescribe => vec![("Group", "cg-describe", "Describe")],
-        ApiKey::AlterReplicaLogDirs => vec![("Cluster", "kafka-cluster", "Alter")],
+        ApiKey::AlterReplicaLogDirs | ApiKey::UnregisterBroker => {
+            vec![("Cluster", "kafka-cluster", "Alter")]
+        }
         ApiKey::CreateAcls | ApiKey::DeleteAcls | ApiKey::AlterUserScramCredentials => {
             vec![("Cluster", "kafka-cluster", "Alter")]
         }
@@ -732,6 +734,11 @@ async fn deny(h: &Harness, api: ApiKey) {
         ApiKey::DescribeQuorum => {
             let request = crate::protocol::describe_quorum_request();
             let response = h.call(ALICE, &request, 2).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+        }
+        ApiKey::UnregisterBroker => {
+            let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(7));
+            let response = h.call(ALICE, &request, 0).await;
             assert_eq!(response.error_code, CLUSTER_DENIED);
         }
         ApiKey::DescribeCluster => {
@@ -989,6 +996,12 @@ async fn allow(h: &Harness, api: ApiKey) {
             let overrides =
                 h.server().broker().manager().topic_overrides("incremental-alter-configs");
             assert_eq!(overrides.get("retention.ms").map(String::as_str), Some("4321"));
+        }
+        ApiKey::UnregisterBroker => {
+            let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(7));
+            let response = h.call(ALICE, &request, 0).await;
+            // Allowed, and answered: a single node keeps no registrations.
+            assert_eq!(response.error_code, 102);
         }
         ApiKey::DescribeQuorum => {
             let request = crate::protocol::describe_quorum_request();

@@ -32,6 +32,7 @@ use kafka_protocol::messages::{
     DescribeClusterRequest, DescribeConfigsRequest, DescribeQuorumRequest, FetchRequest,
     FetchResponse, IncrementalAlterConfigsRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest, ProduceResponse, TopicName,
+    UnregisterBrokerRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use seglog_broker::{GROUP_APIS, SUPPORTED_APIS, TXN_APIS};
@@ -290,6 +291,12 @@ async fn every_api_answers_at_every_advertised_version() {
                     assert_eq!(all.map(|t| t.partitions.len()), Some(1), "v{version}");
                     let expected_id = if version >= 10 { all_id } else { uuid::Uuid::nil() };
                     assert_eq!(all.map(|t| t.topic_id), Some(expected_id), "v{version}");
+                }
+                ApiKey::UnregisterBroker => {
+                    let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(7));
+                    let response = client.send(&request, version).await;
+                    // A single node keeps no registrations: BROKER_ID_NOT_REGISTERED.
+                    assert_eq!(response.error_code, 102, "v{version}");
                 }
                 ApiKey::DescribeQuorum => {
                     let response = client.send(&describe_quorum_request(), version).await;

@@ -11,68 +11,24 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AddPartitionsToTxnRequest, CreateTopicsRequest, EndTxnRequest, InitProducerIdRequest,
-    ProduceRequest, ProducerId, RequestHeader, ResponseHeader, TopicName, TransactionalId,
+    ProduceRequest, ProducerId, TopicName, TransactionalId,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use seglog_format::{Compression, RecordBatchBuilder};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::{BenchArgs, Row, broker_config, mb_per_s, run_dir, write_rows};
+pub(super) use crate::wire::Client;
 
 /// The runs, in the order they interleave: `None` is the plain producer.
 const MODES: [Option<u64>; 3] = [None, Some(100), Some(1000)];
 /// Each mode runs this many times.
 const REPEATS: usize = 3;
-
-/// A client connection speaking the wire protocol.
-pub(super) struct Client {
-    stream: TcpStream,
-    correlation_id: i32,
-}
-
-impl Client {
-    /// A connection to `addr`, with Nagle off.
-    pub(super) async fn connect(addr: std::net::SocketAddr) -> Result<Self> {
-        let stream = TcpStream::connect(addr).await?;
-        stream.set_nodelay(true)?;
-        Ok(Self { stream, correlation_id: 0 })
-    }
-
-    /// Sends `request` at `version` and decodes the response.
-    pub(super) async fn send<R: Request>(
-        &mut self,
-        request: &R,
-        version: i16,
-    ) -> Result<R::Response> {
-        self.correlation_id += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(self.correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("seglog-bench")));
-        let mut body = BytesMut::new();
-        body.put_i32(0);
-        header.encode(&mut body, R::header_version(version))?;
-        request.encode(&mut body, version)?;
-        let size = i32::try_from(body.len() - 4).context("request too large")?;
-        body[..4].copy_from_slice(&size.to_be_bytes());
-        self.stream.write_all(&body).await?;
-        let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).await?;
-        let mut frame = vec![0u8; usize::try_from(i32::from_be_bytes(size)).unwrap_or(0)];
-        self.stream.read_exact(&mut frame).await?;
-        let mut frame = Bytes::from(frame);
-        ResponseHeader::decode(&mut frame, R::Response::header_version(version))?;
-        R::Response::decode(&mut frame, version)
-    }
-}
 
 /// One measured run.
 struct Run {
@@ -93,9 +49,7 @@ pub(super) fn run(args: &BenchArgs) -> Result<()> {
 async fn measure(args: &BenchArgs, root: &std::path::Path) -> Result<Vec<Run>> {
     let config = broker_config(args, root, &[("transaction.state.log.num.partitions", "1")])?;
     let server = seglog_broker::Server::start(config).await?;
-    let stream = TcpStream::connect(server.local_addr()).await?;
-    stream.set_nodelay(true)?;
-    let mut client = Client { stream, correlation_id: 0 };
+    let mut client = Client::connect(server.local_addr()).await?;
     let value: Vec<u8> = (0..args.record_bytes).map(|i| (i * 31 % 251) as u8).collect();
     let records_per_batch = (args.batch_bytes / (args.record_bytes + 16)).max(1);
     let total_bytes = args.total_mib << 20;

@@ -520,6 +520,29 @@ fn a_broker_only_node_joins_serves_and_leaves() {
             .any(|l| l.starts_with("Broker:") && l.contains("4 epoch") && l.ends_with("fenced")),
         "{status}"
     );
+    // Gone for good: unregistered through a broker, as `kafka-cluster.sh unregister`.
+    let output = Command::new(SEGLOG)
+        .args(["cluster", "unregister", "--bootstrap-server", &cluster.bootstrap(2), "--id", "4"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = Command::new(SEGLOG)
+        .args(["cluster", "status", "--controller", &format!("127.0.0.1:{}", cluster.ports[0])])
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        !status.lines().any(|l| l.starts_with("Broker:") && l.contains(" 4 epoch")),
+        "{status}"
+    );
+    assert!(status.contains("CurrentObservers: []"), "its learner is gone too: {status}");
+    // Once more: it is not registered.
+    let output = Command::new(SEGLOG)
+        .args(["cluster", "unregister", "--bootstrap-server", &cluster.bootstrap(2), "--id", "4"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && text.contains("BrokerIdNotRegistered"), "{text}");
 }
 
 /// A process killed (SIGKILL) if a test fails before it stops it.

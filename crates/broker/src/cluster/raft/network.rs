@@ -74,6 +74,10 @@ pub enum AdminRequest {
         name: String,
         overrides: std::collections::BTreeMap<String, String>,
     },
+    /// UnregisterBroker: the broker's registration goes (and its learner, unless it votes).
+    UnregisterBroker {
+        broker_id: i32,
+    },
     /// AllocateProducerIds: a block of producer ids for the broker.
     AllocateProducerIds {
         broker_id: i32,
@@ -422,6 +426,9 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                 AdminRequest::SetTopicConfigs { name, overrides } => {
                     (c.set_topic_configs(name, overrides)?, false)
                 }
+                AdminRequest::UnregisterBroker { broker_id } => {
+                    (c.unregister_broker(*broker_id)?, false)
+                }
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
                     return Ok((Some(start), records));
@@ -431,6 +438,28 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
         })
         .await
         .map_err(|e| refusal(operator, e))?;
+    if let AdminRequest::UnregisterBroker { broker_id } = request
+        && let Ok(id) = NodeId::try_from(broker_id)
+    {
+        // Its learner stops getting the metadata; a voter (a combined node) stays one.
+        let learner = operator
+            .raft()
+            .metrics()
+            .borrow()
+            .membership_config
+            .membership()
+            .learner_ids()
+            .any(|l| l == id);
+        if learner {
+            let remove =
+                openraft::ChangeMembers::RemoveNodes(std::collections::BTreeSet::from([id]));
+            operator
+                .raft()
+                .change_membership(remove, false)
+                .await
+                .map_err(|e| not_controller(operator, e.to_string()))?;
+        }
+    }
     Ok(AdminReply { offset: operator.state().applied_offset(), producer_id_start })
 }
 

@@ -1,0 +1,59 @@
+//! A minimal Kafka wire client (the `kafka-protocol` codecs over one TCP connection, one
+//! request in flight): what the benches and `seglog cluster unregister` send to a broker.
+
+use anyhow::{Context, Result, bail};
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The largest response read (a broker's `socket.request.max.bytes`, 100 MiB).
+const RESPONSE_BYTES_MAX: usize = 100 << 20;
+
+/// A client connection speaking the wire protocol.
+pub(crate) struct Client {
+    stream: TcpStream,
+    correlation_id: i32,
+}
+
+impl Client {
+    /// A connection to `addr`, with Nagle off.
+    pub(crate) async fn connect(addr: impl tokio::net::ToSocketAddrs) -> Result<Self> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self { stream, correlation_id: 0 })
+    }
+
+    /// Sends `request` at `version` and decodes the response.
+    pub(crate) async fn send<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response> {
+        self.correlation_id += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(self.correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("seglog")));
+        let mut body = BytesMut::new();
+        body.put_i32(0);
+        header.encode(&mut body, R::header_version(version))?;
+        request.encode(&mut body, version)?;
+        let size = i32::try_from(body.len() - 4).context("request too large")?;
+        body[..4].copy_from_slice(&size.to_be_bytes());
+        self.stream.write_all(&body).await?;
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).await?;
+        let size = usize::try_from(i32::from_be_bytes(size)).unwrap_or(0);
+        if size > RESPONSE_BYTES_MAX {
+            bail!("a response of {size} bytes, above {RESPONSE_BYTES_MAX}");
+        }
+        let mut frame = vec![0u8; size];
+        self.stream.read_exact(&mut frame).await?;
+        let mut frame = Bytes::from(frame);
+        ResponseHeader::decode(&mut frame, R::Response::header_version(version))?;
+        R::Response::decode(&mut frame, version)
+    }
+}
