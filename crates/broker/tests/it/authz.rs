@@ -635,10 +635,11 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         }
         ApiKey::ConsumerGroupHeartbeat => vec![("Group", "cg-heartbeat", "Read")],
         ApiKey::ConsumerGroupDescribe => vec![("Group", "cg-describe", "Describe")],
-        ApiKey::AlterReplicaLogDirs | ApiKey::UnregisterBroker => {
-            vec![("Cluster", "kafka-cluster", "Alter")]
-        }
-        ApiKey::CreateAcls | ApiKey::DeleteAcls | ApiKey::AlterUserScramCredentials => {
+        ApiKey::AlterReplicaLogDirs
+        | ApiKey::UnregisterBroker
+        | ApiKey::CreateAcls
+        | ApiKey::DeleteAcls
+        | ApiKey::AlterUserScramCredentials => {
             vec![("Cluster", "kafka-cluster", "Alter")]
         }
         ApiKey::DescribeClientQuotas => vec![("Cluster", "kafka-cluster", "DescribeConfigs")],

@@ -434,37 +434,9 @@ fn a_broker_only_node_joins_serves_and_leaves() {
     };
     let (ok, text) = cluster.run(&["up"]);
     assert!(ok, "{text}\n{}", cluster.logs());
-    let meta =
-        std::fs::read_to_string(cluster.dir.join("node-1/metadata/meta.properties")).unwrap();
-    let cluster_id = meta.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_owned();
     let node4 = root.path().join("node-4");
-    std::fs::create_dir_all(&node4).unwrap();
     let port4 = free_port();
-    let voters: Vec<String> =
-        (1..=3).map(|n| format!("{n}@127.0.0.1:{}", cluster.ports[n - 1])).collect();
-    let config = node4.join("node.properties");
-    std::fs::write(
-        &config,
-        format!(
-            "process.roles=broker\nnode.id=4\ncontroller.quorum.voters={}\n\
-             controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:{port4}\n\
-             log.dirs={}\nmetadata.log.dir={}\nseglog.metrics.listener=\nseglog.console.listener=\n",
-            voters.join(","),
-            node4.join("data").display(),
-            node4.join("metadata").display()
-        ),
-    )
-    .unwrap();
-    let formatted = Command::new(SEGLOG)
-        .args(["format", "--cluster-id", &cluster_id, "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(formatted.status.success(), "{}", String::from_utf8_lossy(&formatted.stderr));
-    let log = std::fs::File::create(node4.join("node.log")).unwrap();
-    let mut node = KilledOnDrop(Some(
-        Command::new(SEGLOG).args(["serve", "--config"]).arg(&config).stderr(log).spawn().unwrap(),
-    ));
+    let mut node = start_broker_only_node(&cluster, &node4, port4);
     let logs = || {
         format!(
             "{}\n== node 4\n{}",
@@ -555,4 +527,38 @@ impl Drop for KilledOnDrop {
             let _ = child.wait();
         }
     }
+}
+
+/// Formats and starts node 4 of `cluster` in `node4` as a broker alone (`process.roles=broker`),
+/// its Kafka listener on `port4`.
+fn start_broker_only_node(cluster: &Cluster, node4: &Path, port4: u16) -> KilledOnDrop {
+    let meta =
+        std::fs::read_to_string(cluster.dir.join("node-1/metadata/meta.properties")).unwrap();
+    let cluster_id = meta.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_owned();
+    std::fs::create_dir_all(node4).unwrap();
+    let voters: Vec<String> =
+        (1..=3).map(|n| format!("{n}@127.0.0.1:{}", cluster.ports[n - 1])).collect();
+    let config = node4.join("node.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "process.roles=broker\nnode.id=4\ncontroller.quorum.voters={}\n\
+             controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:{port4}\n\
+             log.dirs={}\nmetadata.log.dir={}\nseglog.metrics.listener=\nseglog.console.listener=\n",
+            voters.join(","),
+            node4.join("data").display(),
+            node4.join("metadata").display()
+        ),
+    )
+    .unwrap();
+    let formatted = Command::new(SEGLOG)
+        .args(["format", "--cluster-id", &cluster_id, "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(formatted.status.success(), "{}", String::from_utf8_lossy(&formatted.stderr));
+    let log = std::fs::File::create(node4.join("node.log")).unwrap();
+    KilledOnDrop(Some(
+        Command::new(SEGLOG).args(["serve", "--config"]).arg(&config).stderr(log).spawn().unwrap(),
+    ))
 }
