@@ -115,6 +115,9 @@ pub(crate) fn run_format(args: &FormatArgs) -> Result<()> {
     Ok(())
 }
 
+/// How long `cluster status` waits for the leader's view of the members' progress.
+const LEADER_VIEW_TIMEOUT: Duration = Duration::from_millis(300);
+
 /// Arguments of `seglog cluster`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ClusterArgs {
@@ -163,8 +166,9 @@ pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
     // The members' progress is the leader's to know: asked of it when this voter follows.
     let leader_view = match status.leader {
         Some(leader) if leader != status.node_id => {
+            // Briefly: a leader that is cut off or stopped must not hold up this node's view.
             status.addresses.iter().find(|(id, _)| *id == leader).and_then(|(_, addr)| {
-                runtime.block_on(fetch_status(addr, Duration::from_secs(5))).ok()
+                runtime.block_on(fetch_status(addr, LEADER_VIEW_TIMEOUT)).ok()
             })
         }
         _ => None,
