@@ -204,13 +204,16 @@ impl KraftConfig {
             )?,
             ..defaults
         };
+        let base = timings.election_timeout_min_ms;
+        let place = voters.keys().position(|id| *id == node_id).unwrap_or(0);
         let timings = QuorumTimings {
-            election_timeout_max_ms: timings.election_timeout_min_ms * 2,
-            heartbeat_interval_ms: (timings.election_timeout_min_ms / 5).max(10),
+            election_timeout_max_ms: base * 2,
+            heartbeat_interval_ms: (base / 5).max(10),
             // Kafka counts bytes and time, not entries (`snapshot_after_bytes`, `_interval_ms`).
             snapshot_after_entries: None,
             ..timings
-        };
+        }
+        .for_voter(place, voters.len());
         Ok(Some(Self {
             roles,
             node_id,
@@ -258,6 +261,11 @@ mod tests {
         assert_eq!(config.voters[&3].address(), "::1:9095");
         assert_eq!(config.controller_listener, Some(("127.0.0.1".to_owned(), 9094)));
         assert_eq!(config.metadata_log_dir, PathBuf::from("./seglog-data"));
+        // Voter 2 of 3: its own election range, disjoint from the others'.
+        assert_eq!(
+            (config.timings.election_timeout_min_ms, config.timings.election_timeout_max_ms),
+            (666, 749)
+        );
         assert_eq!(KraftConfig::from_properties(&props(&[("node.id", "1")])).unwrap(), None);
     }
 

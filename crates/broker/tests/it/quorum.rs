@@ -31,7 +31,8 @@ async fn start(id: NodeId, dir: &std::path::Path, listener: TcpListener) -> Meta
         snapshot_after_entries: Some(20),
         entries_kept_after_snapshot: 2,
         ..QuorumTimings::default()
-    };
+    }
+    .for_voter(usize::try_from(id - 1).unwrap(), 3);
     MetadataNode::start(id, Arc::new(StdFs), dir, listener, timings, ControllerConfig::default())
         .await
         .unwrap()
