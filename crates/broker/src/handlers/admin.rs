@@ -430,28 +430,13 @@ fn create_topic(
             ),
         );
     }
+    if let Some((code, text)) =
+        replication_refusal(topic.replication_factor, broker.cluster().is_some())
+    {
+        return fail(result, code, text);
+    }
     if let Some(link) = broker.cluster() {
         return create_in_cluster(broker, link, topic, n_partitions, validate_only, result);
-    }
-    match topic.replication_factor {
-        -1 | 1 => {}
-        factor if factor < 1 => {
-            return fail(
-                result,
-                ResponseError::InvalidReplicationFactor.code(),
-                "Replication factor must be larger than 0, or -1 to use the default value."
-                    .to_owned(),
-            );
-        }
-        factor => {
-            return fail(
-                result,
-                ResponseError::InvalidReplicationFactor.code(),
-                format!(
-                    "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} cannot be reached because only 1 broker(s) are registered."
-                ),
-            );
-        }
     }
     let overrides = match topic_overrides(broker, topic) {
         Ok(overrides) => overrides,
@@ -492,6 +477,31 @@ fn topic_overrides(
     Ok(overrides)
 }
 
+/// Why a CreateTopics replication factor is refused: a single node, and a cluster without
+/// replication (issue 22), keep one replica a partition.
+fn replication_refusal(factor: i16, in_cluster: bool) -> Option<(i16, String)> {
+    let code = ResponseError::InvalidReplicationFactor.code();
+    match factor {
+        -1 | 1 => None,
+        factor if factor < 1 => Some((
+            code,
+            "Replication factor must be larger than 0, or -1 to use the default value.".to_owned(),
+        )),
+        factor if in_cluster => Some((
+            code,
+            format!(
+                "Unable to replicate the partition {factor} time(s): seglog's brokers do not replicate yet, so a topic's replication factor is 1."
+            ),
+        )),
+        factor => Some((
+            code,
+            format!(
+                "Unable to replicate the partition {factor} time(s): The target replication factor of {factor} cannot be reached because only 1 broker(s) are registered."
+            ),
+        )),
+    }
+}
+
 /// CreateTopics in a cluster: the replication factor is 1 (seglog does not replicate yet,
 /// issue 22) and the controller creates the topic; this broker answers once it has applied it.
 fn create_in_cluster(
@@ -508,30 +518,6 @@ fn create_in_cluster(
         result.error_message = message(text);
         result
     };
-    match topic.replication_factor {
-        -1 | 1 => {}
-        factor if factor < 1 => {
-            return fail(
-                result,
-                (
-                    ResponseError::InvalidReplicationFactor.code(),
-                    "Replication factor must be larger than 0, or -1 to use the default value."
-                        .to_owned(),
-                ),
-            );
-        }
-        factor => {
-            return fail(
-                result,
-                (
-                    ResponseError::InvalidReplicationFactor.code(),
-                    format!(
-                        "Unable to replicate the partition {factor} time(s): seglog's brokers do not replicate yet, so a topic's replication factor is 1."
-                    ),
-                ),
-            );
-        }
-    }
     let overrides = match topic_overrides(broker, topic) {
         Ok(overrides) => overrides,
         Err(refusal) => return fail(result, refusal),

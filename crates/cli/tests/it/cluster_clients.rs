@@ -36,6 +36,18 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// `scripts/cluster.sh up` on free ports under `root`: the cluster and what `up` printed.
+    fn up(root: &Path) -> (Self, String) {
+        let cluster = Self {
+            dir: root.join("cluster"),
+            ports: (0..3).map(|_| free_port().to_string()).collect(),
+            broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
+        };
+        let (ok, text) = cluster.run(&["up"]);
+        assert!(ok, "{text}\n{}", cluster.logs());
+        (cluster, text)
+    }
+
     fn run(&self, args: &[&str]) -> (bool, String) {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
         let output = Command::new("bash")
@@ -77,6 +89,17 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.run(&["down"]);
     }
+}
+
+/// Creates `topics` through the broker at `bootstrap`, each successfully.
+fn create_topics(runtime: &tokio::runtime::Runtime, bootstrap: &str, topics: &[&NewTopic<'_>]) {
+    runtime.block_on(async {
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
+        let results =
+            admin.create_topics(topics.iter().copied(), &AdminOptions::new()).await.unwrap();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    });
 }
 
 /// Each partition's leader as a client's Metadata shows it; -1 for none.
@@ -167,13 +190,7 @@ fn consume(
 #[test]
 fn a_three_node_cluster_serves_real_clients_through_any_broker() {
     let root = tempfile::tempdir().unwrap();
-    let cluster = Cluster {
-        dir: root.path().join("cluster"),
-        ports: (0..3).map(|_| free_port().to_string()).collect(),
-        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
-    };
-    let (ok, text) = cluster.run(&["up"]);
-    assert!(ok, "{text}\n{}", cluster.logs());
+    let (cluster, text) = Cluster::up(root.path());
     assert_eq!(text.matches("Broker:").count(), 3, "{text}");
     if let Some(kcat) = client("kcat", which("kcat")) {
         let output = Command::new(kcat).args(["-b", &cluster.bootstrap(2), "-L"]).output().unwrap();
@@ -187,13 +204,8 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let admin: AdminClient<DefaultClientContext> =
-            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(3)).create().unwrap();
-        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1));
-        let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
-    });
+    let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1));
+    create_topics(&runtime, &cluster.bootstrap(3), &[&topic]);
     // Configs through one broker reach the topic's replicas on all of them, and every broker
     // describes them; a manual assignment places each partition where it says.
     runtime.block_on(async {
@@ -277,21 +289,10 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
 fn python_clients_follow_a_leader_change() {
     let Some(python) = crate::serve::python() else { return };
     let root = tempfile::tempdir().unwrap();
-    let cluster = Cluster {
-        dir: root.path().join("cluster"),
-        ports: (0..3).map(|_| free_port().to_string()).collect(),
-        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
-    };
-    let (ok, text) = cluster.run(&["up"]);
-    assert!(ok, "{text}\n{}", cluster.logs());
+    let (cluster, _) = Cluster::up(root.path());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let admin: AdminClient<DefaultClientContext> =
-            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(1)).create().unwrap();
-        let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1));
-        let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
-    });
+    let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(1));
+    create_topics(&runtime, &cluster.bootstrap(1), &[&topic]);
     let victim = leaders(&cluster.bootstrap(1))[&0];
     let others: Vec<usize> = (1..=3).filter(|n| *n != victim as usize).collect();
     let epochs_before = leader_epoch_file(&cluster.dir, victim, 0);
@@ -355,22 +356,13 @@ fn python_clients_follow_a_leader_change() {
 #[test]
 fn a_broker_back_from_away_serves_only_what_the_metadata_has() {
     let root = tempfile::tempdir().unwrap();
-    let cluster = Cluster {
-        dir: root.path().join("cluster"),
-        ports: (0..3).map(|_| free_port().to_string()).collect(),
-        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
-    };
-    let (ok, text) = cluster.run(&["up"]);
-    assert!(ok, "{text}\n{}", cluster.logs());
+    let (cluster, _) = Cluster::up(root.path());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let admin = |node: usize| -> AdminClient<DefaultClientContext> {
         ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(node)).create().unwrap()
     };
     let on_node_3 = NewTopic::new(TOPIC, 1, TopicReplication::Variable(&[&[3]]));
-    runtime.block_on(async {
-        let results = admin(1).create_topics([&on_node_3], &AdminOptions::new()).await.unwrap();
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
-    });
+    create_topics(&runtime, &cluster.bootstrap(1), &[&on_node_3]);
     runtime.block_on(produce(&cluster.bootstrap(1), 0, 100));
     let (ok, text) = cluster.run(&["stop", "3"]);
     assert!(ok && text.contains("stopped"), "{text}");
@@ -427,13 +419,7 @@ fn a_broker_back_from_away_serves_only_what_the_metadata_has() {
 #[test]
 fn a_broker_only_node_joins_serves_and_leaves() {
     let root = tempfile::tempdir().unwrap();
-    let cluster = Cluster {
-        dir: root.path().join("cluster"),
-        ports: (0..3).map(|_| free_port().to_string()).collect(),
-        broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
-    };
-    let (ok, text) = cluster.run(&["up"]);
-    assert!(ok, "{text}\n{}", cluster.logs());
+    let (cluster, _) = Cluster::up(root.path());
     let node4 = root.path().join("node-4");
     let port4 = free_port();
     let mut node = start_broker_only_node(&cluster, &node4, port4);
@@ -457,13 +443,8 @@ fn a_broker_only_node_joins_serves_and_leaves() {
     });
     let bootstrap4 = format!("127.0.0.1:{port4}");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let admin: AdminClient<DefaultClientContext> =
-            ClientConfig::new().set("bootstrap.servers", cluster.bootstrap(2)).create().unwrap();
-        let topic = NewTopic::new(TOPIC, 2, TopicReplication::Variable(&[&[4], &[4]]));
-        let results = admin.create_topics([&topic], &AdminOptions::new()).await.unwrap();
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
-    });
+    let topic = NewTopic::new(TOPIC, 2, TopicReplication::Variable(&[&[4], &[4]]));
+    create_topics(&runtime, &cluster.bootstrap(2), &[&topic]);
     assert_eq!(leaders(&bootstrap4).into_values().collect::<Vec<_>>(), [4, 4]);
     runtime.block_on(produce(&cluster.bootstrap(1), 0, 100));
     let seen = consume(&bootstrap4, "joined", 100, 100);
