@@ -267,30 +267,29 @@ async fn apply_images(
     // Local topics the metadata does not have are moved aside once, when this broker has
     // caught up (the controller unfences it then), as Kafka's `isStrayKraftReplica`.
     let mut strays_checked = false;
-    let mut last_topics: Option<BTreeMap<[u8; 16], TopicState>> = None;
-    let mut last_configs = BTreeMap::new();
+    // What the last complete pass applied: the image's offset, topics and topic configs.
+    let mut last_offset: Option<i64> = None;
+    let mut last_topics: BTreeMap<[u8; 16], TopicState> = BTreeMap::new();
+    let mut last_configs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     // Topics this applier has seen in the image, by id: when one goes, its local logs go.
     let mut seen: BTreeMap<[u8; 16], String> = BTreeMap::new();
     loop {
-        let (offset, changed, placed, removed) = node.state().with_image(|image| {
+        let pass = node.state().with_image(|image| {
+            if last_offset == Some(image.offset) {
+                return None;
+            }
             let topic_configs: BTreeMap<&String, &BTreeMap<String, String>> = image
                 .configs
                 .iter()
                 .filter(|((kind, _), _)| *kind == CONFIG_RESOURCE_TOPIC)
                 .map(|((_, name), configs)| (name, configs))
                 .collect();
-            let changed = last_topics.as_ref() != Some(&image.topics)
-                || last_configs
-                    != topic_configs
-                        .iter()
-                        .map(|(k, v)| ((*k).clone(), (*v).clone()))
-                        .collect::<BTreeMap<_, _>>();
-            if !changed {
-                return (image.offset, false, Vec::new(), Vec::new());
+            // Most new offsets are the leader's NoOpRecords: nothing to do but note them.
+            if last_topics == image.topics
+                && topic_configs.iter().map(|(k, v)| (*k, *v)).eq(&last_configs)
+            {
+                return Some((image.offset, None));
             }
-            last_topics = Some(image.topics.clone());
-            last_configs =
-                topic_configs.iter().map(|(k, v)| ((*k).clone(), (*v).clone())).collect();
             let mut placed = Vec::new();
             for topic in image.topics.values() {
                 for (partition, state) in &topic.partitions {
@@ -313,24 +312,39 @@ async fn apply_images(
                 .filter(|(id, _)| !image.topics.contains_key(*id))
                 .map(|(id, name)| (name.clone(), *id))
                 .collect();
-            seen = image.topics.iter().map(|(id, t)| (*id, t.name.clone())).collect();
-            (image.offset, true, placed, removed)
+            let applied = (
+                image.topics.clone(),
+                topic_configs.iter().map(|(k, v)| ((*k).clone(), (*v).clone())).collect(),
+            );
+            Some((image.offset, Some((placed, removed, applied))))
         });
-        if changed {
-            let manager = Arc::clone(&manager);
-            let applied =
-                tokio::task::spawn_blocking(move || apply(broker_id, &manager, &placed, &removed))
-                    .await;
-            let complete = applied.unwrap_or_else(|error| {
-                tracing::error!(%error, "the metadata applier's pass failed to run");
-                false
-            });
-            if !complete {
-                // The next tick tries the whole pass again.
-                last_topics = None;
-                last_configs = BTreeMap::new();
+        let offset = match pass {
+            None => last_offset.unwrap_or(-1),
+            Some((offset, None)) => {
+                last_offset = Some(offset);
+                offset
             }
-        }
+            Some((offset, Some((placed, removed, (topics, configs))))) => {
+                let manager = Arc::clone(&manager);
+                let applied = tokio::task::spawn_blocking(move || {
+                    apply(broker_id, &manager, &placed, &removed)
+                })
+                .await;
+                let complete = applied.unwrap_or_else(|error| {
+                    tracing::error!(%error, "the metadata applier's pass failed to run");
+                    false
+                });
+                // An incomplete pass is tried again whole at the next tick, removals included.
+                if complete {
+                    seen = topics.iter().map(|(id, t)| (*id, t.name.clone())).collect();
+                    last_topics = topics;
+                    last_configs = configs;
+                    last_offset = Some(offset);
+                }
+                // A forwarded change waits for its replicas, not for a failed pass.
+                last_offset.unwrap_or(-1)
+            }
+        };
         if !strays_checked && !fenced.load(Ordering::SeqCst) {
             let known: BTreeSet<[u8; 16]> =
                 node.state().with_image(|image| image.topics.keys().copied().collect());

@@ -454,6 +454,13 @@ fn a_broker_only_node_joins_serves_and_leaves() {
             && node4.join(format!("data/{TOPIC}-1")).is_dir()
     );
 
+    // (stdout, stderr, success) of a `seglog` command.
+    let seglog = |args: &[&str]| {
+        let output = Command::new(SEGLOG).args(args).output().unwrap();
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        (text(&output.stdout), text(&output.stderr), output.status.success())
+    };
+    let controller = format!("127.0.0.1:{}", cluster.ports[0]);
     let mut child = node.0.take().unwrap();
     let stopped = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(stopped.success());
@@ -462,11 +469,7 @@ fn a_broker_only_node_joins_serves_and_leaves() {
     poll_until("three brokers again", Duration::from_mins(1), logs, || {
         brokers(&cluster.bootstrap(2)).len() == 3
     });
-    let output = Command::new(SEGLOG)
-        .args(["cluster", "status", "--controller", &format!("127.0.0.1:{}", cluster.ports[0])])
-        .output()
-        .unwrap();
-    let status = String::from_utf8_lossy(&output.stdout);
+    let status = seglog(&["cluster", "status", "--controller", &controller]).0;
     assert!(
         status
             .lines()
@@ -474,28 +477,19 @@ fn a_broker_only_node_joins_serves_and_leaves() {
         "{status}"
     );
     // Gone for good: unregistered through a broker, as `kafka-cluster.sh unregister`.
-    let output = Command::new(SEGLOG)
-        .args(["cluster", "unregister", "--bootstrap-server", &cluster.bootstrap(2), "--id", "4"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let output = Command::new(SEGLOG)
-        .args(["cluster", "status", "--controller", &format!("127.0.0.1:{}", cluster.ports[0])])
-        .output()
-        .unwrap();
-    let status = String::from_utf8_lossy(&output.stdout);
+    let unregister =
+        ["cluster", "unregister", "--bootstrap-server", &cluster.bootstrap(2), "--id", "4"];
+    let (_, stderr, ok) = seglog(&unregister);
+    assert!(ok, "{stderr}");
+    let status = seglog(&["cluster", "status", "--controller", &controller]).0;
     assert!(
         !status.lines().any(|l| l.starts_with("Broker:") && l.contains(" 4 epoch")),
         "{status}"
     );
     assert!(status.contains("CurrentObservers: []"), "its learner is gone too: {status}");
     // Once more: it is not registered.
-    let output = Command::new(SEGLOG)
-        .args(["cluster", "unregister", "--bootstrap-server", &cluster.bootstrap(2), "--id", "4"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success() && text.contains("BrokerIdNotRegistered"), "{text}");
+    let (_, stderr, ok) = seglog(&unregister);
+    assert!(!ok && stderr.contains("BrokerIdNotRegistered"), "{stderr}");
 }
 
 /// A process killed (SIGKILL) if a test fails before it stops it.
