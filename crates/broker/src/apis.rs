@@ -133,6 +133,9 @@ apis! {
     Transaction ListTransactions 0..=2 => |broker, request| {
         handlers::list_transactions(broker, &request.session, request.decode()?, request.version).await
     };
+    Transaction WriteTxnMarkers 1..=1 => |broker, request| {
+        handlers::write_txn_markers(broker, &request.session, request.decode()?, request.version).await
+    };
     Transaction DescribeProducers 0..=0 => |broker, request| {
         handlers::describe_producers(broker, &request.session, request.decode()?, request.version).await
     };

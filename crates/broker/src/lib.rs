@@ -24,6 +24,7 @@ mod security;
 pub mod server;
 mod tiering;
 pub mod txn;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -323,9 +323,7 @@ impl Server {
             recovery,
         ));
         if let Some(join) = join {
-            broker.groups.use_cluster_metadata();
-            let link = join.start(&broker, &local_addrs).await.map_err(ServeError::Cluster)?;
-            let _ = broker.cluster.set(Arc::new(link));
+            join_cluster(&broker, join, &local_addrs).await?;
         }
         restore_from_bucket(&broker).await;
         let loading = Arc::clone(&broker);
@@ -350,6 +348,7 @@ impl Server {
         spawn_accept_loops(&mut tasks, &broker, listeners, &stopped, &connections, connections_max);
         tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
+        tasks.spawn(txn_ticks(Arc::clone(&broker), stopped.clone()));
         tasks.spawn(crate::tiering::run(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = console_listener {
             crate::console::spawn(Arc::clone(&broker), listener, stopped.clone(), dump)
@@ -543,6 +542,41 @@ async fn bind_listeners(
 
 /// How often the group coordinator's timers run (sessions, rebalance delays and timeouts).
 const GROUP_TICK_PERIOD: Duration = Duration::from_millis(100);
+/// How often the transaction coordinator's timers run (and a prepared transaction's failed
+/// markers are tried again).
+const TXN_TICK_PERIOD: Duration = Duration::from_millis(250);
+
+/// The transaction coordinator's timers, on their own task: completing a prepared transaction
+/// may wait on another broker (WriteTxnMarkers), which must not hold up the groups' timers.
+async fn txn_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
+    let mut interval = tokio::time::interval(TXN_TICK_PERIOD);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stopped.changed() => return,
+        }
+        let broker = Arc::clone(&broker);
+        let _ =
+            tokio::task::spawn_blocking(move || broker.txns.tick(&broker.groups, now_ms())).await;
+    }
+}
+
+/// Joins the cluster as its broker: registers, links the coordinators to the cluster, and waits
+/// until the controller has unfenced this broker and its replicas are made, so that clients
+/// are served, and the coordinators load, from metadata that has caught up.
+async fn join_cluster(
+    broker: &Arc<Broker>,
+    join: crate::cluster::link::ClusterJoin,
+    bound: &[SocketAddr],
+) -> Result<(), ServeError> {
+    broker.groups.use_cluster_metadata();
+    let link = Arc::new(join.start(broker, bound).await.map_err(ServeError::Cluster)?);
+    broker.txns.use_cluster(Arc::clone(&link));
+    let _ = broker.cluster.set(Arc::clone(&link));
+    link.wait_until_ready().await;
+    Ok(())
+}
 
 async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
     let mut interval = tokio::time::interval(GROUP_TICK_PERIOD);
@@ -555,7 +589,6 @@ async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
         let broker = Arc::clone(&broker);
         let _ = tokio::task::spawn_blocking(move || {
             broker.groups.tick(now_ms());
-            broker.txns.tick(&broker.groups, now_ms());
             report_dir_failures(&broker.manager);
             report_cleaner_failures(&broker.manager);
         })

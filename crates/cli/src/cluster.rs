@@ -217,6 +217,12 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
     } else {
         None
     };
+    let names: Vec<String> =
+        broker.iter().flat_map(|broker| broker.listeners.iter().map(|l| l.name.clone())).collect();
+    let inter_broker_listener = match &broker {
+        Some(_) => seglog_broker::cluster::kraft_config::inter_broker_listener(properties, &names)?,
+        None => String::new(),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("seglog-node")
@@ -231,7 +237,7 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
         None => 2_000,
     };
     runtime.block_on(async move {
-        let signals = crate::serve::Signals::install()?;
+        let mut signals = crate::serve::Signals::install()?;
         let controller = if config.roles.contains(&ProcessRole::Controller) {
             let process = ControllerProcess::start(&config, Arc::new(StdFs))
                 .await
@@ -261,11 +267,23 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
                         .collect(),
                     rack,
                     heartbeat_interval: Duration::from_millis(heartbeat_ms),
+                    inter_broker_listener,
                 };
                 let dump: seglog_broker::console::DumpFn = Arc::new(crate::dump::console_page);
-                let server = Server::start_in_cluster(broker, Some(dump), join)
-                    .await
-                    .context("cannot start the broker")?;
+                // The broker serves once the controller has unfenced it, which waits for the
+                // quorum: a signal meanwhile stops the node.
+                let server = tokio::select! {
+                    started = Server::start_in_cluster(broker, Some(dump), join) => {
+                        started.context("cannot start the broker")?
+                    }
+                    () = signals.wait() => {
+                        eprintln!("seglog: stopped before the broker was unfenced");
+                        if let Some(process) = controller {
+                            process.shutdown().await;
+                        }
+                        return Ok(());
+                    }
+                };
                 eprintln!(
                     "seglog: broker {} serving Kafka clients on {}",
                     config.node_id,
@@ -349,7 +367,7 @@ async fn learner_source(config: &KraftConfig, broker: &BrokerConfig) -> Result<M
 /// UnregisterBroker through the broker at `bootstrap`.
 async fn unregister(bootstrap: &str, id: i32) -> Result<()> {
     use kafka_protocol::messages::{BrokerId, UnregisterBrokerRequest};
-    let mut client = crate::wire::Client::connect(bootstrap)
+    let mut client = seglog_broker::wire::Client::connect(bootstrap)
         .await
         .with_context(|| format!("cannot reach the broker at {bootstrap}"))?;
     let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(id));

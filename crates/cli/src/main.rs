@@ -18,7 +18,6 @@ mod security;
 mod serve;
 mod topics;
 mod verify;
-mod wire;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

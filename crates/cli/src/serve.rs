@@ -103,7 +103,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<()> {
     runtime.block_on(async move {
         // The handlers are in place before the broker says it serves: a SIGTERM sent as soon
         // as the address is announced stops it cleanly rather than killing it.
-        let signals = Signals::install()?;
+        let mut signals = Signals::install()?;
         let dirs = config.log.log_dirs.clone();
         let dump: seglog_broker::console::DumpFn = std::sync::Arc::new(crate::dump::console_page);
         let server = Server::start_with_dump(config, dump).await.with_context(|| {
@@ -147,7 +147,7 @@ impl Signals {
     }
 
     /// Returns at the first SIGTERM or SIGINT.
-    pub(crate) async fn wait(mut self) {
+    pub(crate) async fn wait(&mut self) {
         tokio::select! {
             _ = self.terminate.recv() => {}
             _ = self.interrupt.recv() => {}

@@ -135,6 +135,38 @@ fn int<T: std::str::FromStr>(
     })
 }
 
+/// The listener brokers reach each other on (Kafka's `getInterBrokerListenerNameAndSecurityProtocol`
+/// and its check): `inter.broker.listener.name`, else the listener named after
+/// `security.inter.broker.protocol` (PLAINTEXT); it must be one of `broker_listeners`, the
+/// broker's listener names.
+pub fn inter_broker_listener(
+    properties: &BTreeMap<String, String>,
+    broker_listeners: &[String],
+) -> Result<String, KraftConfigError> {
+    let named = properties.get("inter.broker.listener.name").map(|n| n.trim().to_ascii_uppercase());
+    let by_protocol = properties.get("security.inter.broker.protocol");
+    let name = match (named, by_protocol) {
+        (Some(_), Some(_)) => {
+            return Err(KraftConfigError(
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol should \
+                 be set."
+                    .to_owned(),
+            ));
+        }
+        (Some(name), None) => name,
+        (None, Some(protocol)) => protocol.trim().to_ascii_uppercase(),
+        (None, None) => "PLAINTEXT".to_owned(),
+    };
+    if broker_listeners.iter().any(|l| l.eq_ignore_ascii_case(&name)) {
+        return Ok(name);
+    }
+    Err(KraftConfigError(format!(
+        "inter.broker.listener.name must be a listener name defined in advertised.listeners. The \
+         valid options based on currently configured listeners are {}",
+        broker_listeners.join(",")
+    )))
+}
+
 impl KraftConfig {
     /// Reads the KRaft keys; `Ok(None)` when `process.roles` is unset.
     pub fn from_properties(
@@ -299,6 +331,28 @@ mod tests {
         assert!(
             with("listeners", "PLAINTEXT://127.0.0.1:9092")
                 .starts_with("controller.listener.names must contain")
+        );
+    }
+
+    #[test]
+    fn inter_broker_listener_follows_kafka() {
+        let listeners = ["PLAINTEXT".to_owned(), "INTERNAL".to_owned()];
+        let props = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        };
+        assert_eq!(inter_broker_listener(&props(&[]), &listeners).unwrap(), "PLAINTEXT");
+        let named = props(&[("inter.broker.listener.name", "internal")]);
+        assert_eq!(inter_broker_listener(&named, &listeners).unwrap(), "INTERNAL");
+        let both = props(&[
+            ("inter.broker.listener.name", "INTERNAL"),
+            ("security.inter.broker.protocol", "PLAINTEXT"),
+        ]);
+        assert!(inter_broker_listener(&both, &listeners).unwrap_err().0.starts_with("Only one of"));
+        let missing = props(&[("inter.broker.listener.name", "EXTERNAL")]);
+        assert_eq!(
+            inter_broker_listener(&missing, &listeners).unwrap_err().0,
+            "inter.broker.listener.name must be a listener name defined in advertised.listeners. \
+             The valid options based on currently configured listeners are PLAINTEXT,INTERNAL"
         );
     }
 }

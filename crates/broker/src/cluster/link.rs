@@ -22,6 +22,7 @@ use super::broker_member::BrokerMember;
 use super::controller::BrokerRegistrationRequest;
 use super::controller::PRODUCER_ID_BLOCK_SIZE;
 use super::image::{MetadataImage, TopicState};
+use super::peers::{PeerError, Peers};
 use super::raft::network::{AdminReply, AdminRequest, Refusal, send_admin};
 use super::raft::node::{MetadataNode, QuorumError};
 use super::records::CONFIG_RESOURCE_TOPIC;
@@ -48,11 +49,19 @@ pub struct ClusterLink {
     applier: tokio::task::JoinHandle<()>,
     /// The producer ids this broker may hand out: (next, end).
     producer_ids: tokio::sync::Mutex<Option<(i64, i64)>>,
+    /// The connections to the other brokers.
+    peers: Peers,
 }
 
 impl ClusterLink {
     /// Starts the applier over `manager` for the broker of `member`.
-    pub fn start(broker_id: i32, member: BrokerMember, manager: Arc<LogManager>) -> Self {
+    /// `inter_broker_listener` names the listener other brokers are reached on.
+    pub fn start(
+        broker_id: i32,
+        member: BrokerMember,
+        manager: Arc<LogManager>,
+        inter_broker_listener: String,
+    ) -> Self {
         let materialized_offset = Arc::new(AtomicI64::new(-1));
         let applier = tokio::spawn(apply_images(
             broker_id,
@@ -67,7 +76,69 @@ impl ClusterLink {
             materialized_offset,
             applier,
             producer_ids: tokio::sync::Mutex::new(None),
+            peers: Peers::new(inter_broker_listener),
         }
+    }
+
+    /// Waits until the controller has unfenced this broker (it caught up with the metadata up
+    /// to its registration) and the applier has made its replicas from the image it had then:
+    /// Kafka's `BrokerServer.startup` waits for the catch-up and the unfencing before it
+    /// enables request processing, so that no client is answered from stale metadata. Waits as
+    /// long as the quorum takes, saying so every few seconds.
+    pub async fn wait_until_ready(&self) {
+        const SAY_EVERY: Duration = Duration::from_secs(5);
+        let started = Instant::now();
+        let mut say_at = started + SAY_EVERY;
+        let mut unfenced_at: Option<i64> = None;
+        loop {
+            if unfenced_at.is_none() && !self.member.is_fenced() {
+                unfenced_at = Some(self.member.node().state().applied_offset());
+            }
+            if let Some(offset) = unfenced_at
+                && self.materialized_offset.load(Ordering::SeqCst) >= offset
+            {
+                tracing::info!(waited = ?started.elapsed(), "broker unfenced and caught up");
+                return;
+            }
+            if Instant::now() >= say_at {
+                tracing::info!(
+                    waited = ?started.elapsed(),
+                    fenced = unfenced_at.is_none(),
+                    "waiting for the controller to unfence this broker and for its replicas"
+                );
+                say_at += SAY_EVERY;
+            }
+            tokio::time::sleep(APPLY_CHECK).await;
+        }
+    }
+
+    /// The leader and leader epoch of `tp` in the committed image: `None` when the partition
+    /// does not exist, a leader of -1 while it has none.
+    pub fn leader_of(&self, tp: &TopicPartition) -> Option<(i32, i32)> {
+        self.with_image(|image| {
+            image
+                .topic(&tp.topic)
+                .and_then(|topic| topic.partitions.get(&tp.partition))
+                .map(|partition| (partition.leader, partition.leader_epoch))
+        })
+    }
+
+    /// `inter.broker.listener.name`.
+    pub fn inter_broker_listener(&self) -> &str {
+        self.peers.listener()
+    }
+
+    /// Sends `request` to broker `broker_id` on the inter-broker listener.
+    pub(crate) async fn call_broker<R: kafka_protocol::protocol::Request>(
+        &self,
+        broker_id: i32,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, PeerError> {
+        let endpoints = self.with_image(|image| {
+            image.brokers.get(&broker_id).filter(|b| !b.fenced).map(|b| b.endpoints.clone())
+        });
+        self.peers.call(broker_id, endpoints, request, version).await
     }
 
     /// This broker's id.
@@ -183,6 +254,8 @@ pub struct ClusterJoin {
     pub rack: Option<String>,
     /// `broker.heartbeat.interval.ms`.
     pub heartbeat_interval: Duration,
+    /// `inter.broker.listener.name`: the listener other brokers reach this one on.
+    pub inter_broker_listener: String,
 }
 
 impl ClusterJoin {
@@ -243,7 +316,12 @@ impl ClusterJoin {
                 false,
             ),
         };
-        Ok(ClusterLink::start(broker_id, member, Arc::clone(&broker.manager)))
+        Ok(ClusterLink::start(
+            broker_id,
+            member,
+            Arc::clone(&broker.manager),
+            self.inter_broker_listener,
+        ))
     }
 }
 

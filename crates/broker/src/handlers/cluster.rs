@@ -287,22 +287,39 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
     })
 }
 
-/// Makes sure the cluster has `__consumer_offsets` (created through the controller with the
-/// coordinator's partition count and settings, as Kafka creates it on the first
-/// FindCoordinator), from a handler's blocking thread.
-pub(crate) fn ensure_offsets_topic(
+/// Creates a coordinator's internal topic through the controller if the metadata lacks it
+/// (Kafka creates `__consumer_offsets` and `__transaction_state` on the first FindCoordinator
+/// for their key type): `key_type` 0 the group coordinator's, 1 the transaction coordinator's.
+pub(crate) fn ensure_coordinator_topic(
     broker: &Broker,
     link: &ClusterLink,
+    key_type: i8,
 ) -> Result<(), ResponseError> {
-    let name = crate::group::OFFSETS_TOPIC;
+    let (name, partitions, configs) = if key_type == 1 {
+        let txn = broker.txns.config();
+        (
+            crate::txn::TRANSACTION_STATE_TOPIC,
+            txn.state_log_partitions,
+            crate::replica::internal_topic_overrides(
+                seglog_storage::config::BrokerCompressionType::Uncompressed,
+                txn.state_log_segment_bytes,
+            ),
+        )
+    } else {
+        (
+            crate::group::OFFSETS_TOPIC,
+            broker.config.groups.offsets_topic_partitions,
+            broker.groups.offsets_topic_overrides(),
+        )
+    };
     if link.with_image(|image| image.topic_ids.contains_key(name)) {
         return Ok(());
     }
     let request = AdminRequest::CreateTopic {
         name: name.to_owned(),
-        partitions: broker.config.groups.offsets_topic_partitions,
+        partitions,
         replication_factor: 1,
-        configs: broker.groups.offsets_topic_overrides().into_iter().collect(),
+        configs: configs.into_iter().collect(),
         assignments: None,
         validate_only: false,
     };
@@ -317,23 +334,22 @@ pub(crate) fn ensure_offsets_topic(
     }
 }
 
-/// The coordinator of `group_id`: the leader of its partition of `__consumer_offsets`, with
-/// its endpoint on the listener of `session`; COORDINATOR_NOT_AVAILABLE while it has none.
-pub(crate) fn group_coordinator(
+/// The coordinator of a key whose state is in `tp` (a partition of `__consumer_offsets` or
+/// `__transaction_state`): the partition's leader, with its endpoint on the listener of
+/// `session`; COORDINATOR_NOT_AVAILABLE while it has none.
+pub(crate) fn coordinator_at(
     broker: &Broker,
     link: &ClusterLink,
     session: &Session,
-    group_id: &str,
+    tp: &seglog_storage::log::partition_log::TopicPartition,
 ) -> Result<(i32, String, i32), ResponseError> {
-    let partition = broker.groups.partition_of(group_id);
     let listener = listener_name(broker, session);
+    let leader = link
+        .leader_of(tp)
+        .map(|(leader, _)| leader)
+        .filter(|leader| *leader >= 0)
+        .ok_or(ResponseError::CoordinatorNotAvailable)?;
     link.with_image(|image| {
-        let leader = image
-            .topic(crate::group::OFFSETS_TOPIC)
-            .and_then(|t| t.partitions.get(&partition))
-            .map(|p| p.leader)
-            .filter(|leader| *leader >= 0)
-            .ok_or(ResponseError::CoordinatorNotAvailable)?;
         live_brokers(image, listener)
             .into_iter()
             .find(|(id, ..)| *id == leader)

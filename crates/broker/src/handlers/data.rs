@@ -272,7 +272,8 @@ fn append_partition(
             );
         }
         (Some((producer_id, producer_epoch)), Some(transactional_id)) => {
-            match broker.txns.with_verified(
+            match super::txn::with_verified(
+                broker,
                 transactional_id,
                 producer_id,
                 producer_epoch,

@@ -102,6 +102,29 @@ fn group_id(value: &str) -> GroupId {
     GroupId(str_bytes(value))
 }
 
+/// Who coordinates `key`: this node, or in a cluster the leader of the key's partition of
+/// `__consumer_offsets` (`key_type` 0) or `__transaction_state` (1).
+fn locate_coordinator(
+    broker: &Broker,
+    session: &Session,
+    key_type: i8,
+    key: &str,
+) -> Result<(i32, String, i32), ResponseError> {
+    let Some(link) = broker.cluster() else {
+        let (host, port) = broker.advertised(session);
+        return Ok((broker.config.node_id, host.to_owned(), port));
+    };
+    let tp = if key_type == 1 {
+        broker.txns.partition_of(key)?
+    } else {
+        seglog_storage::log::partition_log::TopicPartition {
+            topic: crate::group::OFFSETS_TOPIC.to_owned(),
+            partition: broker.groups.partition_of(key),
+        }
+    };
+    super::cluster::coordinator_at(broker, link, session, &tp)
+}
+
 /// FindCoordinator: this node, for groups and transactional ids alike (creating
 /// `__consumer_offsets` on first use, as Kafka does); share-group keys (type 2) are refused.
 pub(crate) async fn find_coordinator(
@@ -125,9 +148,9 @@ pub(crate) async fn find_coordinator(
     // once a key is authorized.
     let ensured = if refusals.iter().any(Option::is_none) {
         blocking(move || match (for_groups.cluster(), key_type) {
-            // Transactions are coordinated on a single node only, so far.
-            (Some(_), 1) => Err(ResponseError::CoordinatorNotAvailable),
-            (Some(link), _) => super::cluster::ensure_offsets_topic(&for_groups, link).map(|()| 0),
+            (Some(link), _) => {
+                super::cluster::ensure_coordinator_topic(&for_groups, link, key_type).map(|()| 0)
+            }
             (None, 1) => for_groups.txns.ensure_topic(),
             (None, _) => for_groups.groups.ensure_offsets_topic(),
         })
@@ -138,16 +161,7 @@ pub(crate) async fn find_coordinator(
     // Who coordinates each key: this node, or in a cluster the leader of the key's partition.
     let located: Vec<Result<(i32, String, i32), ResponseError>> = keys
         .iter()
-        .map(|key| match broker.cluster() {
-            Some(link) if key_type == 0 => {
-                super::cluster::group_coordinator(broker, link, session, key.as_str())
-            }
-            _ => Ok((
-                broker.config.node_id,
-                broker.advertised(session).0.to_owned(),
-                broker.advertised(session).1,
-            )),
-        })
+        .map(|key| locate_coordinator(broker, session, key_type, key.as_str()))
         .collect();
     let answer = |idx: usize, key: &StrBytes| -> (i16, Option<&'static str>) {
         if request.key_type != 0 && request.key_type != 1 {

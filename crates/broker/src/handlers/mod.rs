@@ -33,7 +33,7 @@ pub(crate) use dynamic_configs::load_dynamic_configs;
 pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
 pub(crate) use txn::{
     add_offsets_to_txn, add_partitions_to_txn, describe_producers, describe_transactions, end_txn,
-    init_producer_id, list_transactions, txn_offset_commit,
+    init_producer_id, list_transactions, txn_offset_commit, write_txn_markers,
 };
 
 use crate::Broker;

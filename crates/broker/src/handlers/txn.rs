@@ -7,13 +7,16 @@
 //! version 1 (KIP-890 part 1: the broker verifies each transactional produce against the
 //! coordinator) and never the per-transaction epoch bump of part 2. AddPartitionsToTxn v4 and
 //! v5 are the broker-to-broker batch form (with `verify_only`); they are served too.
-//! WriteTxnMarkers is not advertised: on one node the coordinator writes its markers
-//! in-process, and no client sends it (Kafka authorizes it for brokers only).
+//! WriteTxnMarkers is the brokers' own (CLUSTER_ACTION): on one node the coordinator writes its
+//! markers in-process; in a cluster it sends them to the leaders of the other partitions.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
@@ -25,13 +28,16 @@ use kafka_protocol::messages::list_transactions_response::TransactionState as Li
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, DescribeProducersRequest, DescribeProducersResponse,
     DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
     InitProducerIdRequest, InitProducerIdResponse, ListTransactionsRequest,
     ListTransactionsResponse, ProducerId, TransactionalId, TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use seglog_storage::log::partition_log::TopicPartition;
 
@@ -523,7 +529,8 @@ pub(crate) async fn txn_offset_commit(
             Some(Err(error)) => vec![error.code(); offsets.len()],
             Some(Ok(partition)) => {
                 let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
-                let committed = broker.txns.with_verified(
+                let committed = with_verified(
+                    &broker,
                     &transactional_id,
                     request.producer_id.0,
                     request.producer_epoch,
@@ -774,4 +781,140 @@ pub(crate) async fn describe_producers(
     })
     .await?;
     encode(&response, version)
+}
+
+/// Runs `append` once the transaction coordinator has confirmed that `tp` is in the producer's
+/// open transaction (KIP-890 part 1), on a blocking thread: in-process under the transaction's
+/// gate when this broker coordinates `transactional_id`, else (a cluster) through the
+/// coordinator's broker with AddPartitionsToTxn `verify_only` (Kafka's
+/// `AddPartitionsToTxnManager`).
+pub(super) fn with_verified<T>(
+    broker: &Broker,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    tp: &TopicPartition,
+    append: impl FnOnce() -> T,
+) -> Result<T, ResponseError> {
+    let Some(coordinator) = broker.txns.coordinator_of(transactional_id)? else {
+        return broker.txns.with_verified(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            tp,
+            append,
+        );
+    };
+    let link = broker.cluster().ok_or(ResponseError::CoordinatorNotAvailable)?;
+    let request = AddPartitionsToTxnRequest::default().with_transactions(vec![
+        AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(TransactionalId(str_bytes(transactional_id)))
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(producer_epoch)
+            .with_verify_only(true)
+            .with_topics(vec![
+                AddPartitionsToTxnTopic::default()
+                    .with_name(topic_name(&tp.topic))
+                    .with_partitions(vec![tp.partition]),
+            ]),
+    ]);
+    let response = tokio::runtime::Handle::current()
+        .block_on(link.call_broker(coordinator, &request, 5))
+        .map_err(|error| {
+            tracing::warn!(%error, transactional_id, "cannot verify a transactional write");
+            ResponseError::NetworkException
+        })?;
+    let code_error =
+        |code: i16| ResponseError::try_from_code(code).unwrap_or(ResponseError::UnknownServerError);
+    match response.error_code {
+        NONE => {}
+        // The client never sees the brokers' own authorization (Kafka's words: "the
+        // verification did not complete").
+        code if code == ResponseError::ClusterAuthorizationFailed.code() => {
+            return Err(ResponseError::InvalidTxnState);
+        }
+        code => return Err(code_error(code)),
+    }
+    let refusal = response
+        .results_by_transaction
+        .iter()
+        .flat_map(|txn| &txn.topic_results)
+        .flat_map(|topic| &topic.results_by_partition)
+        .map(|partition| partition.partition_error_code)
+        .find(|code| *code != NONE);
+    match refusal {
+        Some(code) => Err(code_error(code)),
+        None => Ok(append()),
+    }
+}
+
+/// WriteTxnMarkers (Kafka's `handleWriteTxnMarkersRequest`): the transaction coordinator of a
+/// cluster asks the leader of each partition of a transaction to append its COMMIT or ABORT
+/// marker. Brokers only: CLUSTER_ACTION on the cluster, else every partition is
+/// CLUSTER_AUTHORIZATION_FAILED. A partition this broker does not lead is
+/// NOT_LEADER_OR_FOLLOWER; the coordinator retries it.
+pub(crate) async fn write_txn_markers(
+    broker: &Arc<Broker>,
+    session: &Session,
+    request: WriteTxnMarkersRequest,
+    version: i16,
+) -> Result<Reply, Error> {
+    let allowed = cluster_allowed(broker, session, AclOperation::ClusterAction);
+    let broker = Arc::clone(broker);
+    let response = blocking(move || {
+        let mut response = WriteTxnMarkersResponse::default();
+        for marker in &request.markers {
+            let end = crate::txn::TxnEnd {
+                producer_id: marker.producer_id.0,
+                producer_epoch: marker.producer_epoch,
+                commit: marker.transaction_result,
+                coordinator_epoch: marker.coordinator_epoch,
+            };
+            let mut result =
+                WritableTxnMarkerResult::default().with_producer_id(marker.producer_id);
+            for topic in &marker.topics {
+                let mut partitions = Vec::new();
+                for &partition in &topic.partition_indexes {
+                    let tp = TopicPartition { topic: text(&topic.name.0), partition };
+                    let code = if allowed {
+                        write_one_marker(&broker, &tp, end)
+                    } else {
+                        ResponseError::ClusterAuthorizationFailed.code()
+                    };
+                    partitions.push(
+                        WritableTxnMarkerPartitionResult::default()
+                            .with_partition_index(partition)
+                            .with_error_code(code),
+                    );
+                }
+                result.topics.push(
+                    WritableTxnMarkerTopicResult::default()
+                        .with_name(topic.name.clone())
+                        .with_partitions(partitions),
+                );
+            }
+            response.markers.push(result);
+        }
+        response
+    })
+    .await?;
+    encode(&response, version)
+}
+
+/// One partition of a WriteTxnMarkers: its code.
+fn write_one_marker(broker: &Broker, tp: &TopicPartition, end: crate::txn::TxnEnd) -> i16 {
+    if let Some((code, _)) = broker.not_led_here(&tp.topic, tp.partition) {
+        return code;
+    }
+    match crate::txn::append_marker(&broker.replicas, &broker.groups, tp, end, now_ms()) {
+        Ok(()) => NONE,
+        Err(crate::txn::MarkerError::Append(crate::replica::AppendError::Storage(error))) => {
+            tracing::debug!(%tp, %error, "a transaction marker was refused");
+            storage_error(&error).code()
+        }
+        Err(error) => {
+            tracing::warn!(%tp, %error, "cannot write a transaction marker");
+            ResponseError::UnknownServerError.code()
+        }
+    }
 }

@@ -14,8 +14,12 @@ use tokio::sync::Notify;
 
 use super::TxnConfig;
 use super::metadata::{TransactionMetadata, TxnTransit, is_epoch_exhausted};
+use crate::cluster::link::ClusterLink;
 use crate::group::GroupCoordinator;
 use crate::replica::ReplicaManager;
+
+/// How often a failing marker write is logged at warn level.
+const MARKER_WARN_INTERVAL_MS: i64 = 5_000;
 
 /// One transactional id: its metadata and its append gate.
 #[derive(Debug)]
@@ -97,6 +101,12 @@ pub struct TransactionCoordinator {
     inner: Mutex<Inner>,
     /// Every write (to `__transaction_state` and the markers) goes through the one append path.
     pub(super) replicas: ReplicaManager,
+    /// A cluster's broker: this broker coordinates the ids whose partition of
+    /// `__transaction_state` it leads; producer ids come from the controller and markers for
+    /// partitions led elsewhere go to their leaders. Unset on a single node.
+    pub(super) cluster: std::sync::OnceLock<Arc<ClusterLink>>,
+    /// When a marker failure was last logged at warn level (ms).
+    marker_warned_ms: std::sync::atomic::AtomicI64,
     /// A simulated crash point, armed by the simulation (`sim_tests.rs`).
     #[cfg(test)]
     pub(super) fail_point: Mutex<Option<FailPoint>>,
@@ -127,6 +137,8 @@ impl TransactionCoordinator {
             manager,
             config,
             inner: Mutex::new(Inner::default()),
+            cluster: std::sync::OnceLock::new(),
+            marker_warned_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
             #[cfg(test)]
             fail_point: Mutex::new(None),
         }
@@ -134,7 +146,7 @@ impl TransactionCoordinator {
 
     /// Whether the armed fail point is `point` (it fires once).
     #[cfg(test)]
-    fn hit(&self, point: FailPoint) -> bool {
+    pub(super) fn hit(&self, point: FailPoint) -> bool {
         let mut armed = self.fail_point.lock().unwrap_or_else(PoisonError::into_inner);
         if *armed == Some(point) {
             *armed = None;
@@ -146,7 +158,7 @@ impl TransactionCoordinator {
     /// No fail point outside tests.
     #[cfg(not(test))]
     #[expect(clippy::unused_self, reason = "the test build's twin reads self")]
-    fn hit(&self, _point: FailPoint) -> bool {
+    pub(super) fn hit(&self, _point: FailPoint) -> bool {
         false
     }
 
@@ -213,6 +225,7 @@ impl TransactionCoordinator {
         now_ms: i64,
     ) -> Result<ProducerIdAndEpoch, ResponseError> {
         self.check_active()?;
+        self.check_coordinator(transactional_id)?;
         if txn_timeout_ms <= 0 || txn_timeout_ms > self.config.max_timeout_ms {
             return Err(ResponseError::InvalidTransactionTimeout);
         }
@@ -344,6 +357,15 @@ impl TransactionCoordinator {
     }
 
     fn allocate_producer_id(&self) -> Result<i64, ResponseError> {
+        if let Some(link) = self.cluster.get() {
+            // Blocks from the controller, as an idempotent producer's (called on a blocking
+            // thread of the runtime).
+            let allocated = tokio::runtime::Handle::current().block_on(link.allocate_producer_id());
+            return allocated.map_err(|refusal| {
+                tracing::warn!(%refusal, "no producer id from the controller");
+                ResponseError::CoordinatorNotAvailable
+            });
+        }
         self.manager.allocate_producer_id().map_err(|error| {
             tracing::warn!(%error, "cannot allocate a producer id");
             ResponseError::CoordinatorNotAvailable
@@ -361,6 +383,7 @@ impl TransactionCoordinator {
         now_ms: i64,
     ) -> Result<(), ResponseError> {
         self.check_active()?;
+        self.check_coordinator(transactional_id)?;
         let transit = {
             let mut inner = self.lock();
             let meta = inner.producer_meta_mut(transactional_id, producer_id)?;
@@ -400,6 +423,7 @@ impl TransactionCoordinator {
         tp: &TopicPartition,
         append: impl FnOnce() -> T,
     ) -> Result<T, ResponseError> {
+        self.check_coordinator(transactional_id)?;
         let gate = self.gate(transactional_id).ok_or(ResponseError::InvalidProducerIdMapping)?;
         let _shared = gate.read().unwrap_or_else(PoisonError::into_inner);
         {
@@ -440,6 +464,7 @@ impl TransactionCoordinator {
         now_ms: i64,
     ) -> Result<(), ResponseError> {
         self.check_active()?;
+        self.check_coordinator(transactional_id)?;
         let end = if commit { End::Commit } else { End::Abort };
         self.end_transaction(
             groups,
@@ -572,21 +597,26 @@ impl TransactionCoordinator {
         if self.hit(FailPoint::AfterPrepare) {
             return false;
         }
-        for (written, tp) in partitions.iter().enumerate() {
-            if self.hit(FailPoint::AfterMarkers(written)) {
-                return false;
-            }
-            if let Err(error) =
-                self.write_marker(groups, tp, producer_id, producer_epoch, commit, now_ms)
-            {
+        let end = super::markers::TxnEnd {
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch: self.coordinator_epoch(transactional_id),
+        };
+        if let Err(error) = self.write_markers(groups, &partitions, end, now_ms) {
+            // Tried again every tick while a leader is away: said at most every few seconds.
+            let last = self.marker_warned_ms.load(std::sync::atomic::Ordering::Relaxed);
+            if now_ms - last >= MARKER_WARN_INTERVAL_MS {
+                self.marker_warned_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
                 tracing::warn!(
                     transactional_id,
-                    %tp,
                     %error,
-                    "cannot write a transaction marker; the next tick tries again"
+                    "cannot write a transaction's markers; the next tick tries again"
                 );
-                return false;
+            } else {
+                tracing::debug!(transactional_id, %error, "cannot write a transaction's markers");
             }
+            return false;
         }
         let transit = {
             let mut inner = self.lock();
@@ -614,6 +644,7 @@ impl TransactionCoordinator {
         if transactional_id.is_empty() {
             return Err(ResponseError::InvalidRequest);
         }
+        self.check_coordinator(transactional_id)?;
         let inner = self.lock();
         let meta = inner
             .txns
@@ -667,9 +698,9 @@ impl TransactionCoordinator {
         Ok(listed)
     }
 
-    /// The timers: transactions open past their timeout are aborted under a bumped epoch
-    /// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`), prepared transactions
-    /// whose markers failed are completed, and ids idle past `transactional.id.expiration.ms`
+    /// The timers: prepared transactions whose markers failed are completed (every tick),
+    /// transactions open past their timeout are aborted under a bumped epoch
+    /// (`transaction.abort.timed.out.transaction.cleanup.interval.ms`), and ids idle past `transactional.id.expiration.ms`
     /// are forgotten (`transaction.remove.expired.transaction.cleanup.interval.ms`).
     pub(crate) fn tick(&self, groups: &GroupCoordinator, now_ms: i64) {
         let (abort_due, expire_due) = {
@@ -691,34 +722,37 @@ impl TransactionCoordinator {
                 due(&mut inner.last_expire_check_ms, expire_interval),
             )
         };
+        // Prepared transactions whose markers could not all be written (a partition's leader
+        // away): every tick, as Kafka's marker channel retries them at once.
+        let prepared: Vec<String> = self
+            .lock()
+            .txns
+            .iter()
+            .filter(|(_, entry)| {
+                !entry.meta.pending_transition_in_progress()
+                    && matches!(
+                        entry.meta.state,
+                        TransactionState::PrepareCommit | TransactionState::PrepareAbort
+                    )
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in prepared {
+            self.complete_prepared(groups, &id, now_ms);
+        }
         if abort_due {
-            let (timed_out, prepared) = {
-                let inner = self.lock();
-                let mut timed_out = Vec::new();
-                let mut prepared = Vec::new();
-                for (id, entry) in &inner.txns {
+            let timed_out: Vec<(String, i64)> = self
+                .lock()
+                .txns
+                .iter()
+                .filter(|(_, entry)| {
                     let meta = &entry.meta;
-                    if meta.pending_transition_in_progress() {
-                        continue;
-                    }
-                    match meta.state {
-                        TransactionState::Ongoing
-                            if meta.txn_start_timestamp_ms + i64::from(meta.txn_timeout_ms)
-                                < now_ms =>
-                        {
-                            timed_out.push((id.clone(), meta.producer_id));
-                        }
-                        TransactionState::PrepareCommit | TransactionState::PrepareAbort => {
-                            prepared.push(id.clone());
-                        }
-                        _ => {}
-                    }
-                }
-                (timed_out, prepared)
-            };
-            for id in prepared {
-                self.complete_prepared(groups, &id, now_ms);
-            }
+                    !meta.pending_transition_in_progress()
+                        && meta.state == TransactionState::Ongoing
+                        && meta.txn_start_timestamp_ms + i64::from(meta.txn_timeout_ms) < now_ms
+                })
+                .map(|(id, entry)| (id.clone(), entry.meta.producer_id))
+                .collect();
             for (id, producer_id) in timed_out {
                 match self.end_transaction(groups, &id, producer_id, -1, false, End::Fence, now_ms)
                 {
@@ -781,14 +815,19 @@ impl TransactionCoordinator {
     /// The code of a verification refusal as a Produce answers it (Kafka's
     /// `AddPartitionsToTxnManager`): PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH,
     /// TRANSACTION_ABORTABLE becomes INVALID_TXN_STATE for clients older than Produce v11, and a
-    /// transaction still ending NOT_ENOUGH_REPLICAS, which producers retry.
+    /// transaction still ending, or a coordinator that is moving or cannot be reached,
+    /// NOT_ENOUGH_REPLICAS, which producers retry (Kafka's `ReplicaManager`).
     pub(crate) fn produce_error(error: ResponseError, produce_version: i16) -> i16 {
         match error {
             ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch.code(),
             ResponseError::TransactionAbortable if produce_version < 11 => {
                 ResponseError::InvalidTxnState.code()
             }
-            ResponseError::ConcurrentTransactions => ResponseError::NotEnoughReplicas.code(),
+            ResponseError::ConcurrentTransactions
+            | ResponseError::NetworkException
+            | ResponseError::CoordinatorLoadInProgress
+            | ResponseError::CoordinatorNotAvailable
+            | ResponseError::NotCoordinator => ResponseError::NotEnoughReplicas.code(),
             other => other.code(),
         }
     }

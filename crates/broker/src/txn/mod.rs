@@ -1,5 +1,8 @@
 //! The transaction coordinator (Kafka's `TransactionCoordinator`, `TransactionStateManager` and
-//! `TransactionMarkerChannelManager`), for one node that coordinates every transactional id.
+//! `TransactionMarkerChannelManager`). On a single node it coordinates every transactional id;
+//! a cluster's broker coordinates the ids whose partition of `__transaction_state` it leads,
+//! answers NOT_COORDINATOR for the others, and sends markers for partitions led elsewhere to
+//! their leaders (WriteTxnMarkers).
 //!
 //! - `metadata.rs`: one transactional id's state machine (`TransactionMetadata`).
 //! - `coordinator.rs`: the requests (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
@@ -8,7 +11,8 @@
 //! - `store.rs`: `__transaction_state`: the partition of an id, the topic's creation, the write
 //!   of a transition and the replay at start.
 //! - `markers.rs`: the COMMIT and ABORT markers, written through the one append path to every
-//!   partition of a transaction, and the completion of the transaction after them.
+//!   partition of a transaction (or, in a cluster, sent to the partition's leader), and the
+//!   completion of the transaction after them.
 //!
 //! Ordering (what keeps a transaction whole, the holes Jepsen found in other brokers closed):
 //! a transactional produce to a partition is appended only while the coordinator holds its
@@ -28,6 +32,7 @@ mod store;
 
 pub(crate) use coordinator::ProducerIdAndEpoch;
 pub use coordinator::TransactionCoordinator;
+pub(crate) use markers::{MarkerError, TxnEnd, append_marker};
 
 /// The internal topic of transaction state.
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";

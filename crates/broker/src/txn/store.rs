@@ -16,6 +16,7 @@ use seglog_storage::log::validator::AppendOrigin;
 use super::TRANSACTION_STATE_TOPIC;
 use super::coordinator::{Entry, TransactionCoordinator};
 use super::metadata::{TransactionMetadata, TxnTransit};
+use crate::cluster::link::ClusterLink;
 use crate::error::Error;
 use crate::group::GroupCoordinator;
 use crate::replay::{Replayed, replay_partition};
@@ -36,6 +37,15 @@ impl TransactionCoordinator {
         if inner.partitions > 0 {
             return Ok(inner.partitions);
         }
+        if let Some(link) = self.cluster.get() {
+            // A cluster's topic, created through the controller (FindCoordinator does it).
+            let count = link.with_image(|image| {
+                image.topic(TRANSACTION_STATE_TOPIC).map(|topic| topic.partitions.len())
+            });
+            let count = count.and_then(|count| i32::try_from(count).ok()).filter(|c| *c > 0);
+            inner.partitions = count.ok_or(ResponseError::CoordinatorNotAvailable)?;
+            return Ok(inner.partitions);
+        }
         if let Some(count) = self.manager.topic_partition_counts().get(TRANSACTION_STATE_TOPIC) {
             inner.partitions = *count;
             return Ok(*count);
@@ -48,6 +58,64 @@ impl TransactionCoordinator {
             self.config.state_log_segment_bytes,
         )?;
         Ok(inner.partitions)
+    }
+
+    /// Makes this coordinator a cluster's broker's (before [`Self::load`]).
+    pub(crate) fn use_cluster(&self, link: std::sync::Arc<ClusterLink>) {
+        let _ = self.cluster.set(link);
+    }
+
+    /// The partition of `__transaction_state` that holds `transactional_id`.
+    pub(crate) fn partition_of(
+        &self,
+        transactional_id: &str,
+    ) -> Result<TopicPartition, ResponseError> {
+        let partitions = self.ensure_topic()?;
+        Ok(TopicPartition {
+            topic: TRANSACTION_STATE_TOPIC.to_owned(),
+            partition: partition_for(transactional_id, partitions),
+        })
+    }
+
+    /// Where `transactional_id` is coordinated: `Ok(None)` here, `Ok(Some(broker id))` on
+    /// another broker of the cluster; COORDINATOR_NOT_AVAILABLE while its partition has no
+    /// leader or this broker has not made its replica yet.
+    pub(crate) fn coordinator_of(
+        &self,
+        transactional_id: &str,
+    ) -> Result<Option<i32>, ResponseError> {
+        let Some(link) = self.cluster.get() else { return Ok(None) };
+        let tp = self.partition_of(transactional_id)?;
+        match link.leader_of(&tp) {
+            Some((leader, _)) if leader == link.broker_id() => {
+                if self.manager.get_log(&tp).is_ok() {
+                    Ok(None)
+                } else {
+                    Err(ResponseError::CoordinatorNotAvailable)
+                }
+            }
+            Some((leader, _)) if leader >= 0 => Ok(Some(leader)),
+            _ => Err(ResponseError::CoordinatorNotAvailable),
+        }
+    }
+
+    /// NOT_COORDINATOR unless this broker coordinates `transactional_id` (Kafka's
+    /// `TransactionStateManager.getTransactionState` on a partition it does not own).
+    pub(super) fn check_coordinator(&self, transactional_id: &str) -> Result<(), ResponseError> {
+        match self.coordinator_of(transactional_id)? {
+            None => Ok(()),
+            Some(_) => Err(ResponseError::NotCoordinator),
+        }
+    }
+
+    /// The coordinator epoch of the markers for `transactional_id`: the leader epoch of its
+    /// partition of `__transaction_state` (0 on a single node, where it never changes).
+    pub(super) fn coordinator_epoch(&self, transactional_id: &str) -> i32 {
+        let Some(link) = self.cluster.get() else { return super::markers::COORDINATOR_EPOCH };
+        self.partition_of(transactional_id)
+            .ok()
+            .and_then(|tp| link.leader_of(&tp))
+            .map_or(super::markers::COORDINATOR_EPOCH, |(_, epoch)| epoch.max(0))
     }
 
     /// Writes one id's state (`None`: a tombstone, the id expired) to its partition and waits
@@ -96,14 +164,27 @@ impl TransactionCoordinator {
     /// `__consumer_offsets` complete its pending transactional offsets). Returns how many ids
     /// were loaded.
     pub fn load(&self, groups: &GroupCoordinator, now_ms: i64) -> Result<usize, Error> {
-        let partitions = self
+        let partitions = match self.cluster.get() {
+            // The cluster's count; this broker loads the partitions it leads (those it has).
+            Some(link) => link.with_image(|image| {
+                image.topic(TRANSACTION_STATE_TOPIC).map_or(0, |topic| topic.partitions.len())
+            }),
+            None => self
+                .manager
+                .topic_partition_counts()
+                .get(TRANSACTION_STATE_TOPIC)
+                .map_or(0, |count| usize::try_from(*count).unwrap_or(0)),
+        };
+        let partitions = i32::try_from(partitions).unwrap_or(0);
+        let local: Vec<i32> = self
             .manager
-            .topic_partition_counts()
-            .get(TRANSACTION_STATE_TOPIC)
-            .copied()
-            .unwrap_or(0);
+            .partitions()
+            .into_iter()
+            .filter(|tp| tp.topic == TRANSACTION_STATE_TOPIC)
+            .map(|tp| tp.partition)
+            .collect();
         let mut loaded: BTreeMap<String, Option<TransactionMetadata>> = BTreeMap::new();
-        for partition in 0..partitions {
+        for partition in local {
             let tp = TopicPartition { topic: TRANSACTION_STATE_TOPIC.to_owned(), partition };
             let log = self
                 .manager

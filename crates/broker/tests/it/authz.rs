@@ -53,6 +53,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AlterClientQuotasRequest,
     AlterConfigsRequest, AlterReplicaLogDirsRequest, AlterUserScramCredentialsRequest, ApiKey,
@@ -66,7 +69,7 @@ use kafka_protocol::messages::{
     ListGroupsRequest, ListOffsetsRequest, ListTransactionsRequest, MetadataRequest,
     OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
     ProduceRequest, ProducerId, RequestHeader, ResponseHeader, SyncGroupRequest, TopicName,
-    TransactionalId, TxnOffsetCommitRequest, UnregisterBrokerRequest,
+    TransactionalId, TxnOffsetCommitRequest, UnregisterBrokerRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 use seglog_broker::{SUPPORTED_APIS, Server};
@@ -534,6 +537,22 @@ fn incremental_alter_configs(name: &str) -> IncrementalAlterConfigsRequest {
     ])
 }
 
+/// An ABORT marker for partition 0 of `name`, as a coordinator's broker sends it.
+fn write_markers(name: &str) -> WriteTxnMarkersRequest {
+    WriteTxnMarkersRequest::default().with_markers(vec![
+        WritableTxnMarker::default()
+            .with_producer_id(ProducerId(4242))
+            .with_producer_epoch(0)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(0)
+            .with_topics(vec![
+                WritableTxnMarkerTopic::default()
+                    .with_name(topic(name))
+                    .with_partition_indexes(vec![0]),
+            ]),
+    ])
+}
+
 fn alter_log_dirs(dir: &Path, name: &str) -> AlterReplicaLogDirsRequest {
     AlterReplicaLogDirsRequest::default().with_dirs(vec![
         AlterReplicaLogDir::default().with_path(s(&dir.display().to_string())).with_topics(vec![
@@ -543,8 +562,9 @@ fn alter_log_dirs(dir: &Path, name: &str) -> AlterReplicaLogDirsRequest {
 }
 
 /// The topics the matrix needs before it starts, each with `records` records.
-const TOPICS: [(&str, usize); 21] = [
+const TOPICS: [(&str, usize); 22] = [
     ("produce", 0),
+    ("write-markers", 0),
     ("fetch", 1),
     ("list-offsets", 1),
     ("metadata", 0),
@@ -642,6 +662,7 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         | ApiKey::AlterUserScramCredentials => {
             vec![("Cluster", "kafka-cluster", "Alter")]
         }
+        ApiKey::WriteTxnMarkers => vec![("Cluster", "kafka-cluster", "ClusterAction")],
         ApiKey::DescribeClientQuotas => vec![("Cluster", "kafka-cluster", "DescribeConfigs")],
         ApiKey::AlterClientQuotas => vec![("Cluster", "kafka-cluster", "AlterConfigs")],
         other => panic!("no authorization case for {other:?}: add one to tests/it/authz.rs"),
@@ -741,6 +762,10 @@ async fn deny(h: &Harness, api: ApiKey) {
             let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(7));
             let response = h.call(ALICE, &request, 0).await;
             assert_eq!(response.error_code, CLUSTER_DENIED);
+        }
+        ApiKey::WriteTxnMarkers => {
+            let response = h.call(ALICE, &write_markers("write-markers"), 1).await;
+            assert_eq!(response.markers[0].topics[0].partitions[0].error_code, CLUSTER_DENIED);
         }
         ApiKey::DescribeCluster => {
             let request =
@@ -1003,6 +1028,18 @@ async fn allow(h: &Harness, api: ApiKey) {
             let response = h.call(ALICE, &request, 0).await;
             // Allowed, and answered: a single node keeps no registrations.
             assert_eq!(response.error_code, 102);
+        }
+        ApiKey::WriteTxnMarkers => {
+            let response = h.call(ALICE, &write_markers("write-markers"), 1).await;
+            assert_eq!(response.markers[0].topics[0].partitions[0].error_code, NONE);
+            // The marker is in the log: one control batch, one offset.
+            let log = h
+                .server()
+                .broker()
+                .manager()
+                .get_log(&TopicPartition { topic: "write-markers".to_owned(), partition: 0 })
+                .expect("log");
+            assert_eq!(log.log_end_offset().expect("end"), 1);
         }
         ApiKey::DescribeQuorum => {
             let request = crate::protocol::describe_quorum_request();

@@ -18,12 +18,15 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, ApiKey, CreateTopicsRequest,
     DescribeProducersRequest, DescribeTransactionsRequest, EndTxnRequest, FetchRequest,
     FindCoordinatorRequest, GroupId, InitProducerIdRequest, ListTransactionsRequest,
     OffsetFetchRequest, ProduceRequest, ProducerId, TopicName, TransactionalId,
-    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequest, WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use seglog_broker::{SUPPORTED_APIS, Server, TXN_APIS};
@@ -385,6 +388,49 @@ async fn every_transaction_api_answers_at_every_advertised_version() {
                         .find(|state| state.producer_id.0 == producer.0)
                         .expect("the producer is active");
                     assert!(found.current_txn_start_offset >= 0, "its transaction is open");
+                }
+                ApiKey::WriteTxnMarkers => {
+                    let producer = init(&mut client, &id, 3).await;
+                    assert_eq!(add_partitions(&mut client, &id, producer, &[0]).await, 0);
+                    assert_eq!(
+                        produce(&mut client, Some(&id), 0, txn_batch(producer, 0, &["x"]), 9).await,
+                        0
+                    );
+                    // The coordinator's broker ends the transaction in partition 0; a topic that
+                    // does not exist is UNKNOWN_TOPIC_OR_PARTITION (3).
+                    let marker = |topic: &str| {
+                        WritableTxnMarker::default()
+                            .with_producer_id(ProducerId(producer.0))
+                            .with_producer_epoch(producer.1)
+                            .with_transaction_result(true)
+                            .with_coordinator_epoch(0)
+                            .with_topics(vec![
+                                WritableTxnMarkerTopic::default()
+                                    .with_name(TopicName(s(topic)))
+                                    .with_partition_indexes(vec![0]),
+                            ])
+                    };
+                    let request = WriteTxnMarkersRequest::default()
+                        .with_markers(vec![marker(TOPIC), marker("no-such-topic")]);
+                    let response = client.send(&request, version).await;
+                    let codes: Vec<i16> = response
+                        .markers
+                        .iter()
+                        .map(|m| m.topics[0].partitions[0].error_code)
+                        .collect();
+                    assert_eq!(codes, vec![0, 3]);
+                    let request = DescribeProducersRequest::default().with_topics(vec![
+                        TopicRequest::default()
+                            .with_name(TopicName(s(TOPIC)))
+                            .with_partition_indexes(vec![0]),
+                    ]);
+                    let described = client.send(&request, 0).await;
+                    let open = described.topics[0].partitions[0]
+                        .active_producers
+                        .iter()
+                        .find(|state| state.producer_id.0 == producer.0)
+                        .map(|state| state.current_txn_start_offset);
+                    assert_eq!(open, Some(-1), "the marker closed the transaction");
                 }
                 other => panic!("no case for {other:?}"),
             }

@@ -23,7 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 use seglog_format::{Compression, RecordBatchBuilder};
 
 use super::{BenchArgs, Row, broker_config, mb_per_s, run_dir, write_rows};
-pub(super) use crate::wire::Client;
+pub(super) use seglog_broker::wire::Client;
 
 /// The runs, in the order they interleave: `None` is the plain producer.
 const MODES: [Option<u64>; 3] = [None, Some(100), Some(1000)];

@@ -104,17 +104,22 @@ fn create_topics(runtime: &tokio::runtime::Runtime, bootstrap: &str, topics: &[&
 
 /// Each partition's leader as a client's Metadata shows it; -1 for none.
 fn leaders(bootstrap: &str) -> BTreeMap<i32, i32> {
+    leaders_of(bootstrap, TOPIC)
+}
+
+/// [`leaders`] of `topic`.
+fn leaders_of(bootstrap: &str, topic: &str) -> BTreeMap<i32, i32> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()
         .expect("a metadata client");
-    let Ok(metadata) = consumer.fetch_metadata(Some(TOPIC), Duration::from_secs(10)) else {
+    let Ok(metadata) = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)) else {
         return BTreeMap::new();
     };
     metadata
         .topics()
         .iter()
-        .filter(|t| t.name() == TOPIC && t.error().is_none())
+        .filter(|t| t.name() == topic && t.error().is_none())
         .flat_map(|t| t.partitions().iter().map(|p| (p.id(), p.leader())))
         .collect()
 }
@@ -537,3 +542,61 @@ fn start_broker_only_node(cluster: &Cluster, node4: &Path, port4: u16) -> Killed
         Command::new(SEGLOG).args(["serve", "--config"]).arg(&config).stderr(log).spawn().unwrap(),
     ))
 }
+
+/// Transactions across the cluster: each transactional id's coordinator is the leader of its
+/// partition of `__transaction_state`, and a transaction's partitions are led by all three
+/// brokers, so its markers go out as WriteTxnMarkers. kafka-python and confluent-kafka commit,
+/// abort and fence (`transactions.py`, checked as on a single node), and read_committed
+/// readers see exactly the committed records.
+#[test]
+fn transactions_span_the_cluster() {
+    let Some(python) = crate::serve::python() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let (cluster, _) = Cluster::up(root.path());
+    crate::txn::check_python_transactions(&python, &cluster.bootstrap(1), "ctxn");
+    let leaders: BTreeSet<i32> = leaders_of(&cluster.bootstrap(2), "ctxn").into_values().collect();
+    assert_eq!(leaders, BTreeSet::from([1, 2, 3]), "the topic's partitions are spread");
+    let coordinators = (1..=3)
+        .filter(|n| {
+            std::fs::read_dir(cluster.dir.join(format!("node-{n}/data")))
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().starts_with("__transaction_state-"))
+        })
+        .count();
+    assert_eq!(coordinators, 3, "__transaction_state is spread over the brokers");
+}
+
+/// The exactly-once checker of `txn.rs` (`eos.py`: a read_committed consumer in a group,
+/// a transactional producer and send_offsets_to_transaction) against the cluster while a
+/// seeded node (broker and voter) is SIGKILLed and restarted: the transaction coordinators,
+/// group coordinators and partition leaders on it go away and come back under new epochs.
+/// Nothing is lost, duplicated or torn.
+#[test]
+fn exactly_once_survives_killed_nodes() {
+    let Some(python) = crate::serve::python() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let (cluster, _) = Cluster::up(root.path());
+    let bootstrap = (1..=3).map(|n| cluster.bootstrap(n)).collect::<Vec<_>>().join(",");
+    let run = crate::txn::EosRun {
+        python: &python,
+        bootstrap: &bootstrap,
+        dir: root.path(),
+        n_records: 1_000,
+        min_kills: 3,
+    };
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run.check(&mut |rng| {
+            let node = rng.between(1, 3).to_string();
+            let (killed, text) = cluster.run(&["kill", &node]);
+            assert!(killed, "{text}");
+            let (started, text) = cluster.run(&["start", &node]);
+            assert!(started, "{text}\n{}", cluster.logs());
+        });
+    }));
+    if let Err(panic) = checked {
+        eprintln!("the nodes' logs:\n{}", cluster.logs());
+        std::panic::resume_unwind(panic);
+    }
+}
+

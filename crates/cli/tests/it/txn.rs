@@ -23,9 +23,16 @@ fn python_transactions_commit_abort_fence_and_read_committed() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let broker = Broker::start(dir.path());
-    let output = Command::new(&python)
+    check_python_transactions(&python, &broker.addr, "txn");
+    assert!(broker.terminate().success());
+}
+
+/// Runs `transactions.py` through `bootstrap` with topic `topic` and checks what it printed:
+/// the commits, aborts and fences of both libraries, and their reads.
+pub(crate) fn check_python_transactions(python: &Path, bootstrap: &str, topic: &str) {
+    let output = Command::new(python)
         .arg(python_script("transactions.py"))
-        .args([&broker.addr, "txn"])
+        .args([bootstrap, topic])
         .output()
         .expect("python runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -63,7 +70,6 @@ fn python_transactions_commit_abort_fence_and_read_committed() {
             eprintln!("{library} {isolation}: read {} values, exactly those wanted", read.len());
         }
     }
-    assert!(broker.terminate().success());
 }
 
 /// How a read differs from the values it should have given.
@@ -106,7 +112,7 @@ fn check_values(read: &[&str], want: &BTreeSet<&str>, aborted: &BTreeSet<&str>) 
 }
 
 /// SplitMix64: the seeded choices of the kill loop.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -118,7 +124,7 @@ impl Rng {
     }
 
     /// Uniform in `low..=high` (the tiny modulo bias does not matter here).
-    fn between(&mut self, low: u64, high: u64) -> u64 {
+    pub(crate) fn between(&mut self, low: u64, high: u64) -> u64 {
         low + self.next() % (high - low + 1)
     }
 }
@@ -354,68 +360,104 @@ fn env_number(name: &str, default: u64) -> u64 {
 #[test]
 fn eos_loop_under_sigkill_loses_duplicates_and_tears_nothing() {
     let Some(python) = python() else { return };
-    let started = Instant::now();
     let n_records = env_number("SEGLOG_EOS_RECORDS", 20_000);
-    let seed = std::env::var("SEED").map_or_else(
-        |_| {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-            u64::try_from(now.expect("clock").as_nanos() % u128::from(u64::MAX)).expect("fits")
-        },
-        |seed| seed.parse().expect("SEED is a number"),
-    );
-    eprintln!("eos: seed {seed} (SEED={seed} repeats the kill plan), {n_records} records");
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let broker = Broker::start(&data);
+    let mut broker = Broker::start(&data);
     let addr = broker.addr.clone();
-    let eos = |step: &str, extra: &[String]| {
-        let output = Command::new(&python)
-            .arg(python_script("eos.py"))
-            .args([addr.as_str(), "eos", step])
-            .args(extra)
-            .output()
-            .expect("python runs");
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(output.status.success(), "{step}: {}", String::from_utf8_lossy(&output.stderr));
-        stdout
-    };
-    let filled = eos("fill", &[n_records.to_string()]);
-    assert_eq!(filled.trim(), format!("FILLED {n_records}"));
-
-    // About 150 transactions whatever the size, so that the kills (every 3 to 9 commits)
-    // number well over 10.
-    let batch = (n_records / 150).max(20);
-    let (broker, history, kills) =
-        run_loop_with_kills(&python, broker, &data, &dir.path().join("loop.stderr"), batch, seed);
-    let loop_done = started.elapsed();
-
-    let observed = Observed::parse(&eos("check", &[]));
-    assert_eq!(observed.n_input_lines, usize::try_from(n_records).expect("fits"));
-    assert_eq!(observed.inputs.len(), observed.n_input_lines, "every in-<k> once in the input");
-    let (anomalies, examples) = check_eos(&history, &observed, "eos-in");
-    let n_kills: usize = kills.values().sum();
-    let aborted_in_log = observed
-        .raw_outputs
-        .iter()
-        .filter(|output| history.aborted.contains_key(&output.txn))
-        .count();
-    eprintln!(
-        "eos: seed {seed}; {n_records} records, batches of at most {batch}; {n_kills} kills (at {kills:?}); \
-         {} transactions committed, {} aborted ({} on purpose), {} of unknown outcome; {} output records \
-         read_committed, {} in the log ({aborted_in_log} of aborted transactions); {anomalies:?}; \
-         loop {:.1} s, total {:.1} s",
-        history.committed.len(),
-        history.aborted.len(),
-        history.n_aborted_deliberately,
-        history.unknown.len(),
-        observed.outputs.len(),
-        observed.raw_outputs.len(),
-        loop_done.as_secs_f64(),
-        started.elapsed().as_secs_f64(),
-    );
-    assert_eq!(anomalies, Anomalies::default(), "seed {seed}: {examples:#?}");
-    assert!(n_kills >= 10, "seed {seed}: only {n_kills} kills");
+    let run =
+        EosRun { python: &python, bootstrap: &addr, dir: dir.path(), n_records, min_kills: 10 };
+    run.check(&mut |_| {
+        broker.child.kill().expect("SIGKILL");
+        broker.child.wait().expect("reaped");
+        // Start again on the same port: this returns once the broker announces its
+        // address, so the next kill never lands on a broker still starting.
+        broker = Broker::start_on(&data, &addr);
+    });
     assert!(broker.terminate().success());
+}
+
+/// One run of the exactly-once checker.
+pub(crate) struct EosRun<'a> {
+    pub(crate) python: &'a Path,
+    /// The brokers' bootstrap list.
+    pub(crate) bootstrap: &'a str,
+    /// Where the loop's stderr goes.
+    pub(crate) dir: &'a Path,
+    pub(crate) n_records: u64,
+    pub(crate) min_kills: usize,
+}
+
+impl EosRun<'_> {
+    /// Fills the input, runs the loop to its DONE with `kill_and_restart` at the seeded kill
+    /// points (`SEED`, else the clock; printed), and asserts no anomaly and `min_kills` kills.
+    pub(crate) fn check(&self, kill_and_restart: &mut dyn FnMut(&mut Rng)) {
+        let started = Instant::now();
+        let n_records = self.n_records;
+        let seed = std::env::var("SEED").map_or_else(
+            |_| {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                u64::try_from(now.expect("clock").as_nanos() % u128::from(u64::MAX)).expect("fits")
+            },
+            |seed| seed.parse().expect("SEED is a number"),
+        );
+        eprintln!("eos: seed {seed} (SEED={seed} repeats the kill plan), {n_records} records");
+        let eos = |step: &str, extra: &[String]| {
+            let output = Command::new(self.python)
+                .arg(python_script("eos.py"))
+                .args([self.bootstrap, "eos", step])
+                .args(extra)
+                .output()
+                .expect("python runs");
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "seed {seed}: {step}: {stderr}");
+            stdout
+        };
+        let filled = eos("fill", &[n_records.to_string()]);
+        assert_eq!(filled.trim(), format!("FILLED {n_records}"));
+
+        // About 150 transactions whatever the size, so that the kills (every 3 to 9 commits)
+        // number well over 10.
+        let batch = (n_records / 150).max(20);
+        let loop_stderr = self.dir.join("loop.stderr");
+        let (history, kills) = run_loop_with_kills(
+            self.python,
+            self.bootstrap,
+            &loop_stderr,
+            batch,
+            seed,
+            kill_and_restart,
+        );
+        let loop_done = started.elapsed();
+
+        let observed = Observed::parse(&eos("check", &[]));
+        assert_eq!(observed.n_input_lines, usize::try_from(n_records).expect("fits"));
+        assert_eq!(observed.inputs.len(), observed.n_input_lines, "every in-<k> once in the input");
+        let (anomalies, examples) = check_eos(&history, &observed, "eos-in");
+        let n_kills: usize = kills.values().sum();
+        let aborted_in_log = observed
+            .raw_outputs
+            .iter()
+            .filter(|output| history.aborted.contains_key(&output.txn))
+            .count();
+        eprintln!(
+            "eos: seed {seed}; {n_records} records, batches of at most {batch}; {n_kills} kills (at {kills:?}); \
+             {} transactions committed, {} aborted ({} on purpose), {} of unknown outcome; {} output records \
+             read_committed, {} in the log ({aborted_in_log} of aborted transactions); {anomalies:?}; \
+             loop {:.1} s, total {:.1} s",
+            history.committed.len(),
+            history.aborted.len(),
+            history.n_aborted_deliberately,
+            history.unknown.len(),
+            observed.outputs.len(),
+            observed.raw_outputs.len(),
+            loop_done.as_secs_f64(),
+            started.elapsed().as_secs_f64(),
+        );
+        assert_eq!(anomalies, Anomalies::default(), "seed {seed}: {examples:#?}");
+        assert!(n_kills >= self.min_kills, "seed {seed}: only {n_kills} kills");
+    }
 }
 
 /// The checker finds each kind of anomaly it counts (so a clean run means something).
@@ -464,17 +506,16 @@ fn check_eos_counts_each_anomaly() {
 /// reported and the kills by kill point.
 fn run_loop_with_kills(
     python: &Path,
-    mut broker: Broker,
-    data: &Path,
+    addr: &str,
     loop_stderr: &Path,
     batch: u64,
     seed: u64,
-) -> (Broker, History, BTreeMap<&'static str, usize>) {
+    kill_and_restart: &mut dyn FnMut(&mut Rng),
+) -> (History, BTreeMap<&'static str, usize>) {
     let mut rng = Rng(seed);
-    let addr = broker.addr.clone();
     let mut child = Command::new(python)
         .arg(python_script("eos.py"))
-        .args([addr.as_str(), "eos", "loop", &batch.to_string(), &seed.to_string()])
+        .args([addr, "eos", "loop", &batch.to_string(), &seed.to_string()])
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(loop_stderr).expect("stderr file"))
         .spawn()
@@ -518,14 +559,10 @@ fn run_loop_with_kills(
         let kill = !history.done && plan.hits(&line, commits_since_restart);
         transcript.push(line);
         if kill {
-            broker.child.kill().expect("SIGKILL");
-            broker.child.wait().expect("reaped");
             *kills.entry(plan.at).or_default() += 1;
             let n_kills: usize = kills.values().sum();
             transcript.push(format!("-- test: SIGKILL {n_kills} at {}, restart", plan.at));
-            // Start again on the same port: this returns once the broker announces its
-            // address, so the next kill never lands on a broker still starting.
-            broker = Broker::start_on(data, &addr);
+            kill_and_restart(&mut rng);
             commits_since_restart = 0;
             plan = KillPlan::draw(&mut rng);
         }
@@ -534,5 +571,5 @@ fn run_loop_with_kills(
     if !status.success() || !history.done {
         fail(&format!("the loop ended with {status} before DONE"), &transcript);
     }
-    (broker, history, kills)
+    (history, kills)
 }
