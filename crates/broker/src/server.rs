@@ -347,8 +347,8 @@ impl Server {
         let mut tasks = JoinSet::new();
         spawn_accept_loops(&mut tasks, &broker, listeners, &stopped, &connections, connections_max);
         tasks.spawn(security_ticks(Arc::clone(&broker), stopped.clone()));
-        tasks.spawn(group_ticks(Arc::clone(&broker), stopped.clone()));
-        tasks.spawn(txn_ticks(Arc::clone(&broker), stopped.clone()));
+        tasks.spawn(ticks(Arc::clone(&broker), stopped.clone(), GROUP_TICK_PERIOD, group_tick));
+        tasks.spawn(ticks(Arc::clone(&broker), stopped.clone(), TXN_TICK_PERIOD, txn_tick));
         tasks.spawn(crate::tiering::run(Arc::clone(&broker), stopped.clone()));
         if let Some(listener) = console_listener {
             crate::console::spawn(Arc::clone(&broker), listener, stopped.clone(), dump)
@@ -546,22 +546,6 @@ const GROUP_TICK_PERIOD: Duration = Duration::from_millis(100);
 /// markers are tried again).
 const TXN_TICK_PERIOD: Duration = Duration::from_millis(250);
 
-/// The transaction coordinator's timers, on their own task: completing a prepared transaction
-/// may wait on another broker (WriteTxnMarkers), which must not hold up the groups' timers.
-async fn txn_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
-    let mut interval = tokio::time::interval(TXN_TICK_PERIOD);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = stopped.changed() => return,
-        }
-        let broker = Arc::clone(&broker);
-        let _ =
-            tokio::task::spawn_blocking(move || broker.txns.tick(&broker.groups, now_ms())).await;
-    }
-}
-
 /// Joins the cluster as its broker: registers, links the coordinators to the cluster, and waits
 /// until the controller has unfenced this broker and its replicas are made, so that clients
 /// are served, and the coordinators load, from metadata that has caught up.
@@ -578,8 +562,15 @@ async fn join_cluster(
     Ok(())
 }
 
-async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
-    let mut interval = tokio::time::interval(GROUP_TICK_PERIOD);
+/// Runs `work` on a blocking thread every `period` until the broker stops (a tick that runs
+/// long delays the next one rather than overlapping it).
+async fn ticks(
+    broker: Arc<Broker>,
+    mut stopped: watch::Receiver<bool>,
+    period: Duration,
+    work: fn(&Broker),
+) {
+    let mut interval = tokio::time::interval(period);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
@@ -587,13 +578,21 @@ async fn group_ticks(broker: Arc<Broker>, mut stopped: watch::Receiver<bool>) {
             _ = stopped.changed() => return,
         }
         let broker = Arc::clone(&broker);
-        let _ = tokio::task::spawn_blocking(move || {
-            broker.groups.tick(now_ms());
-            report_dir_failures(&broker.manager);
-            report_cleaner_failures(&broker.manager);
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || work(&broker)).await;
     }
+}
+
+/// The group coordinator's timers, and the reports of failed directories and cleanings.
+fn group_tick(broker: &Broker) {
+    broker.groups.tick(now_ms());
+    report_dir_failures(&broker.manager);
+    report_cleaner_failures(&broker.manager);
+}
+
+/// The transaction coordinator's timers, on their own task: completing a prepared transaction
+/// may wait on another broker (WriteTxnMarkers), which must not hold up the groups' timers.
+fn txn_tick(broker: &Broker) {
+    broker.txns.tick(&broker.groups, now_ms());
 }
 
 /// Logs each failed cleaning round, once, at warn level: the partition is uncleanable until a

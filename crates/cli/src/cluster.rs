@@ -260,11 +260,7 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
                 };
                 let join = ClusterJoin {
                     source,
-                    voters: config
-                        .voters
-                        .values()
-                        .map(seglog_broker::cluster::kraft_config::Voter::address)
-                        .collect(),
+                    voters: config.quorum_addresses(),
                     rack,
                     heartbeat_interval: Duration::from_millis(heartbeat_ms),
                     inter_broker_listener,

@@ -37,6 +37,9 @@ pub struct KraftConfig {
     pub node_id: i32,
     /// By id.
     pub voters: BTreeMap<i32, Voter>,
+    /// `controller.quorum.bootstrap.servers`, `host:port`: where a broker-only node finds the
+    /// quorum when `controller.quorum.voters` is not given.
+    pub bootstrap_servers: Vec<String>,
     /// Where this node answers the quorum (its `controller.listener.names` listener).
     pub controller_listener: Option<(String, u16)>,
     /// `metadata.log.dir`, else the first of `log.dirs` (Kafka's rule).
@@ -122,6 +125,70 @@ pub fn parse_voters(entries: &[String]) -> Result<BTreeMap<i32, Voter>, KraftCon
     Ok(voters)
 }
 
+/// Kafka's `QuorumConfig.parseBootstrapServers`, with its texts: `host:port` entries.
+pub fn parse_bootstrap_servers(entries: &[String]) -> Result<Vec<String>, KraftConfigError> {
+    let form = "Each entry should be in the form \"{host}:{port}\"";
+    let key = "controller.quorum.bootstrap.servers";
+    entries
+        .iter()
+        .map(|entry| {
+            let (host, port) = entry.rsplit_once(':').unwrap_or((entry, ""));
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            if host.is_empty() {
+                return Err(KraftConfigError(format!(
+                    "Failed to parse host name from {entry} for the configuration {key}. {form}"
+                )));
+            }
+            if port.parse::<u16>().is_err() {
+                return Err(KraftConfigError(format!(
+                    "Failed to parse host port from {entry} for the configuration {key}. {form}"
+                )));
+            }
+            Ok(entry.clone())
+        })
+        .collect()
+}
+
+/// A controller's quorum listener (its `controller.listener.names` entry of `listeners`), with
+/// Kafka's checks of the voters.
+fn controller_listener(
+    properties: &BTreeMap<String, String>,
+    node_id: i32,
+    voters: &BTreeMap<i32, Voter>,
+) -> Result<(String, u16), KraftConfigError> {
+    if voters.is_empty() {
+        return Err(KraftConfigError(
+            "controller.quorum.bootstrap.servers without controller.quorum.voters is a dynamic \
+             quorum (KIP-853), which seglog's controllers do not run yet: give the voters as \
+             controller.quorum.voters"
+                .to_owned(),
+        ));
+    }
+    if !voters.contains_key(&node_id) {
+        let ids: Vec<String> = voters.keys().map(ToString::to_string).collect();
+        return Err(KraftConfigError(format!(
+            "If process.roles contains the 'controller' role, the node id {node_id} must be included in the set of voters controller.quorum.voters=Set({})",
+            ids.join(", ")
+        )));
+    }
+    let controller_names = list(properties, "controller.listener.names");
+    for listener in list(properties, "listeners") {
+        let Some((name, address)) = listener.split_once("://") else { continue };
+        if controller_names.iter().any(|n| n == name) {
+            let (host, port) = address.rsplit_once(':').unwrap_or((address, ""));
+            let port: u16 = port.parse().map_err(|_| {
+                KraftConfigError(format!("Invalid value {listener} for configuration listeners"))
+            })?;
+            return Ok((host.to_owned(), port));
+        }
+    }
+    Err(KraftConfigError(
+        "controller.listener.names must contain at least one value appearing in the 'listeners' \
+         configuration when running the KRaft controller role"
+            .to_owned(),
+    ))
+}
+
 fn int<T: std::str::FromStr>(
     properties: &BTreeMap<String, String>,
     key: &str,
@@ -168,6 +235,15 @@ pub fn inter_broker_listener(
 }
 
 impl KraftConfig {
+    /// The addresses a broker reaches the quorum at: the voters', else the bootstrap servers.
+    pub fn quorum_addresses(&self) -> Vec<String> {
+        if self.voters.is_empty() {
+            self.bootstrap_servers.clone()
+        } else {
+            self.voters.values().map(Voter::address).collect()
+        }
+    }
+
     /// Reads the KRaft keys; `Ok(None)` when `process.roles` is unset.
     pub fn from_properties(
         properties: &BTreeMap<String, String>,
@@ -182,7 +258,9 @@ impl KraftConfig {
             KraftConfigError(format!("Invalid value {node_id} for configuration node.id"))
         })?;
         let voters = parse_voters(&list(properties, "controller.quorum.voters"))?;
-        if voters.is_empty() {
+        let bootstrap_servers =
+            parse_bootstrap_servers(&list(properties, "controller.quorum.bootstrap.servers"))?;
+        if voters.is_empty() && bootstrap_servers.is_empty() {
             return Err(KraftConfigError(
                 "If using process.roles, either controller.quorum.bootstrap.servers must contain \
                  the set of bootstrap controllers or controller.quorum.voters must contain a \
@@ -190,37 +268,11 @@ impl KraftConfig {
                     .to_owned(),
             ));
         }
-        let controller_names = list(properties, "controller.listener.names");
-        let mut controller_listener = None;
-        if roles.contains(&ProcessRole::Controller) {
-            if !voters.contains_key(&node_id) {
-                let ids: Vec<String> = voters.keys().map(ToString::to_string).collect();
-                return Err(KraftConfigError(format!(
-                    "If process.roles contains the 'controller' role, the node id {node_id} must be included in the set of voters controller.quorum.voters=Set({})",
-                    ids.join(", ")
-                )));
-            }
-            for listener in list(properties, "listeners") {
-                let Some((name, address)) = listener.split_once("://") else { continue };
-                if controller_names.iter().any(|n| n == name) {
-                    let (host, port) = address.rsplit_once(':').unwrap_or((address, ""));
-                    let port: u16 = port.parse().map_err(|_| {
-                        KraftConfigError(format!(
-                            "Invalid value {listener} for configuration listeners"
-                        ))
-                    })?;
-                    controller_listener = Some((host.to_owned(), port));
-                    break;
-                }
-            }
-            if controller_listener.is_none() {
-                return Err(KraftConfigError(
-                    "controller.listener.names must contain at least one value appearing in the \
-                     'listeners' configuration when running the KRaft controller role"
-                        .to_owned(),
-                ));
-            }
-        }
+        let controller_listener = if roles.contains(&ProcessRole::Controller) {
+            Some(controller_listener(properties, node_id, &voters)?)
+        } else {
+            None
+        };
         let metadata_log_dir = properties
             .get("metadata.log.dir")
             .cloned()
@@ -250,6 +302,7 @@ impl KraftConfig {
             roles,
             node_id,
             voters,
+            bootstrap_servers,
             controller_listener,
             metadata_log_dir: PathBuf::from(metadata_log_dir),
             broker_session_timeout_ms: int(properties, "broker.session.timeout.ms", 9_000)?,
@@ -353,6 +406,35 @@ mod tests {
             inter_broker_listener(&missing, &listeners).unwrap_err().0,
             "inter.broker.listener.name must be a listener name defined in advertised.listeners. \
              The valid options based on currently configured listeners are PLAINTEXT,INTERNAL"
+        );
+    }
+
+    #[test]
+    fn a_broker_finds_the_quorum_through_bootstrap_servers() {
+        let broker = props(&[
+            ("process.roles", "broker"),
+            ("node.id", "4"),
+            ("controller.quorum.bootstrap.servers", "127.0.0.1:9093,[::1]:9095"),
+        ]);
+        let config = KraftConfig::from_properties(&broker).unwrap().unwrap();
+        assert!(config.voters.is_empty());
+        assert_eq!(config.quorum_addresses(), ["127.0.0.1:9093", "[::1]:9095"]);
+        let voters = KraftConfig::from_properties(&props(&CONTROLLER)).unwrap().unwrap();
+        assert_eq!(voters.quorum_addresses(), ["127.0.0.1:9093", "localhost:9094", "::1:9095"]);
+        let mut bad = broker.clone();
+        bad.insert("controller.quorum.bootstrap.servers".to_owned(), "127.0.0.1".to_owned());
+        assert_eq!(
+            KraftConfig::from_properties(&bad).unwrap_err().0,
+            "Failed to parse host port from 127.0.0.1 for the configuration \
+             controller.quorum.bootstrap.servers. Each entry should be in the form \"{host}:{port}\""
+        );
+        let mut controller = props(&CONTROLLER);
+        controller.remove("controller.quorum.voters");
+        controller.insert("controller.quorum.bootstrap.servers".to_owned(), "h:1".to_owned());
+        assert!(
+            KraftConfig::from_properties(&controller).unwrap_err().0.starts_with(
+                "controller.quorum.bootstrap.servers without controller.quorum.voters"
+            )
         );
     }
 }

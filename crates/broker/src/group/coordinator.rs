@@ -170,6 +170,9 @@ impl GroupCoordinator {
             return ResponseError::InvalidGroupId.code();
         }
         let mut inner = self.lock();
+        if let Some(refusal) = self.refusal(&inner, group_id) {
+            return refusal.code();
+        }
         self.run_due_timers(&mut inner, group_id, now_ms);
         let Some(group) = inner.groups.get(group_id) else {
             return ResponseError::GroupIdNotFound.code();

@@ -144,8 +144,8 @@ impl GroupCoordinator {
             return all(ResponseError::InvalidGroupId.code());
         }
         let mut inner = self.lock();
-        if inner.shutting_down {
-            return all(ResponseError::CoordinatorNotAvailable.code());
+        if let Some(refusal) = self.refusal(&inner, group_id) {
+            return all(refusal.code());
         }
         if !inner.groups.contains_key(group_id) {
             if generation_id >= 0 {
@@ -242,8 +242,8 @@ impl GroupCoordinator {
         topics: Option<Vec<(String, Vec<i32>)>>,
     ) -> Result<FetchedOffsets, ResponseError> {
         let inner = self.lock();
-        if inner.shutting_down {
-            return Err(ResponseError::CoordinatorNotAvailable);
+        if let Some(refusal) = self.refusal(&inner, group_id) {
+            return Err(refusal);
         }
         let group = inner.groups.get(group_id);
         let Some(topics) = topics else {
@@ -283,6 +283,9 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> (i16, Vec<i16>) {
         let mut inner = self.lock();
+        if let Some(refusal) = self.refusal(&inner, group_id) {
+            return (refusal.code(), Vec::new());
+        }
         let Some(group) = inner.groups.get(group_id) else {
             return (ResponseError::GroupIdNotFound.code(), Vec::new());
         };

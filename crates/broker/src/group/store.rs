@@ -155,6 +155,37 @@ impl GroupCoordinator {
         self.in_cluster.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Why this coordinator does not serve `group_id` now (Kafka's `isActive` and
+    /// `isCoordinatorForGroup`): shutting down, COORDINATOR_NOT_AVAILABLE; in a cluster, a group
+    /// whose partition of `__consumer_offsets` this broker does not have, NOT_COORDINATOR (so a
+    /// misdirected request neither reads nor makes a group here).
+    pub(super) fn refusal(&self, inner: &Inner, group_id: &str) -> Option<ResponseError> {
+        if inner.shutting_down {
+            return Some(ResponseError::CoordinatorNotAvailable);
+        }
+        if self.in_cluster() {
+            let partitions = if inner.partitions > 0 {
+                inner.partitions
+            } else {
+                self.config.offsets_topic_partitions
+            };
+            let tp = TopicPartition {
+                topic: OFFSETS_TOPIC.to_owned(),
+                partition: partition_for(group_id, partitions),
+            };
+            if self.manager.get_log(&tp).is_err() {
+                return Some(ResponseError::NotCoordinator);
+            }
+        }
+        None
+    }
+
+    /// Whether a cluster's broker would answer NOT_COORDINATOR for `group_id`.
+    pub(crate) fn not_coordinator(&self, group_id: &str) -> bool {
+        let inner = self.lock();
+        self.refusal(&inner, group_id) == Some(ResponseError::NotCoordinator)
+    }
+
     /// Kafka's `partitionFor` over this coordinator's partition count (the configured one in a
     /// cluster).
     pub(crate) fn partition_of(&self, group_id: &str) -> i32 {

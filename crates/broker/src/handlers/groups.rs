@@ -706,6 +706,8 @@ pub(crate) fn describe_groups(
         }
         if id.0.is_empty() {
             described.error_code = ResponseError::InvalidGroupId.code();
+        } else if broker.groups.not_coordinator(id.0.as_str()) {
+            described.error_code = ResponseError::NotCoordinator.code();
         } else if let Some(summary) = broker.groups.describe_group(id.0.as_str()) {
             described.group_state = str_bytes(summary.state);
             described.protocol_type = str_bytes(&summary.protocol_type);
@@ -962,6 +964,8 @@ pub(crate) fn consumer_group_describe(
             group_operations(broker, session, request.include_authorized_operations, id.0.as_str());
         if id.0.is_empty() {
             described.error_code = ResponseError::InvalidGroupId.code();
+        } else if broker.groups.not_coordinator(id.0.as_str()) {
+            described.error_code = ResponseError::NotCoordinator.code();
         } else if let Some(summary) = broker.groups.describe_consumer_group(id.0.as_str()) {
             described.group_state = str_bytes(summary.state);
             described.group_epoch = summary.group_epoch;

@@ -33,6 +33,7 @@ fn config(id: i32, voters: &BTreeMap<i32, Voter>, dir: &std::path::Path) -> Kraf
         roles: [ProcessRole::Controller].into(),
         node_id: id,
         voters: voters.clone(),
+        bootstrap_servers: Vec::new(),
         controller_listener: Some(("127.0.0.1".to_owned(), port)),
         metadata_log_dir: dir.to_owned(),
         broker_session_timeout_ms: SESSION_MS,

@@ -192,6 +192,42 @@ fn consume(
     seen
 }
 
+/// Group requests for `group` answer on its coordinator only: FindCoordinator through any
+/// broker names one broker; DescribeGroups and OffsetFetch there answer, and on the other two
+/// NOT_COORDINATOR (16), as Kafka's `isCoordinatorForGroup` (no read from, or group made in,
+/// another broker's memory).
+fn group_requests_go_to_the_coordinator(cluster: &Cluster, group: &str) {
+    use kafka_protocol::messages::{
+        DescribeGroupsRequest, FindCoordinatorRequest, GroupId, OffsetFetchRequest,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    use seglog_broker::wire::Client;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let group_id = GroupId(StrBytes::from_string(group.to_owned()));
+        let mut coordinators = BTreeSet::new();
+        let mut codes = BTreeMap::new();
+        for n in 1..=3 {
+            let mut client = Client::connect(cluster.bootstrap(n)).await.unwrap();
+            let find = FindCoordinatorRequest::default().with_key(group_id.0.clone());
+            let found = client.send(&find, 3).await.unwrap();
+            assert_eq!(found.error_code, 0, "FindCoordinator through broker {n}");
+            coordinators.insert(found.node_id.0);
+            let describe = DescribeGroupsRequest::default().with_groups(vec![group_id.clone()]);
+            let described = client.send(&describe, 5).await.unwrap().groups[0].error_code;
+            let fetch = OffsetFetchRequest::default().with_group_id(group_id.clone());
+            let fetched = client.send(&fetch, 7).await.unwrap().error_code;
+            codes.insert(n, (described, fetched));
+        }
+        assert_eq!(coordinators.len(), 1, "one coordinator: {coordinators:?}");
+        let coordinator = usize::try_from(*coordinators.first().unwrap()).unwrap();
+        for (n, answer) in codes {
+            let want = if n == coordinator { (0, 0) } else { (16, 16) };
+            assert_eq!(answer, want, "broker {n} (the coordinator is {coordinator})");
+        }
+    });
+}
+
 #[test]
 fn a_three_node_cluster_serves_real_clients_through_any_broker() {
     let root = tempfile::tempdir().unwrap();
@@ -257,6 +293,7 @@ fn a_three_node_cluster_serves_real_clients_through_any_broker() {
     assert_eq!(brokers, BTreeSet::from([1, 2, 3]), "leaders spread over the brokers: {spread:?}");
     runtime.block_on(produce(&cluster.bootstrap(1), 0, 300));
     let seen = consume(&cluster.bootstrap(3), "billing", 300, 300);
+    group_requests_go_to_the_coordinator(&cluster, "billing");
     assert_eq!(seen.len(), 300, "every record once");
     assert!(seen.values().all(|n| *n == 1), "no duplicates");
 
@@ -516,16 +553,17 @@ fn start_broker_only_node(cluster: &Cluster, node4: &Path, port4: u16) -> Killed
         std::fs::read_to_string(cluster.dir.join("node-1/metadata/meta.properties")).unwrap();
     let cluster_id = meta.lines().find_map(|l| l.strip_prefix("cluster.id=")).unwrap().to_owned();
     std::fs::create_dir_all(node4).unwrap();
-    let voters: Vec<String> =
-        (1..=3).map(|n| format!("{n}@127.0.0.1:{}", cluster.ports[n - 1])).collect();
+    // It finds the quorum through Kafka's bootstrap key, without the voters' ids.
+    let bootstrap: Vec<String> =
+        (1..=3).map(|n| format!("127.0.0.1:{}", cluster.ports[n - 1])).collect();
     let config = node4.join("node.properties");
     std::fs::write(
         &config,
         format!(
-            "process.roles=broker\nnode.id=4\ncontroller.quorum.voters={}\n\
+            "process.roles=broker\nnode.id=4\ncontroller.quorum.bootstrap.servers={}\n\
              controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:{port4}\n\
              log.dirs={}\nmetadata.log.dir={}\nseglog.metrics.listener=\nseglog.console.listener=\n",
-            voters.join(","),
+            bootstrap.join(","),
             node4.join("data").display(),
             node4.join("metadata").display()
         ),
@@ -599,4 +637,3 @@ fn exactly_once_survives_killed_nodes() {
         std::panic::resume_unwind(panic);
     }
 }
-

@@ -23,10 +23,11 @@ and the transaction's number. It prints, one line each, flushed:
   PHASE <txn> <phase>           the transaction reached produce, offsets or commit
   COMMITTED <txn> <count>       commit_transaction returned: <count> records are committed
   ABORTED <txn> <count> <why>   the transaction can never commit: abort_transaction returned,
-                                or the producer failed before it asked to commit (the next
-                                incarnation's init_transactions aborts it)
-  UNKNOWN <txn> <count> <why>   commit_transaction failed fatally: committed or not, all or
-                                nothing
+                                or the producer failed (or blocked past HANG_S: `client-hang`)
+                                before it asked to commit (the next incarnation's
+                                init_transactions aborts it)
+  UNKNOWN <txn> <count> <why>   commit_transaction failed fatally or blocked past HANG_S:
+                                committed or not, all or nothing
   ERROR <what> <error>          a retried error (diagnostics)
   DONE <transactions>           the group's committed offsets reached every input log end
 
@@ -44,6 +45,7 @@ offsets (OffsetFetch with require_stable, as librdkafka asks for read_committed)
 import os
 import random
 import sys
+import threading
 import time
 
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_INVALID, Consumer, KafkaError,
@@ -66,6 +68,39 @@ COMMON = {"broker.address.family": "v4", "reconnect.backoff.max.ms": 500,
 
 def say(line):
     print(line, flush=True)
+
+
+class ClientHang(Exception):
+    """A librdkafka call still blocked HANG_S after its own timeout."""
+
+
+# A broker fenced for a while (killed, then restarting) is absent from Metadata, as in Kafka,
+# and librdkafka decommissions its handle; a send_offsets_to_transaction or commit_transaction
+# that was waiting on it as the group or transaction coordinator can then block forever past its
+# timeout (librdkafka issues #5511 and #5456: "Handle is terminating in state TRY_CONNECT").
+# The loop treats a call blocked that long as the producer's death: it leaves the producer, and
+# a new one with the same transactional id fences it (its open transaction is aborted).
+HANG_S = 2 * OP_TIMEOUT_S
+
+
+def bounded(call):
+    """Runs `call` on a daemon thread; its result, its exception, or ClientHang."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = call()
+        except BaseException as error:  # noqa: BLE001 - handed back to the caller
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    if thread.is_alive():
+        raise ClientHang()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
 
 
 def fill(bootstrap, prefix, n_records):
@@ -199,6 +234,15 @@ class Loop:
             phase = "commit"
             say(f"PHASE {txn} commit")
             self.commit()
+        except ClientHang:
+            # Before the commit was asked for, the transaction cannot commit; during it, the
+            # outcome is unknown. The blocked producer is left to its thread.
+            kind = "UNKNOWN" if phase == "commit" else "ABORTED"
+            say(f"{kind} {txn} {count} {phase}:client-hang")
+            self.producer = None
+            self.new_producer()
+            self.rewind()
+            return
         except KafkaException as error:
             kafka_error = error.args[0]
             if kafka_error.txn_requires_abort():
@@ -226,8 +270,9 @@ class Loop:
     def send_offsets(self, positions):
         while True:
             try:
-                self.producer.send_offsets_to_transaction(
-                    positions, self.consumer.consumer_group_metadata(), OP_TIMEOUT_S)
+                metadata = self.consumer.consumer_group_metadata()
+                bounded(lambda: self.producer.send_offsets_to_transaction(
+                    positions, metadata, OP_TIMEOUT_S))
                 return
             except KafkaException as error:
                 if not error.args[0].retriable():
@@ -237,7 +282,7 @@ class Loop:
     def commit(self):
         while True:
             try:
-                self.producer.commit_transaction(OP_TIMEOUT_S)
+                bounded(lambda: self.producer.commit_transaction(OP_TIMEOUT_S))
                 return
             except KafkaException as error:
                 if not error.args[0].retriable():

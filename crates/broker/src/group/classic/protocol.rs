@@ -71,8 +71,8 @@ impl GroupCoordinator {
             return receiver;
         }
         let mut inner = self.lock();
-        if inner.shutting_down {
-            reply(sender, ResponseError::CoordinatorNotAvailable.code(), &request.member_id);
+        if let Some(refusal) = self.refusal(&inner, &request.group_id) {
+            reply(sender, refusal.code(), &request.member_id);
             return receiver;
         }
         if let Err(code) = self.ensure_offsets_topic_locked(&mut inner) {
@@ -151,8 +151,8 @@ impl GroupCoordinator {
             let _ = sender.send(SyncResult::error(code));
         };
         let mut inner = self.lock();
-        if inner.shutting_down {
-            reply(sender, ResponseError::CoordinatorNotAvailable.code());
+        if let Some(refusal) = self.refusal(&inner, &request.group_id) {
+            reply(sender, refusal.code());
             return receiver;
         }
         let Some(group) = inner.groups.get_mut(&request.group_id) else {
@@ -253,8 +253,8 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> i16 {
         let mut inner = self.lock();
-        if inner.shutting_down {
-            return ResponseError::CoordinatorNotAvailable.code();
+        if let Some(refusal) = self.refusal(&inner, group_id) {
+            return refusal.code();
         }
         let Some(group) = inner.groups.get_mut(group_id) else {
             return ResponseError::UnknownMemberId.code();
@@ -289,8 +289,8 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> (i16, Vec<i16>) {
         let mut inner = self.lock();
-        if inner.shutting_down {
-            return (ResponseError::CoordinatorNotAvailable.code(), Vec::new());
+        if let Some(refusal) = self.refusal(&inner, group_id) {
+            return (refusal.code(), Vec::new());
         }
         let Some(group) = inner.groups.get_mut(group_id) else {
             return (NONE, vec![ResponseError::UnknownMemberId.code(); leaving.len()]);

@@ -92,11 +92,13 @@ impl GroupCoordinator {
             Err(refused) => return refused,
         };
         let mut inner = self.lock();
-        if inner.shutting_down {
-            return ConsumerHeartbeatResult::error(
-                ResponseError::CoordinatorNotAvailable.code(),
-                "shutting down",
-            );
+        if let Some(refusal) = self.refusal(&inner, &request.group_id) {
+            let why = if refusal == ResponseError::NotCoordinator {
+                "another broker coordinates this group"
+            } else {
+                "shutting down"
+            };
+            return ConsumerHeartbeatResult::error(refusal.code(), why);
         }
         if let Err(code) = self.ensure_offsets_topic_locked(&mut inner) {
             return ConsumerHeartbeatResult::error(
