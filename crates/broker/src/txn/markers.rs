@@ -40,25 +40,11 @@ pub(crate) enum MarkerError {
     NoLeader { tp: TopicPartition },
     #[error(transparent)]
     Peer(#[from] PeerError),
-    /// The simulation's crash point (`sim_tests.rs`).
-    #[cfg(test)]
+    /// The simulation's crash point (`sim_tests.rs`); never outside it.
     #[error("a simulated crash after {0} markers")]
     Crashed(usize),
     #[error("broker {broker_id} refused the marker for {tp}: error {code}")]
     Refused { broker_id: i32, tp: TopicPartition, code: i16 },
-}
-
-impl MarkerError {
-    #[cfg(test)]
-    fn crashed(written: usize) -> Self {
-        Self::Crashed(written)
-    }
-
-    /// Never called: without the simulation no fail point fires.
-    #[cfg(not(test))]
-    fn crashed(_written: usize) -> Self {
-        Self::NoLeader { tp: TopicPartition { topic: String::new(), partition: -1 } }
-    }
 }
 
 /// One transaction's end, as its markers carry it.
@@ -108,7 +94,7 @@ impl TransactionCoordinator {
         let Some(link) = self.cluster.get() else {
             for (written, tp) in partitions.iter().enumerate() {
                 if self.hit(super::coordinator::FailPoint::AfterMarkers(written)) {
-                    return Err(MarkerError::crashed(written));
+                    return Err(MarkerError::Crashed(written));
                 }
                 self.write_local_marker(groups, tp, end, now_ms)?;
             }
