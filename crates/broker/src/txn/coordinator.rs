@@ -26,11 +26,15 @@ const MARKER_WARN_INTERVAL_MS: i64 = 5_000;
 pub(super) struct Entry {
     pub(super) meta: TransactionMetadata,
     gate: Arc<RwLock<()>>,
+    /// A completer is writing this prepared transaction's markers: no other may start (a
+    /// second one's markers, landing after the completion, could end the producer's next
+    /// transaction under the same epoch).
+    pub(super) completing: bool,
 }
 
 impl Entry {
     pub(super) fn new(meta: TransactionMetadata) -> Self {
-        Self { meta, gate: Arc::new(RwLock::new(())) }
+        Self { meta, gate: Arc::new(RwLock::new(())), completing: false }
     }
 }
 
@@ -573,8 +577,32 @@ impl TransactionCoordinator {
 
     /// Writes the markers of a prepared transaction and then its completion (Kafka's
     /// `TransactionMarkerChannelManager` and `TransactionMarkerRequestCompletionHandler`).
-    /// Returns whether the transaction is complete; if not, a later tick tries again.
+    /// Returns whether the transaction is complete; if not, a later tick tries again. One
+    /// completer at a time per id: EndTxn and the tick may both try, and the one that comes
+    /// second while markers are in flight leaves them to the first.
     pub(super) fn complete_prepared(
+        &self,
+        groups: &GroupCoordinator,
+        transactional_id: &str,
+        now_ms: i64,
+    ) -> bool {
+        {
+            let mut inner = self.lock();
+            let Some(entry) = inner.txns.get_mut(transactional_id) else { return false };
+            if entry.completing {
+                return false;
+            }
+            entry.completing = true;
+        }
+        let completed = self.complete_claimed(groups, transactional_id, now_ms);
+        if let Some(entry) = self.lock().txns.get_mut(transactional_id) {
+            entry.completing = false;
+        }
+        completed
+    }
+
+    /// [`Self::complete_prepared`] once this caller holds the id's completion.
+    fn complete_claimed(
         &self,
         groups: &GroupCoordinator,
         transactional_id: &str,

@@ -225,7 +225,7 @@ fn check(world: &World, model: &Model, step: usize) {
             "step {step}: partition {partition} read_committed (LSO {lso}, high watermark {:?}, \
              log end {:?}, producers {:?})",
             log.high_watermark(),
-            log.log_end_offset(),
+            log.log_end_offset().expect("leo"),
             log.active_producers()
         );
         for producer in model.producers.values() {
@@ -455,6 +455,39 @@ fn run(seed: u64, steps: usize) {
         }
         check(&world, &model, step);
     }
+}
+
+/// EndTxn and the tick may both try to complete a prepared transaction: while one writes its
+/// markers the other stays out, and once it is complete no second marker is written (a late one
+/// would end the producer's next transaction under the same epoch).
+#[test]
+fn a_prepared_transaction_has_one_completer_at_a_time() {
+    let fs = SimFs::new();
+    let now_ms = 1_000_000;
+    let world = open(&fs, now_ms);
+    let mut model = Model::default();
+    init(&world, &mut model, "t0", now_ms);
+    let producer = model.producers["t0"].clone();
+    let p = producer.granted;
+    let added = BTreeSet::from([tp(0)]);
+    world.txns.add_partitions("t0", p.producer_id, p.epoch, &added, now_ms).expect("added");
+    produce(&world, &producer, 0, &["v".to_owned()], now_ms).expect("produced");
+    *world.txns.fail_point.lock().expect("fail point") = Some(FailPoint::AfterPrepare);
+    world.txns.end_txn(&world.groups, "t0", p.producer_id, p.epoch, false, now_ms).expect("end");
+    let log = world.manager.get_log(&tp(0)).expect("log");
+    let end = log.log_end_offset().expect("leo");
+    assert_eq!(log.last_stable_offset().expect("lso"), 0, "prepared, no marker yet");
+
+    world.txns.lock().txns.get_mut("t0").expect("entry").completing = true;
+    assert!(!world.txns.complete_prepared(&world.groups, "t0", now_ms), "another completes it");
+    assert_eq!(log.log_end_offset().expect("leo"), end, "no marker from the second completer");
+
+    world.txns.lock().txns.get_mut("t0").expect("entry").completing = false;
+    assert!(world.txns.complete_prepared(&world.groups, "t0", now_ms), "the completer finishes");
+    assert_eq!(log.log_end_offset().expect("leo"), end + 1, "one ABORT marker");
+    assert_eq!(log.last_stable_offset().expect("lso"), end + 1);
+    assert!(!world.txns.complete_prepared(&world.groups, "t0", now_ms), "nothing left to do");
+    assert_eq!(log.log_end_offset().expect("leo"), end + 1, "and no second marker");
 }
 
 #[test]
