@@ -62,6 +62,18 @@ pub(crate) fn now_ms() -> i64 {
     SystemClock.now_ms()
 }
 
+/// Writes `text` to standard output; a reader that went away (`| head`) is not an error.
+pub(crate) fn print_to_stdout(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(error).context("cannot write to standard output")
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
