@@ -4,7 +4,7 @@
 # with one cluster id (docs/cluster.md).
 #
 # Usage: scripts/cluster.sh up|down|status|stop N|kill N|start N [--dir DIR] [--ports P1,P2,P3]
-#                           [--broker-ports B1,B2,B3] [--extra-properties FILE]
+#                           [--broker-ports B1,B2,B3] [--extra-properties FILE] [--secure]
 #
 #   up              formats (once) and starts the three nodes, then waits for the quorum and
 #                   for the three brokers to be registered and unfenced
@@ -17,6 +17,10 @@
 #   --ports         their quorum (controller) ports (default 19093,19094,19095)
 #   --broker-ports  their Kafka listeners' ports (default 29092,29093,29094)
 #   --extra-properties  a file of more settings for every node (up only)
+#   --secure        (up only) the nodes speak to each other securely: the quorum over SSL with
+#                   client certificates, brokers over SASL_SSL (PLAIN) on an INTERNAL listener,
+#                   ACLs on with the nodes as super users; clients keep PLAINTEXT on the broker
+#                   ports. Certificates from `seglog serve --generate-dev-certs DIR/certs`.
 #
 # Clients bootstrap from any broker: kcat -b 127.0.0.1:29092 -L
 #
@@ -30,19 +34,21 @@ node=""
 case "$command" in
     kill | start | stop) node=${1:?"$command needs a node number, 1 to 3"}; shift ;;
     up | down | status) ;;
-    -h | --help | "") sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help | "") sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown command: $command" >&2; exit 2 ;;
 esac
 dir=./seglog-cluster
 ports=19093,19094,19095
 broker_ports=29092,29093,29094
 extra_properties=""
+secure=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --dir) dir=$2; shift ;;
         --ports) ports=$2; shift ;;
         --broker-ports) broker_ports=$2; shift ;;
         --extra-properties) extra_properties=$2; shift ;;
+        --secure) secure=1; shift; continue ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -75,13 +81,38 @@ start_node() {
 }
 
 status_of() {
-    "$seglog" cluster status --controller "127.0.0.1:${port[$(($1 - 1))]}"
+    "$seglog" cluster status --controller "127.0.0.1:${port[$(($1 - 1))]}" \
+        --command-config "$(node_dir "$1")/node.properties"
+}
+
+# The settings of --secure: the quorum over SSL (client certificates required), the brokers
+# over SASL_SSL on INTERNAL (an ephemeral port, registered as bound), PLAINTEXT for clients.
+secure_properties() {
+    local certs=$1 password=$2
+    cat <<PROPS
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL,CONTROLLER:SSL
+inter.broker.listener.name=INTERNAL
+ssl.keystore.location=$certs/server.pem
+ssl.truststore.location=$certs/ca.pem
+listener.name.controller.ssl.client.auth=required
+listener.name.internal.sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+listener.name.internal.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="$password" user_broker="$password";
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:broker;User:CN=localhost,O=seglog development
+allow.everyone.if.no.acl.found=true
+PROPS
 }
 
 case "$command" in
     up)
         mkdir -p "$dir"
         cluster_id=""
+        if [ -n "$secure" ]; then
+            [ -f "$dir/certs/ca.pem" ] || "$seglog" serve --generate-dev-certs "$dir/certs" >/dev/null
+            [ -f "$dir/certs/broker.password" ] \
+                || (umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$dir/certs/broker.password")
+        fi
         for n in 1 2 3; do
             d=$(node_dir "$n")
             mkdir -p "$d"
@@ -90,12 +121,17 @@ process.roles=broker,controller
 node.id=$n
 controller.quorum.voters=$voters
 controller.listener.names=CONTROLLER
-listeners=PLAINTEXT://127.0.0.1:${broker_port[$((n - 1))]},CONTROLLER://127.0.0.1:${port[$((n - 1))]}
+listeners=PLAINTEXT://127.0.0.1:${broker_port[$((n - 1))]},${secure:+INTERNAL://127.0.0.1:0,}CONTROLLER://127.0.0.1:${port[$((n - 1))]}
 log.dirs=$d/data
 metadata.log.dir=$d/metadata
 seglog.metrics.listener=
 seglog.console.listener=
 PROPS
+            if [ -n "$secure" ]; then
+                certs=$(cd "$dir/certs" && pwd)
+                secure_properties "$certs" "$(cat "$certs/broker.password")" >>"$d/node.properties"
+                chmod 600 "$d/node.properties"
+            fi
             [ -n "$extra_properties" ] && cat "$extra_properties" >>"$d/node.properties"
             if [ ! -f "$d/metadata/meta.properties" ]; then
                 cluster_id=${cluster_id:-$("$seglog" format --random-uuid -c "$d/node.properties")}

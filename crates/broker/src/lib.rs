@@ -29,6 +29,8 @@ pub mod wire;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub use security::client::{ClientSecurity, ClientSecurityError};
+
 use seglog_storage::log::partition_log::{PartitionLog, TopicPartition};
 use seglog_storage::manager::LogManager;
 

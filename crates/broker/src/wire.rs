@@ -1,11 +1,12 @@
-//! A minimal Kafka wire client (the `kafka-protocol` codecs over one TCP connection, one
-//! request in flight): what a cluster's broker sends to another (WriteTxnMarkers, the
+//! A minimal Kafka wire client (the `kafka-protocol` codecs over one connection, TCP or TLS,
+//! one request in flight): what a cluster's broker sends to another (WriteTxnMarkers, the
 //! verification of a transaction), and what the benches and `seglog cluster unregister` send.
+//! Authentication on the connection is `security::client`'s.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// The largest response read (a broker's `socket.request.max.bytes`, 100 MiB).
@@ -22,21 +23,46 @@ pub enum WireError {
     TooLarge { size: usize },
     #[error("undecodable response: {0}")]
     Decode(String),
+    #[error("TLS handshake with {server}: {source}")]
+    Tls {
+        server: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("SASL {mechanism} authentication failed: {message}")]
+    Authentication { mechanism: String, message: String },
 }
 
+/// A byte stream a client speaks over: TCP, or TLS over TCP.
+pub trait WireStream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> WireStream for T {}
+
 /// A client connection speaking the wire protocol.
-#[derive(Debug)]
 pub struct Client {
-    stream: TcpStream,
+    stream: Box<dyn WireStream>,
     correlation_id: i32,
 }
 
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("correlation_id", &self.correlation_id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Client {
-    /// A connection to `addr`, with Nagle off.
+    /// A plaintext connection to `addr`, with Nagle off.
     pub async fn connect(addr: impl tokio::net::ToSocketAddrs) -> Result<Self, WireError> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
-        Ok(Self { stream, correlation_id: 0 })
+        Ok(Self::over(stream))
+    }
+
+    /// A client over an established stream (a TLS session, say).
+    pub fn over(stream: impl WireStream + 'static) -> Self {
+        Self { stream: Box::new(stream), correlation_id: 0 }
     }
 
     /// Sends `request` at `version` and decodes the response.

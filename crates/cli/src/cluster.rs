@@ -2,6 +2,7 @@
 //! `kafka-metadata-quorum.sh describe`) and `serve`'s KRaft roles.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use seglog_broker::cluster::controller_process::ControllerProcess;
 use seglog_broker::cluster::kraft_config::{KraftConfig, ProcessRole};
 use seglog_broker::cluster::link::{ClusterJoin, MetadataSource};
 use seglog_broker::cluster::raft::network::fetch_status;
+use seglog_broker::cluster::raft::transport::QuorumTransport;
 use seglog_broker::{BrokerConfig, Server};
 use seglog_storage::config::parse_properties;
 use seglog_storage::dirs::meta::MetaProperties;
@@ -135,6 +137,11 @@ enum ClusterCommand {
         /// A controller's listener, `host:port`.
         #[arg(long, value_name = "ADDR")]
         controller: String,
+        /// A properties file with the controller listener's security (Kafka's
+        /// `--command-config`): a node's own configuration, or `security.protocol=SSL` with
+        /// `ssl.keystore.location` and `ssl.truststore.location`.
+        #[arg(long, value_name = "FILE")]
+        command_config: Option<PathBuf>,
     },
     /// Removes a broker's registration from the cluster's metadata (Kafka's
     /// `kafka-cluster.sh unregister`), after it has stopped for good: it leaves every ISR it
@@ -154,58 +161,70 @@ enum ClusterCommand {
 /// `seglog cluster ...`.
 pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let controller = match &args.command {
-        ClusterCommand::Status { controller } => controller,
+    let (controller, command_config) = match &args.command {
+        ClusterCommand::Status { controller, command_config } => (controller, command_config),
         ClusterCommand::Unregister { bootstrap_server, id } => {
             return runtime.block_on(unregister(bootstrap_server, *id));
         }
     };
+    let transport = match command_config {
+        Some(path) => QuorumTransport::from_properties(&read_properties(path)?)
+            .with_context(|| format!("in {}", path.display()))?,
+        None => QuorumTransport::plaintext(),
+    };
     let status = runtime
-        .block_on(fetch_status(controller, Duration::from_secs(5)))
+        .block_on(fetch_status(controller, Duration::from_secs(5), &transport))
         .with_context(|| format!("cannot reach the controller at {controller}"))?;
     // The members' progress is the leader's to know: asked of it when this voter follows.
     let leader_view = match status.leader {
         Some(leader) if leader != status.node_id => {
             // Briefly: a leader that is cut off or stopped must not hold up this node's view.
             status.addresses.iter().find(|(id, _)| *id == leader).and_then(|(_, addr)| {
-                runtime.block_on(fetch_status(addr, LEADER_VIEW_TIMEOUT)).ok()
+                runtime.block_on(fetch_status(addr, LEADER_VIEW_TIMEOUT, &transport)).ok()
             })
         }
         _ => None,
     };
     let progress = leader_view.as_ref().unwrap_or(&status);
+    let mut out = String::new();
     let ids = |ids: &[u64]| ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
-    println!("NodeId:           {}", status.node_id);
-    println!(
+    writeln!(out, "NodeId:           {}", status.node_id)?;
+    writeln!(
+        out,
         "LeaderId:         {}",
         status.leader.map_or_else(|| "none".to_owned(), |l| l.to_string())
-    );
-    println!("LeaderEpoch:      {}", status.term);
-    println!("CurrentVoters:    [{}]", ids(&status.voters));
-    println!("CurrentObservers: [{}]", ids(&status.learners));
+    )?;
+    writeln!(out, "LeaderEpoch:      {}", status.term)?;
+    writeln!(out, "CurrentVoters:    [{}]", ids(&status.voters))?;
+    writeln!(out, "CurrentObservers: [{}]", ids(&status.learners))?;
     let index = |i: Option<u64>| i.map_or_else(|| "-1".to_owned(), |i| i.to_string());
-    println!("LastLogIndex:     {}", index(status.last_log_index));
-    println!("AppliedIndex:     {}", index(status.applied_index));
-    println!(
+    writeln!(out, "LastLogIndex:     {}", index(status.last_log_index))?;
+    writeln!(out, "AppliedIndex:     {}", index(status.applied_index))?;
+    writeln!(
+        out,
         "MetadataVersion:  {}",
         status.metadata_version.map_or_else(|| "none".to_owned(), |v| v.to_string())
-    );
-    println!("Topics:           {}", status.topics);
+    )?;
+    writeln!(out, "Topics:           {}", status.topics)?;
     if progress.high_watermark >= 0 {
-        println!("HighWatermark:    {}", progress.high_watermark);
+        writeln!(out, "HighWatermark:    {}", progress.high_watermark)?;
         for (id, end) in &progress.progress {
             let lag = if *end < 0 {
                 "unknown".to_owned()
             } else {
                 (progress.high_watermark - end).max(0).to_string()
             };
-            println!("Replica:          {id} log end {end} lag {lag}");
+            writeln!(out, "Replica:          {id} log end {end} lag {lag}")?;
         }
     }
     for (id, epoch, fenced) in &status.brokers {
-        println!("Broker:           {id} epoch {epoch}{}", if *fenced { " fenced" } else { "" });
+        writeln!(
+            out,
+            "Broker:           {id} epoch {epoch}{}",
+            if *fenced { " fenced" } else { "" }
+        )?;
     }
-    Ok(())
+    crate::common::print_to_stdout(&out)
 }
 
 /// `serve` with `process.roles` set: a controller, a broker, or both (Kafka's combined mode).
@@ -219,10 +238,16 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
     };
     let names: Vec<String> =
         broker.iter().flat_map(|broker| broker.listeners.iter().map(|l| l.name.clone())).collect();
-    let inter_broker_listener = match &broker {
-        Some(_) => seglog_broker::cluster::kraft_config::inter_broker_listener(properties, &names)?,
-        None => String::new(),
+    let (inter_broker_listener, inter_broker_security) = match &broker {
+        Some(broker) => {
+            let name =
+                seglog_broker::cluster::kraft_config::inter_broker_listener(properties, &names)?;
+            let security = seglog_broker::ClientSecurity::inter_broker(&broker.security, &name)?;
+            (name, security)
+        }
+        None => (String::new(), seglog_broker::ClientSecurity::plaintext()),
     };
+    let transport = QuorumTransport::from_properties(properties)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("seglog-node")
@@ -239,7 +264,7 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
     runtime.block_on(async move {
         let mut signals = crate::serve::Signals::install()?;
         let controller = if config.roles.contains(&ProcessRole::Controller) {
-            let process = ControllerProcess::start(&config, Arc::new(StdFs))
+            let process = ControllerProcess::start(&config, Arc::new(StdFs), &transport)
                 .await
                 .context("cannot start the controller")?;
             eprintln!(
@@ -256,7 +281,7 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
             Some(broker) => {
                 let source = match &controller {
                     Some(process) => MetadataSource::Voter(process.node_handle()),
-                    None => learner_source(&config, &broker).await?,
+                    None => learner_source(&config, &broker, &transport).await?,
                 };
                 let join = ClusterJoin {
                     source,
@@ -264,6 +289,7 @@ pub(crate) fn run_kraft(config: KraftConfig, properties: &BTreeMap<String, Strin
                     rack,
                     heartbeat_interval: Duration::from_millis(heartbeat_ms),
                     inter_broker_listener,
+                    inter_broker_security,
                 };
                 let dump: seglog_broker::console::DumpFn = Arc::new(crate::dump::console_page);
                 // The broker serves once the controller has unfenced it, which waits for the
@@ -332,7 +358,11 @@ fn broker_config(properties: &BTreeMap<String, String>) -> Result<BrokerConfig> 
 
 /// A broker-only node's learner: its formatted metadata directory, and Raft's RPCs on an
 /// ephemeral port of its first listener's host (the controller learns it at registration).
-async fn learner_source(config: &KraftConfig, broker: &BrokerConfig) -> Result<MetadataSource> {
+async fn learner_source(
+    config: &KraftConfig,
+    broker: &BrokerConfig,
+    transport: &Arc<QuorumTransport>,
+) -> Result<MetadataSource> {
     let dir = &config.metadata_log_dir;
     let meta = MetaProperties::read(&StdFs, dir)?
         .filter(|meta| meta.cluster_id.is_some())
@@ -357,7 +387,12 @@ async fn learner_source(config: &KraftConfig, broker: &BrokerConfig) -> Result<M
     let raft_listener = tokio::net::TcpListener::bind((host, 0))
         .await
         .with_context(|| format!("cannot bind the metadata learner on {host}"))?;
-    Ok(MetadataSource::Learner { fs: Arc::new(StdFs), metadata_dir: dir.clone(), raft_listener })
+    Ok(MetadataSource::Learner {
+        fs: Arc::new(StdFs),
+        metadata_dir: dir.clone(),
+        raft_listener,
+        transport: Arc::clone(transport),
+    })
 }
 
 /// UnregisterBroker through the broker at `bootstrap`.

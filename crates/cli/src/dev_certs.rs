@@ -52,7 +52,10 @@ pub(crate) fn generate(dir: &Path) -> Result<DevCerts> {
     let hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     let mut server_params = CertificateParams::new(hosts).context("server parameters")?;
     server_params.distinguished_name = name("localhost");
-    server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    // Client use too: a broker presents its keystore to the others (the quorum's mutual TLS,
+    // an SSL inter-broker listener).
+    server_params.extended_key_usages =
+        vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
     server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     let server_key = KeyPair::generate().context("server key")?;
     let server = server_params.signed_by(&server_key, &ca).context("server certificate")?;

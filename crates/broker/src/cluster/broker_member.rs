@@ -18,6 +18,7 @@ use super::image::MetadataImage;
 use super::raft::NodeId;
 use super::raft::network::{RegisterBrokerRpc, send_heartbeat, send_registration};
 use super::raft::node::{MetadataNode, QuorumError, QuorumTimings};
+use super::raft::transport::QuorumTransport;
 
 /// How long one registration or heartbeat may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -59,13 +60,14 @@ struct Shutdown {
 }
 
 impl BrokerMember {
-    /// Starts the learner (its metadata log under `metadata_dir`, Raft's RPCs on `listener`) and
-    /// the lifecycle: register with the voters at `voters` (`host:port`), then heartbeat every
-    /// `heartbeat_interval` (`broker.heartbeat.interval.ms`).
+    /// Starts the learner (its metadata log under `metadata_dir`, Raft's RPCs on `listener`,
+    /// connections carried by `transport`) and the lifecycle: register with the voters at
+    /// `voters` (`host:port`), then heartbeat every `heartbeat_interval`
+    /// (`broker.heartbeat.interval.ms`).
     pub async fn start(
         fs: Arc<dyn Fs>,
         metadata_dir: &Path,
-        listener: TcpListener,
+        listener: (TcpListener, Arc<QuorumTransport>),
         voters: Vec<String>,
         registration: BrokerRegistrationRequest,
         heartbeat_interval: Duration,
@@ -183,7 +185,7 @@ async fn lifecycle(shared: Shared) {
                 request: shared.registration.clone(),
                 raft_addr: shared.node.addr().to_owned(),
             };
-            match send_registration(&addr, rpc, CALL_TIMEOUT).await {
+            match send_registration(&addr, rpc, CALL_TIMEOUT, shared.node.transport()).await {
                 Ok(Ok(epoch)) => {
                     tracing::info!(epoch, controller = %addr, "broker registered");
                     shared.epoch.store(epoch, Ordering::SeqCst);
@@ -202,7 +204,7 @@ async fn lifecycle(shared: Shared) {
             want_fence: false,
             want_shutdown: shared.shutdown.wanted.load(Ordering::SeqCst),
         };
-        match send_heartbeat(&addr, request, CALL_TIMEOUT).await {
+        match send_heartbeat(&addr, request, CALL_TIMEOUT, shared.node.transport()).await {
             Ok(Ok(reply)) => {
                 shared.fenced.store(reply.is_fenced, Ordering::SeqCst);
                 if reply.should_shutdown {

@@ -17,6 +17,7 @@ use super::controller::{Controller, ControllerConfig};
 use super::kraft_config::KraftConfig;
 use super::raft::NodeId;
 use super::raft::node::{MetadataNode, QuorumError};
+use super::raft::transport::QuorumTransport;
 use super::records::MetadataRecord;
 
 /// How often the bootstrapping voter looks for voters to add.
@@ -56,10 +57,12 @@ pub enum ControllerStartError {
 }
 
 impl ControllerProcess {
-    /// Starts the voter.
+    /// Starts the voter, its quorum connections carried by `transport` (the controller
+    /// listener's security, [`QuorumTransport::from_properties`]).
     pub async fn start(
         config: &KraftConfig,
         fs: Arc<dyn Fs>,
+        transport: &Arc<QuorumTransport>,
     ) -> Result<Self, ControllerStartError> {
         let dir = &config.metadata_log_dir;
         let meta = MetaProperties::read(fs.as_ref(), dir)?
@@ -80,7 +83,8 @@ impl ControllerProcess {
             .map_err(|e| ControllerStartError::Quorum(QuorumError::Bind(e)))?;
         let controller = ControllerConfig { session_timeout_ms: config.broker_session_timeout_ms };
         let id = NodeId::try_from(config.node_id).unwrap_or_default();
-        let node = MetadataNode::start(id, fs, dir, listener, config.timings, controller).await?;
+        let transport = (listener, Arc::clone(transport));
+        let node = MetadataNode::start(id, fs, dir, transport, config.timings, controller).await?;
         let node = Arc::new(node);
         let first_voter = config.voters.keys().next() == Some(&config.node_id);
         // From the files, not Raft's metrics, which may not be filled in yet.

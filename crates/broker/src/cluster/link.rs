@@ -55,12 +55,14 @@ pub struct ClusterLink {
 
 impl ClusterLink {
     /// Starts the applier over `manager` for the broker of `member`.
-    /// `inter_broker_listener` names the listener other brokers are reached on.
+    /// `inter_broker_listener` names the listener other brokers are reached on, with
+    /// `security` as this broker's client side of it.
     pub fn start(
         broker_id: i32,
         member: BrokerMember,
         manager: Arc<LogManager>,
         inter_broker_listener: String,
+        security: crate::ClientSecurity,
     ) -> Self {
         let materialized_offset = Arc::new(AtomicI64::new(-1));
         let applier = tokio::spawn(apply_images(
@@ -76,7 +78,7 @@ impl ClusterLink {
             materialized_offset,
             applier,
             producer_ids: tokio::sync::Mutex::new(None),
-            peers: Peers::new(inter_broker_listener),
+            peers: Peers::new(inter_broker_listener, security),
         }
     }
 
@@ -175,7 +177,8 @@ impl ClusterLink {
             let Some(addr) = voters.get(voter % voters.len().max(1)) else {
                 return Err(timed_out("answer"));
             };
-            match send_admin(addr, request.clone(), FORWARD_CALL_TIMEOUT).await {
+            let transport = self.member.node().transport();
+            match send_admin(addr, request.clone(), FORWARD_CALL_TIMEOUT, transport).await {
                 Ok(Ok(reply)) => break reply,
                 // NOT_CONTROLLER: ask the leader it names, else the next voter.
                 Ok(Err(refusal)) if refusal.code == 41 => {
@@ -234,11 +237,13 @@ impl ClusterLink {
 #[derive(Debug)]
 pub enum MetadataSource {
     /// A learner of its own (`process.roles=broker`): its metadata log under `metadata_dir`,
-    /// Raft's RPCs on `raft_listener`.
+    /// Raft's RPCs on `raft_listener`, its quorum connections carried by `transport` (the
+    /// controller listener's security).
     Learner {
         fs: Arc<dyn seglog_storage::io::Fs>,
         metadata_dir: std::path::PathBuf,
         raft_listener: tokio::net::TcpListener,
+        transport: Arc<super::raft::transport::QuorumTransport>,
     },
     /// The node's own voter (`process.roles=broker,controller`).
     Voter(Arc<MetadataNode>),
@@ -256,6 +261,9 @@ pub struct ClusterJoin {
     pub heartbeat_interval: Duration,
     /// `inter.broker.listener.name`: the listener other brokers reach this one on.
     pub inter_broker_listener: String,
+    /// How this broker connects to the others on that listener
+    /// ([`crate::ClientSecurity::inter_broker`]).
+    pub inter_broker_security: crate::ClientSecurity,
 }
 
 impl ClusterJoin {
@@ -297,11 +305,11 @@ impl ClusterJoin {
         let registration =
             BrokerRegistrationRequest { broker_id, incarnation_id, endpoints, rack: self.rack };
         let member = match self.source {
-            MetadataSource::Learner { fs, metadata_dir, raft_listener } => {
+            MetadataSource::Learner { fs, metadata_dir, raft_listener, transport } => {
                 BrokerMember::start(
                     fs,
                     &metadata_dir,
-                    raft_listener,
+                    (raft_listener, transport),
                     self.voters,
                     registration,
                     self.heartbeat_interval,
@@ -321,6 +329,7 @@ impl ClusterJoin {
             member,
             Arc::clone(&broker.manager),
             self.inter_broker_listener,
+            self.inter_broker_security,
         ))
     }
 }

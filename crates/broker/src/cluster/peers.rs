@@ -7,8 +7,10 @@
 //! lists it, over one connection per peer (bounded: at most one per registered broker), one
 //! request in flight each; a failed call drops the connection, and a kept connection that
 //! fails on I/O (its peer restarted) is replaced at once.
-//! The client speaks PLAINTEXT only: a peer whose inter-broker endpoint needs TLS or SASL is
-//! refused with [`PeerError::Unsupported`] (docs/cluster.md, "Not yet").
+//! A connection is made with the listener's own security as a client
+//! ([`ClientSecurity`]: TLS with the listener's truststore and keystore, SASL with
+//! `sasl.mechanism.inter.broker.protocol`'s login); a peer whose endpoint on the listener
+//! registered another protocol is refused with [`PeerError::ProtocolMismatch`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +19,7 @@ use std::time::Duration;
 use kafka_protocol::protocol::Request;
 
 use super::records::Endpoint;
+use crate::security::client::ClientSecurity;
 use crate::wire::{Client, WireError};
 
 /// How long one call (connect, send and answer) may take.
@@ -28,10 +31,10 @@ pub enum PeerError {
     #[error("broker {broker_id} has no live endpoint on the inter-broker listener {listener}")]
     NoEndpoint { broker_id: i32, listener: String },
     #[error(
-        "broker {broker_id}'s inter-broker listener {listener} needs {protocol}; brokers speak to \
-         each other in PLAINTEXT only so far (docs/cluster.md)"
+        "broker {broker_id}'s inter-broker listener {listener} is {theirs}, this broker's is \
+         {ours}: every broker must map the listener to the same security protocol"
     )]
-    Unsupported { broker_id: i32, listener: String, protocol: &'static str },
+    ProtocolMismatch { broker_id: i32, listener: String, theirs: &'static str, ours: &'static str },
     #[error("broker {broker_id} did not answer within {PEER_CALL_TIMEOUT:?}")]
     Timeout { broker_id: i32 },
     #[error("broker {broker_id} at {host}:{port}: {source}")]
@@ -52,6 +55,8 @@ type Slot = Arc<tokio::sync::Mutex<Option<(Endpoint, Client)>>>;
 pub(crate) struct Peers {
     /// `inter.broker.listener.name`.
     listener: String,
+    /// How this broker connects on that listener.
+    security: ClientSecurity,
     slots: Mutex<HashMap<i32, Slot>>,
 }
 
@@ -67,8 +72,8 @@ fn protocol_name(id: i16) -> &'static str {
 }
 
 impl Peers {
-    pub(crate) fn new(listener: String) -> Self {
-        Self { listener, slots: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(listener: String, security: ClientSecurity) -> Self {
+        Self { listener, security, slots: Mutex::new(HashMap::new()) }
     }
 
     /// `inter.broker.listener.name`.
@@ -89,11 +94,13 @@ impl Peers {
         let endpoint = endpoints
             .and_then(|all| all.into_iter().find(|e| e.name.eq_ignore_ascii_case(&self.listener)))
             .ok_or_else(no_endpoint)?;
-        if endpoint.security_protocol != 0 {
-            return Err(PeerError::Unsupported {
+        let ours = self.security.protocol().name();
+        if protocol_name(endpoint.security_protocol) != ours {
+            return Err(PeerError::ProtocolMismatch {
                 broker_id,
                 listener: self.listener.clone(),
-                protocol: protocol_name(endpoint.security_protocol),
+                theirs: protocol_name(endpoint.security_protocol),
+                ours,
             });
         }
         let slot = Arc::clone(
@@ -116,8 +123,8 @@ impl Peers {
                     answer => return answer.map_err(wire),
                 }
             }
-            let mut client =
-                Client::connect((endpoint.host.as_str(), endpoint.port)).await.map_err(wire)?;
+            let mut client: Client =
+                self.security.connect(&endpoint.host, endpoint.port).await.map_err(wire)?;
             let answer = client.send(request, version).await.map_err(wire);
             *slot = Some((endpoint.clone(), client));
             answer

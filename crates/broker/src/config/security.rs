@@ -37,12 +37,20 @@ pub const SSL_CLIENT_AUTH: &str = "ssl.client.auth";
 pub const SSL_PRINCIPAL_MAPPING_RULES: &str = "ssl.principal.mapping.rules";
 /// `ssl.enabled.protocols`.
 pub const SSL_ENABLED_PROTOCOLS: &str = "ssl.enabled.protocols";
+/// `ssl.endpoint.identification.algorithm`: `https` (a client checks the server's host name
+/// against its certificate) or empty (it does not).
+pub const SSL_ENDPOINT_IDENTIFICATION_ALGORITHM: &str = "ssl.endpoint.identification.algorithm";
 /// `seglog.ssl.reload.interval.ms`: how often the key and trust files are checked for a change.
 pub const SSL_RELOAD_INTERVAL_MS: &str = "seglog.ssl.reload.interval.ms";
 /// `sasl.enabled.mechanisms`.
 pub const SASL_ENABLED_MECHANISMS: &str = "sasl.enabled.mechanisms";
 /// `sasl.jaas.config` (per mechanism: `listener.name.<l>.plain.sasl.jaas.config`).
 pub const SASL_JAAS_CONFIG: &str = "sasl.jaas.config";
+/// `sasl.mechanism.inter.broker.protocol`: the mechanism a broker authenticates with to another
+/// on a SASL inter-broker listener.
+pub const SASL_MECHANISM_INTER_BROKER_PROTOCOL: &str = "sasl.mechanism.inter.broker.protocol";
+/// The mechanisms a broker can log in with as a client (its `username`/`password` JAAS login).
+pub const SASL_CLIENT_MECHANISMS: [&str; 3] = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"];
 /// `seglog.sasl.plain.credentials.file`: `name=password` lines for PLAIN.
 pub const SASL_PLAIN_CREDENTIALS_FILE: &str = "seglog.sasl.plain.credentials.file";
 /// `sasl.oauthbearer.jwks.endpoint.url` (a `file:` URL in seglog).
@@ -156,6 +164,9 @@ pub struct TlsConfig {
     pub principal_mapping_rules: String,
     /// `ssl.enabled.protocols` (TLSv1.2,TLSv1.3).
     pub enabled_protocols: Vec<String>,
+    /// `ssl.endpoint.identification.algorithm` is `https` (the default): when this broker is
+    /// the client (to another broker on this listener), it checks the peer's host name.
+    pub endpoint_identification: bool,
 }
 
 /// One listener's OAUTHBEARER settings (Kafka's `sasl.oauthbearer.*` keys).
@@ -188,6 +199,10 @@ pub struct SaslConfig {
     pub plain_credentials_file: Option<PathBuf>,
     /// OAUTHBEARER's validation.
     pub oauth: OAuthConfig,
+    /// The `sasl.jaas.config` of each mechanism a broker can log in with as a client
+    /// (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else `sasl.jaas.config`), when set:
+    /// its `username` and `password` are what the broker sends to another on this listener.
+    pub client_logins: BTreeMap<String, Secret>,
 }
 
 /// One listener's security: its protocol and what the protocol needs.
@@ -238,6 +253,9 @@ pub struct SecurityConfig {
     pub max_connections_per_ip: u32,
     /// `max.connections.per.ip.overrides`, as given.
     pub max_connections_per_ip_overrides: String,
+    /// `sasl.mechanism.inter.broker.protocol` (Kafka's default GSSAPI, which seglog does not
+    /// speak: a SASL inter-broker listener needs it set).
+    pub sasl_mechanism_inter_broker_protocol: String,
 }
 
 impl Default for SecurityConfig {
@@ -254,6 +272,7 @@ impl Default for SecurityConfig {
             quota_window_size_seconds: 1,
             max_connections_per_ip: i32::MAX.cast_unsigned(),
             max_connections_per_ip_overrides: String::new(),
+            sasl_mechanism_inter_broker_protocol: "GSSAPI".to_owned(),
         }
     }
 }
@@ -391,15 +410,33 @@ fn tls_config(keys: &ListenerKeys<'_>, listener: &str) -> Result<TlsConfig, Conf
             ));
         }
     }
+    let endpoint_identification = endpoint_identification(keys)?;
     Ok(TlsConfig {
         keystore,
         truststore,
         client_auth,
+        endpoint_identification,
         principal_mapping_rules: keys
             .text(SSL_PRINCIPAL_MAPPING_RULES)
             .unwrap_or_else(|| "DEFAULT".to_owned()),
         enabled_protocols,
     })
+}
+
+/// `ssl.endpoint.identification.algorithm`: `https` (the default) or empty.
+fn endpoint_identification(keys: &ListenerKeys<'_>) -> Result<bool, ConfigError> {
+    match keys.get(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM) {
+        None => Ok(true),
+        Some((found, value)) => match value.trim().to_ascii_lowercase().as_str() {
+            "https" => Ok(true),
+            "" => Ok(false),
+            _ => Err(ConfigError::invalid(
+                &found,
+                value,
+                "expected https (check the host name) or empty (do not)",
+            )),
+        },
+    }
 }
 
 fn sasl_config(keys: &ListenerKeys<'_>, listener: &str) -> Result<SaslConfig, ConfigError> {
@@ -442,8 +479,22 @@ fn sasl_config(keys: &ListenerKeys<'_>, listener: &str) -> Result<SaslConfig, Co
             )
         })?,
     };
+    let client_logins = SASL_CLIENT_MECHANISMS
+        .iter()
+        .filter_map(|mechanism| {
+            let mechanism_keys = ListenerKeys {
+                properties: keys.properties,
+                prefix: format!("{}{}.", keys.prefix, mechanism.to_ascii_lowercase()),
+            };
+            let jaas = mechanism_keys
+                .secret(SASL_JAAS_CONFIG)
+                .or_else(|| keys.secret(SASL_JAAS_CONFIG))?;
+            Some(((*mechanism).to_owned(), jaas))
+        })
+        .collect();
     Ok(SaslConfig {
         enabled_mechanisms,
+        client_logins,
         plain_jaas_config: plain_keys.secret(SASL_JAAS_CONFIG),
         plain_credentials_file: plain_keys
             .text(SASL_PLAIN_CREDENTIALS_FILE)
@@ -574,6 +625,11 @@ pub fn security_config(
             .get(MAX_CONNECTIONS_PER_IP_OVERRIDES)
             .cloned()
             .unwrap_or_default(),
+        sasl_mechanism_inter_broker_protocol: properties
+            .get(SASL_MECHANISM_INTER_BROKER_PROTOCOL)
+            .map_or(defaults.sasl_mechanism_inter_broker_protocol, |m| {
+                m.trim().to_ascii_uppercase()
+            }),
     })
 }
 

@@ -455,7 +455,8 @@ async fn leader_status(link: &ClusterLink) -> Option<QuorumStatus> {
         return Some(local);
     }
     let addr = local.addresses.iter().find(|(id, _)| *id == leader).map(|(_, a)| a.clone())?;
-    fetch_status(&addr, std::time::Duration::from_secs(5)).await.ok()
+    let transport = link.member().node().transport();
+    fetch_status(&addr, std::time::Duration::from_secs(5), transport).await.ok()
 }
 
 /// UnregisterBroker (Kafka's `kafka-cluster.sh unregister`), with ALTER on the cluster: a

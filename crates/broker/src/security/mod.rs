@@ -6,6 +6,7 @@
 
 pub(crate) mod acl;
 pub mod admin;
+pub(crate) mod client;
 pub mod fuzzing;
 pub(crate) mod handshake_stream;
 pub(crate) mod oauth;

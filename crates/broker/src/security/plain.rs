@@ -30,6 +30,10 @@ use subtle::{Choice, ConstantTimeEq};
 pub(crate) const PLAIN_LOGIN_MODULE: &str =
     "org.apache.kafka.common.security.plain.PlainLoginModule";
 
+/// The login module of a SCRAM client (`ScramLoginModule`).
+pub(crate) const SCRAM_LOGIN_MODULE: &str =
+    "org.apache.kafka.common.security.scram.ScramLoginModule";
+
 /// Kafka's `PlainServerCallbackHandler.JAAS_USER_PREFIX`.
 const JAAS_USER_PREFIX: &str = "user_";
 
@@ -71,6 +75,12 @@ pub(crate) enum PlainError {
         "jaas config login module is '{module}', expected org.apache.kafka.common.security.plain.PlainLoginModule"
     )]
     JaasNotPlainLoginModule { module: String },
+    /// A client login whose module is not the mechanism's.
+    #[error("jaas config login module is '{module}', expected {expected}")]
+    JaasWrongLoginModule { module: String, expected: &'static str },
+    /// A client login without its `username` or `password` option.
+    #[error("jaas config of {module} has no {option} option, which the broker logs in with")]
+    JaasMissingOption { module: String, option: &'static str },
     /// A credentials-file line that is not `name=password`.
     #[error("plain credentials file line {line}: {reason}")]
     FileSyntax { line: usize, reason: &'static str },
@@ -99,6 +109,8 @@ impl PlainError {
             | Self::JaasControlFlag { .. }
             | Self::JaasModuleCount { .. }
             | Self::JaasNotPlainLoginModule { .. }
+            | Self::JaasWrongLoginModule { .. }
+            | Self::JaasMissingOption { .. }
             | Self::FileSyntax { .. }
             | Self::FileDuplicateUser { .. } => return None,
         };
@@ -205,6 +217,32 @@ impl PlainUsers {
             })
             .collect();
         Ok(Self { users })
+    }
+
+    /// The broker's own identity as a client (Kafka's `PlainLoginModule` and
+    /// `ScramLoginModule` as a client's login): the `username` and `password` options of the
+    /// one entry of `text`, whose login module must be `module`.
+    pub(crate) fn client_login(
+        text: &str,
+        module: &'static str,
+    ) -> Result<(String, String), PlainError> {
+        let entries = parse_jaas_entries(text)?;
+        let [entry] = entries.as_slice() else {
+            return Err(PlainError::JaasModuleCount { count: entries.len() });
+        };
+        if entry.login_module != module {
+            return Err(PlainError::JaasWrongLoginModule {
+                module: entry.login_module.clone(),
+                expected: module,
+            });
+        }
+        let option = |option: &'static str| {
+            entry.options.get(option).cloned().ok_or_else(|| PlainError::JaasMissingOption {
+                module: entry.login_module.clone(),
+                option,
+            })
+        };
+        Ok((option("username")?, option("password")?))
     }
 
     /// Reads a credentials file: one `name=password` per line, split at the first `=`, with the

@@ -7,10 +7,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::SystemTime;
 
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig,
+    SignatureScheme,
+};
 
 use crate::config::security::{ClientAuth, PemSource, TlsConfig};
 
@@ -88,12 +94,19 @@ fn private_key(what: &str, pem: &[u8]) -> Result<PrivateKeyDer<'static>, TlsErro
     })
 }
 
-/// Builds the rustls configuration of a listener from its settings, reading its files.
-pub(crate) fn server_config(config: &TlsConfig) -> Result<ServerConfig, TlsError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+/// The keystore's certificate chain and key, with where they came from.
+fn keystore(
+    config: &TlsConfig,
+) -> Result<(String, Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     let (what, cert_pem, key_pem) = source_text(&config.keystore)?;
-    let chain = certificates(&format!("keystore {what}"), &cert_pem)?;
-    let key = private_key(&format!("keystore {what}"), key_pem.as_deref().unwrap_or_default())?;
+    let what = format!("keystore {what}");
+    let chain = certificates(&what, &cert_pem)?;
+    let key = private_key(&what, key_pem.as_deref().unwrap_or_default())?;
+    Ok((what, chain, key))
+}
+
+/// `ssl.enabled.protocols` as rustls's versions.
+fn versions(config: &TlsConfig) -> Vec<&'static rustls::SupportedProtocolVersion> {
     let mut versions = Vec::new();
     if config.enabled_protocols.iter().any(|p| p == "TLSv1.3") {
         versions.push(&rustls::version::TLS13);
@@ -101,19 +114,30 @@ pub(crate) fn server_config(config: &TlsConfig) -> Result<ServerConfig, TlsError
     if config.enabled_protocols.iter().any(|p| p == "TLSv1.2") {
         versions.push(&rustls::version::TLS12);
     }
+    versions
+}
+
+/// The truststore's certificates as roots, with where they came from.
+fn roots(truststore: &PemSource) -> Result<(String, RootCertStore), TlsError> {
+    let (what, pem, _) = source_text(truststore)?;
+    let what = format!("truststore {what}");
+    let mut roots = RootCertStore::empty();
+    for cert in certificates(&what, &pem)? {
+        roots.add(cert).map_err(|source| TlsError::Rustls { what: what.clone(), source })?;
+    }
+    Ok((what, roots))
+}
+
+/// Builds the rustls configuration of a listener from its settings, reading its files.
+pub(crate) fn server_config(config: &TlsConfig) -> Result<ServerConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (what, chain, key) = keystore(config)?;
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(&versions)
+        .with_protocol_versions(&versions(config))
         .map_err(|source| TlsError::Rustls { what: "ssl.enabled.protocols".to_owned(), source })?;
     let builder = match (&config.truststore, config.client_auth) {
         (Some(truststore), ClientAuth::Requested | ClientAuth::Required) => {
-            let (what, pem, _) = source_text(truststore)?;
-            let what = format!("truststore {what}");
-            let mut roots = RootCertStore::empty();
-            for cert in certificates(&what, &pem)? {
-                roots
-                    .add(cert)
-                    .map_err(|source| TlsError::Rustls { what: what.clone(), source })?;
-            }
+            let (what, roots) = roots(truststore)?;
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             let verifier = if config.client_auth == ClientAuth::Requested {
                 verifier.allow_unauthenticated()
@@ -127,9 +151,84 @@ pub(crate) fn server_config(config: &TlsConfig) -> Result<ServerConfig, TlsError
         }
         _ => builder.with_no_client_auth(),
     };
-    builder
-        .with_single_cert(chain, key)
-        .map_err(|source| TlsError::Rustls { what: format!("keystore {what}"), source })
+    builder.with_single_cert(chain, key).map_err(|source| TlsError::Rustls { what, source })
+}
+
+/// Builds the rustls configuration of this broker as a client of a listener (Kafka's
+/// `SslFactory` in client mode): the truststore verifies the server, the host name too unless
+/// `ssl.endpoint.identification.algorithm` is empty, and the keystore is the client
+/// certificate for a server that asks for one.
+pub(crate) fn client_config(config: &TlsConfig) -> Result<ClientConfig, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let Some(truststore) = &config.truststore else {
+        return Err(TlsError::Pem {
+            what: "the client side of the listener".to_owned(),
+            reason: "no truststore (ssl.truststore.location or ssl.truststore.certificates) to \
+                     verify the server with"
+                .to_owned(),
+        });
+    };
+    let (what, roots) = roots(truststore)?;
+    let verifier =
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .build()
+            .map_err(|error| TlsError::Verifier { what, reason: error.to_string() })?;
+    let verifier: Arc<dyn ServerCertVerifier> =
+        if config.endpoint_identification { verifier } else { Arc::new(AnyHostName(verifier)) };
+    let (what, chain, key) = keystore(config)?;
+    ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions(config))
+        .map_err(|source| TlsError::Rustls { what: "ssl.enabled.protocols".to_owned(), source })?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_auth_cert(chain, key)
+        .map_err(|source| TlsError::Rustls { what, source })
+}
+
+/// A server verifier that checks the chain, the signatures and the validity, but not the host
+/// name (`ssl.endpoint.identification.algorithm=`, as Kafka allows).
+#[derive(Debug)]
+struct AnyHostName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyHostName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
 }
 
 /// The files a listener's TLS reads, with when each last changed.

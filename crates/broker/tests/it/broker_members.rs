@@ -16,6 +16,7 @@ use seglog_broker::cluster::broker_member::BrokerMember;
 use seglog_broker::cluster::controller_process::ControllerProcess;
 use seglog_broker::cluster::kraft_config::{KraftConfig, ProcessRole, Voter};
 use seglog_broker::cluster::raft::node::QuorumTimings;
+use seglog_broker::cluster::raft::transport::QuorumTransport;
 use seglog_storage::dirs::meta::MetaProperties;
 use seglog_storage::io::StdFs;
 use tokio::net::TcpListener;
@@ -45,7 +46,7 @@ fn config(id: i32, voters: &BTreeMap<i32, Voter>, dir: &std::path::Path) -> Kraf
 }
 
 async fn start_controller(config: &KraftConfig) -> ControllerProcess {
-    ControllerProcess::start(config, Arc::new(StdFs)).await.unwrap()
+    ControllerProcess::start(config, Arc::new(StdFs), &QuorumTransport::plaintext()).await.unwrap()
 }
 
 async fn start_broker(
@@ -56,6 +57,7 @@ async fn start_broker(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let registration = crate::quorum::registration(id);
     let addrs = voters.values().map(Voter::address).collect();
+    let listener = (listener, QuorumTransport::plaintext());
     BrokerMember::start(Arc::new(StdFs), dir, listener, addrs, registration, HEARTBEAT)
         .await
         .unwrap()

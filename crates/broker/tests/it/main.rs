@@ -17,6 +17,7 @@ mod log_dirs;
 mod metrics;
 mod protocol;
 mod quorum;
+mod quorum_tls;
 mod rdkafka;
 mod rdkafka_groups;
 mod rdkafka_security;

@@ -14,6 +14,7 @@ use seglog_broker::cluster::controller::{
 };
 use seglog_broker::cluster::raft::NodeId;
 use seglog_broker::cluster::raft::node::{MetadataNode, QuorumTimings};
+use seglog_broker::cluster::raft::transport::QuorumTransport;
 use seglog_broker::cluster::records::Endpoint;
 use seglog_storage::io::StdFs;
 use tokio::net::TcpListener;
@@ -26,6 +27,15 @@ struct Member {
 }
 
 async fn start(id: NodeId, dir: &std::path::Path, listener: TcpListener) -> MetadataNode {
+    start_over(id, dir, listener, QuorumTransport::plaintext()).await
+}
+
+async fn start_over(
+    id: NodeId,
+    dir: &std::path::Path,
+    listener: TcpListener,
+    transport: Arc<QuorumTransport>,
+) -> MetadataNode {
     // Snapshots and purges early, so a voter that comes back catches up from a snapshot.
     let timings = QuorumTimings {
         snapshot_after_entries: Some(20),
@@ -33,7 +43,8 @@ async fn start(id: NodeId, dir: &std::path::Path, listener: TcpListener) -> Meta
         ..QuorumTimings::default()
     }
     .for_voter(usize::try_from(id - 1).unwrap(), 3);
-    MetadataNode::start(id, Arc::new(StdFs), dir, listener, timings, ControllerConfig::default())
+    let config = ControllerConfig::default();
+    MetadataNode::start(id, Arc::new(StdFs), dir, (listener, transport), timings, config)
         .await
         .unwrap()
 }
@@ -276,9 +287,14 @@ async fn hostile_frames_close_the_connection_only() {
             tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf)).await.unwrap();
         assert_eq!(read.unwrap_or(0), 0, "the connection is closed without an answer");
     }
-    let status = seglog_broker::cluster::raft::network::fetch_status(&addr, Duration::from_secs(5))
-        .await
-        .unwrap();
+    let plaintext = QuorumTransport::plaintext();
+    let status = seglog_broker::cluster::raft::network::fetch_status(
+        &addr,
+        Duration::from_secs(5),
+        &plaintext,
+    )
+    .await
+    .unwrap();
     assert_eq!(status.node_id, 1);
     voter.shutdown().await;
 }

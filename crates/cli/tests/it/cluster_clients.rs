@@ -38,12 +38,17 @@ struct Cluster {
 impl Cluster {
     /// `scripts/cluster.sh up` on free ports under `root`: the cluster and what `up` printed.
     fn up(root: &Path) -> (Self, String) {
+        Self::up_with(root, &[])
+    }
+
+    /// `up` with more of its options (`--secure`).
+    fn up_with(root: &Path, options: &[&str]) -> (Self, String) {
         let cluster = Self {
             dir: root.join("cluster"),
             ports: (0..3).map(|_| free_port().to_string()).collect(),
             broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
         };
-        let (ok, text) = cluster.run(&["up"]);
+        let (ok, text) = cluster.run(&[&["up"], options].concat());
         assert!(ok, "{text}\n{}", cluster.logs());
         (cluster, text)
     }
@@ -581,16 +586,24 @@ fn start_broker_only_node(cluster: &Cluster, node4: &Path, port4: u16) -> Killed
     ))
 }
 
-/// Transactions across the cluster: each transactional id's coordinator is the leader of its
-/// partition of `__transaction_state`, and a transaction's partitions are led by all three
-/// brokers, so its markers go out as WriteTxnMarkers. kafka-python and confluent-kafka commit,
-/// abort and fence (`transactions.py`, checked as on a single node), and read_committed
-/// readers see exactly the committed records.
+/// Transactions across a secured cluster (`cluster.sh up --secure`: the quorum over mutual
+/// TLS, the brokers over SASL_SSL on INTERNAL, ACLs on): each transactional id's coordinator is
+/// the leader of its partition of `__transaction_state`, and a transaction's partitions are led
+/// by all three brokers, so its markers go out as WriteTxnMarkers over SASL_SSL. kafka-python
+/// and confluent-kafka commit, abort and fence (`transactions.py`, checked as on a single
+/// node), and read_committed readers see exactly the committed records, which needs every
+/// marker delivered. A plain `cluster status` is told that the quorum speaks TLS.
 #[test]
 fn transactions_span_the_cluster() {
     let Some(python) = crate::serve::python() else { return };
     let root = tempfile::tempdir().unwrap();
-    let (cluster, _) = Cluster::up(root.path());
+    let (cluster, _) = Cluster::up_with(root.path(), &["--secure"]);
+    let plain = Command::new(SEGLOG)
+        .args(["cluster", "status", "--controller", &format!("127.0.0.1:{}", cluster.ports[0])])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&plain.stderr);
+    assert!(!plain.status.success() && said.contains("the other side speaks TLS"), "{said}");
     crate::txn::check_python_transactions(&python, &cluster.bootstrap(1), "ctxn");
     let leaders: BTreeSet<i32> = leaders_of(&cluster.bootstrap(2), "ctxn").into_values().collect();
     assert_eq!(leaders, BTreeSet::from([1, 2, 3]), "the topic's partitions are spread");

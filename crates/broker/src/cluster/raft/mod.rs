@@ -1,6 +1,6 @@
 //! The metadata quorum on `openraft` (issue 21, the second part): Raft's log kept as the seglog
 //! partition `__cluster_metadata-0` ([`log_store`]), the [`Controller`](super::controller)'s
-//! image as Raft's state machine ([`state_machine`]), Raft's three RPCs over TCP ([`network`]),
+//! image as Raft's state machine ([`state_machine`]), Raft's three RPCs over TCP ([`network`], plain or TLS by [`transport`]),
 //! and a node that starts them ([`node`]).
 //!
 //! openraft provides leader election, log replication, commitment and membership changes
@@ -13,6 +13,7 @@ pub mod network;
 pub mod node;
 pub mod snapshot_file;
 pub mod state_machine;
+pub mod transport;
 
 use std::io::Cursor;
 

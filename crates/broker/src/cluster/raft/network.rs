@@ -1,8 +1,11 @@
 //! Raft's RPCs between metadata voters over TCP (Kafka's controller listener): a frame is a
 //! big-endian u32 length and a JSON body, at most [`FRAME_BYTES_MAX`]; a connection carries one
 //! request at a time. A frame too long, or a body that does not parse, closes the connection.
+//! Connections are plain or TLS with client certificates, by the controller listener's
+//! protocol ([`QuorumTransport`]).
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::BasicNode;
@@ -15,10 +18,11 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 use super::node::{Operator, QuorumError, QuorumStatus, quorum_status};
+use super::transport::{QuorumStream, QuorumTransport};
 use super::{MetadataRaftConfig, NodeId};
 use crate::cluster::controller::{BrokerRegistrationRequest, HeartbeatReply, HeartbeatRequest};
 
@@ -122,15 +126,24 @@ enum Response {
     Admin(Result<AdminReply, Refusal>),
 }
 
-async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+async fn write_frame(stream: &mut (impl AsyncWrite + Unpin), body: &[u8]) -> io::Result<()> {
     let len = u32::try_from(body.len()).map_err(|_| io::Error::other("frame too long"))?;
     stream.write_all(&len.to_be_bytes()).await?;
     stream.write_all(body).await?;
     stream.flush().await
 }
 
-async fn read_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+async fn read_frame(stream: &mut (impl AsyncRead + Unpin)) -> io::Result<Vec<u8>> {
     let len = stream.read_u32().await?;
+    // A TLS record's header (an alert or a handshake, version 3.x) where a length should be:
+    // the other side's controller listener is SSL and this one's is not.
+    if matches!(len >> 16, 0x1503 | 0x1603) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the other side speaks TLS: its controller listener is SSL (give this side the \
+             listener's ssl settings, e.g. `cluster status --command-config`)",
+        ));
+    }
     if len > FRAME_BYTES_MAX {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -143,22 +156,33 @@ async fn read_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
 }
 
 /// Makes a client per target voter.
-#[derive(Debug, Clone, Default)]
-pub struct MetadataNetworkFactory;
+#[derive(Debug, Clone)]
+pub struct MetadataNetworkFactory {
+    pub transport: Arc<QuorumTransport>,
+}
 
 /// A client to one voter, reconnecting after a failure.
-#[derive(Debug)]
 pub struct MetadataNetwork {
     target: NodeId,
     addr: String,
-    stream: Option<TcpStream>,
+    transport: Arc<QuorumTransport>,
+    stream: Option<QuorumStream>,
+}
+
+impl std::fmt::Debug for MetadataNetwork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataNetwork")
+            .field("target", &self.target)
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RaftNetworkFactory<MetadataRaftConfig> for MetadataNetworkFactory {
     type Network = MetadataNetwork;
 
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> MetadataNetwork {
-        MetadataNetwork { target, addr: node.addr.clone(), stream: None }
+        MetadataNetwork::new(target, &node.addr, &self.transport)
     }
 }
 
@@ -166,16 +190,16 @@ type RpcResult<T, E = openraft::error::Infallible> =
     Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 impl MetadataNetwork {
+    fn new(target: NodeId, addr: &str, transport: &Arc<QuorumTransport>) -> Self {
+        Self { target, addr: addr.to_owned(), transport: Arc::clone(transport), stream: None }
+    }
+
     /// Sends one request and reads its answer within `ttl`; any failure drops the connection.
     async fn call(&mut self, request: &Request, ttl: Duration) -> Result<Response, io::Error> {
         let body = serde_json::to_vec(request).map_err(io::Error::other)?;
         let result = tokio::time::timeout(ttl, async {
             if self.stream.is_none() {
-                let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&self.addr))
-                    .await
-                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
-                stream.set_nodelay(true)?;
-                self.stream = Some(stream);
+                self.stream = Some(self.transport.connect(&self.addr, CONNECT_TIMEOUT).await?);
             }
             let stream = self.stream.as_mut().ok_or_else(|| io::Error::other("no connection"))?;
             write_frame(stream, &body).await?;
@@ -250,8 +274,12 @@ impl RaftNetwork<MetadataRaftConfig> for MetadataNetwork {
 }
 
 /// Asks the voter at `addr` how it sees the quorum.
-pub async fn fetch_status(addr: &str, timeout: Duration) -> io::Result<QuorumStatus> {
-    let mut client = MetadataNetwork { target: 0, addr: addr.to_owned(), stream: None };
+pub async fn fetch_status(
+    addr: &str,
+    timeout: Duration,
+    transport: &Arc<QuorumTransport>,
+) -> io::Result<QuorumStatus> {
+    let mut client = MetadataNetwork::new(0, addr, transport);
     match client.call(&Request::Status, timeout).await? {
         Response::Status(status) => Ok(status),
         _ => Err(io::Error::other("an answer of another kind")),
@@ -260,11 +288,11 @@ pub async fn fetch_status(addr: &str, timeout: Duration) -> io::Result<QuorumSta
 
 /// Answers Raft's RPCs on `listener` until the task is aborted, one task per connection and
 /// at most [`CONNECTIONS_MAX`] connections (more wait in the listen backlog).
-pub async fn serve(listener: TcpListener, operator: Operator) {
-    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+pub async fn serve(listener: TcpListener, operator: Operator, transport: Arc<QuorumTransport>) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
     let mut connections = tokio::task::JoinSet::new();
     loop {
-        let Ok(permit) = std::sync::Arc::clone(&permits).acquire_owned().await else { return };
+        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else { return };
         let (stream, _) = loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
@@ -276,16 +304,18 @@ pub async fn serve(listener: TcpListener, operator: Operator) {
             }
         };
         let operator = operator.clone();
+        let transport = Arc::clone(&transport);
         connections.spawn(async move {
-            serve_connection(stream, operator).await;
+            if let Ok(stream) = transport.accept(stream).await {
+                serve_connection(stream, operator).await;
+            }
             drop(permit);
         });
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, operator: Operator) {
+async fn serve_connection(mut stream: QuorumStream, operator: Operator) {
     let raft = operator.raft().clone();
-    let _ = stream.set_nodelay(true);
     loop {
         let Ok(body) = read_frame(&mut stream).await else { return };
         let Ok(request) = serde_json::from_slice::<Request>(&body) else { return };
@@ -464,8 +494,13 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
 }
 
 /// Sends a broker RPC to the voter at `addr` within `timeout`.
-async fn broker_call(addr: &str, request: &Request, timeout: Duration) -> io::Result<Response> {
-    let mut client = MetadataNetwork { target: 0, addr: addr.to_owned(), stream: None };
+async fn broker_call(
+    addr: &str,
+    request: &Request,
+    timeout: Duration,
+    transport: &Arc<QuorumTransport>,
+) -> io::Result<Response> {
+    let mut client = MetadataNetwork::new(0, addr, transport);
     client.call(request, timeout).await
 }
 
@@ -474,8 +509,9 @@ pub async fn send_registration(
     addr: &str,
     rpc: RegisterBrokerRpc,
     timeout: Duration,
+    transport: &Arc<QuorumTransport>,
 ) -> io::Result<Result<i64, Refusal>> {
-    match broker_call(addr, &Request::RegisterBroker(rpc), timeout).await? {
+    match broker_call(addr, &Request::RegisterBroker(rpc), timeout, transport).await? {
         Response::Registered(answer) => Ok(answer),
         _ => Err(io::Error::other("an answer of another kind")),
     }
@@ -486,8 +522,9 @@ pub async fn send_heartbeat(
     addr: &str,
     request: HeartbeatRequest,
     timeout: Duration,
+    transport: &Arc<QuorumTransport>,
 ) -> io::Result<Result<HeartbeatReply, Refusal>> {
-    match broker_call(addr, &Request::Heartbeat(request), timeout).await? {
+    match broker_call(addr, &Request::Heartbeat(request), timeout, transport).await? {
         Response::Heartbeat(answer) => Ok(answer),
         _ => Err(io::Error::other("an answer of another kind")),
     }
@@ -498,8 +535,9 @@ pub async fn send_admin(
     addr: &str,
     request: AdminRequest,
     timeout: Duration,
+    transport: &Arc<QuorumTransport>,
 ) -> io::Result<Result<AdminReply, Refusal>> {
-    match broker_call(addr, &Request::Admin(request), timeout).await? {
+    match broker_call(addr, &Request::Admin(request), timeout, transport).await? {
         Response::Admin(answer) => Ok(answer),
         _ => Err(io::Error::other("an answer of another kind")),
     }

@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 use super::log_store::MetadataLogStore;
 use super::network::{MetadataNetworkFactory, serve};
 use super::state_machine::MetadataStateMachine;
+use super::transport::QuorumTransport;
 use super::{MetadataCommand, MetadataRaft, NodeId};
 use crate::cluster::controller::{Controller, ControllerConfig};
 use crate::cluster::records::MetadataRecord;
@@ -164,6 +165,7 @@ pub struct MetadataNode {
     state: MetadataStateMachine,
     server: tokio::task::JoinHandle<()>,
     operator: Operator,
+    transport: Arc<QuorumTransport>,
 }
 
 /// What runs controller operations on the leader, shared by the node and the RPCs that
@@ -237,12 +239,12 @@ impl std::fmt::Debug for MetadataNode {
 
 impl MetadataNode {
     /// Opens the metadata log under `metadata_dir` and starts Raft, answering its RPCs on
-    /// `listener`.
+    /// `listener`; its connections, both ways, are `transport`'s.
     pub async fn start(
         id: NodeId,
         fs: Arc<dyn Fs>,
         metadata_dir: &Path,
-        listener: TcpListener,
+        (listener, transport): (TcpListener, Arc<QuorumTransport>),
         timings: QuorumTimings,
         controller: ControllerConfig,
     ) -> Result<Self, QuorumError> {
@@ -267,17 +269,23 @@ impl MetadataNode {
         let files = log.snapshot_files();
         let state = MetadataStateMachine::open(controller, log.clone(), files)
             .map_err(QuorumError::Storage)?;
-        let raft =
-            MetadataRaft::new(id, config, MetadataNetworkFactory, log.clone(), state.clone())
-                .await
-                .map_err(|e| QuorumError::Raft(e.to_string()))?;
+        let network = MetadataNetworkFactory { transport: Arc::clone(&transport) };
+        let raft = MetadataRaft::new(id, config, network, log.clone(), state.clone())
+            .await
+            .map_err(|e| QuorumError::Raft(e.to_string()))?;
         let operator = Operator {
             raft: raft.clone(),
             state: state.clone(),
             one_at_a_time: Arc::new(tokio::sync::Mutex::new(())),
         };
-        let server = tokio::spawn(serve(listener, operator.clone()));
-        Ok(Self { id, addr, raft, log, state, server, operator })
+        let server = tokio::spawn(serve(listener, operator.clone(), Arc::clone(&transport)));
+        Ok(Self { id, addr, raft, log, state, server, operator, transport })
+    }
+
+    /// How this node's quorum connections are carried (a broker's calls to the voters use it
+    /// too).
+    pub fn transport(&self) -> &Arc<QuorumTransport> {
+        &self.transport
     }
 
     /// This node's id.
