@@ -557,6 +557,7 @@ async fn join_cluster(
     broker.groups.use_cluster_metadata();
     let link = Arc::new(join.start(broker, bound).await.map_err(ServeError::Cluster)?);
     broker.txns.use_cluster(Arc::clone(&link));
+    broker.security.use_cluster(Arc::clone(&link));
     let _ = broker.cluster.set(Arc::clone(&link));
     link.wait_until_ready().await;
     Ok(())

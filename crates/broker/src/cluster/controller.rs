@@ -427,6 +427,14 @@ impl Controller {
         Ok((start, vec![MetadataRecord::ProducerIds { broker_id, broker_epoch, next_producer_id }]))
     }
 
+    /// A forwarded ACL, SCRAM or client quota change as records (`SecurityImage::records_for`).
+    pub fn security_change(
+        &self,
+        change: &super::security_image::SecurityChange,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        self.image.security.records_for(change)
+    }
+
     /// AlterConfigs and IncrementalAlterConfigs of a topic (Kafka's `ConfigurationControlManager`):
     /// `overrides` is the topic's whole new set; a `ConfigRecord` for each key set or changed,
     /// and one without a value for each key removed.

@@ -3,6 +3,7 @@
 //! builds it the same way, by [`MetadataImage::replay`] of the records in log order, and never
 //! from a record that is not committed.
 
+use super::security_image::SecurityImage;
 use std::collections::BTreeMap;
 
 use super::records::{
@@ -83,12 +84,14 @@ pub struct MetadataImage {
     pub features: BTreeMap<String, i16>,
     /// The first producer id not yet handed out.
     pub next_producer_id: i64,
+    /// The ACLs, SCRAM credentials and client quotas.
+    pub security: SecurityImage,
 }
 
 impl MetadataImage {
     /// An image of an empty log.
     pub fn empty() -> Self {
-        Self { offset: -1, ..Self::default() }
+        Self { offset: -1, security: SecurityImage::empty(), ..Self::default() }
     }
 
     /// The topic named `name`.
@@ -151,6 +154,7 @@ impl MetadataImage {
                 next_producer_id: self.next_producer_id,
             });
         }
+        records.extend(self.security.to_records());
         records
     }
 
@@ -161,6 +165,9 @@ impl MetadataImage {
             image.replay(at, record)?;
         }
         image.offset = offset;
+        if image.security.changed_at >= 0 {
+            image.security.changed_at = offset;
+        }
         Ok(image)
     }
 
@@ -223,6 +230,13 @@ impl MetadataImage {
             }
             MetadataRecord::ProducerIds { next_producer_id, .. } => {
                 self.next_producer_id = *next_producer_id;
+            }
+            MetadataRecord::AccessControlEntry(_)
+            | MetadataRecord::RemoveAccessControlEntry { .. }
+            | MetadataRecord::UserScramCredential(_)
+            | MetadataRecord::RemoveUserScramCredential { .. }
+            | MetadataRecord::ClientQuota(_) => {
+                self.security.replay(offset, record);
             }
             MetadataRecord::NoOp | MetadataRecord::Other { .. } => {}
         }

@@ -57,18 +57,18 @@ impl ClusterLink {
     /// Starts the applier over `manager` for the broker of `member`.
     /// `inter_broker_listener` names the listener other brokers are reached on, with
     /// `security` as this broker's client side of it.
-    pub fn start(
-        broker_id: i32,
+    pub(crate) fn start(
         member: BrokerMember,
-        manager: Arc<LogManager>,
+        broker: &Arc<crate::Broker>,
         inter_broker_listener: String,
         security: crate::ClientSecurity,
     ) -> Self {
+        let broker_id = broker.config.node_id;
         let materialized_offset = Arc::new(AtomicI64::new(-1));
         let applier = tokio::spawn(apply_images(
             broker_id,
             Arc::clone(member.node()),
-            manager,
+            (Arc::clone(&broker.manager), Arc::downgrade(broker)),
             Arc::clone(&materialized_offset),
             member.fenced_flag(),
         ));
@@ -325,9 +325,8 @@ impl ClusterJoin {
             ),
         };
         Ok(ClusterLink::start(
-            broker_id,
             member,
-            Arc::clone(&broker.manager),
+            broker,
             self.inter_broker_listener,
             self.inter_broker_security,
         ))
@@ -343,14 +342,18 @@ struct Placed {
     overrides: BTreeMap<String, String>,
 }
 
-/// Applies each new image to the local logs, for as long as the broker runs.
+/// Applies each new image to the local logs, and its ACLs, credentials and quotas to the
+/// broker's security, for as long as the broker runs.
 async fn apply_images(
     broker_id: i32,
     node: Arc<MetadataNode>,
-    manager: Arc<LogManager>,
+    (manager, broker): (Arc<LogManager>, std::sync::Weak<crate::Broker>),
     materialized_offset: Arc<AtomicI64>,
     fenced: Arc<std::sync::atomic::AtomicBool>,
 ) {
+    // The security part's `changed_at` last given to the broker (none yet: the first image is
+    // always given, so a local store's contents never stand in a cluster).
+    let mut last_security = i64::MIN;
     // Local topics the metadata does not have are moved aside once, when this broker has
     // caught up (the controller unfences it then), as Kafka's `isStrayKraftReplica`.
     let mut strays_checked = false;
@@ -361,6 +364,16 @@ async fn apply_images(
     // Topics this applier has seen in the image, by id: when one goes, its local logs go.
     let mut seen: BTreeMap<[u8; 16], String> = BTreeMap::new();
     loop {
+        let (security_offset, security) = node.state().with_image(|image| {
+            let changed = image.security.changed_at != last_security;
+            (image.offset, changed.then(|| image.security.clone()))
+        });
+        if let Some(security) = security {
+            if let Some(broker) = broker.upgrade() {
+                broker.security.apply_image(&security);
+            }
+            last_security = security.changed_at;
+        }
         let pass = node.state().with_image(|image| {
             if last_offset == Some(image.offset) {
                 return None;
@@ -439,7 +452,9 @@ async fn apply_images(
             let moved = tokio::task::spawn_blocking(move || move_strays_aside(&manager, &known));
             strays_checked = moved.await.unwrap_or(false);
         }
-        materialized_offset.fetch_max(offset, Ordering::SeqCst);
+        // A forwarded security change waits for the security pass too, which saw the image
+        // at `security_offset`.
+        materialized_offset.fetch_max(offset.min(security_offset), Ordering::SeqCst);
         tokio::time::sleep(APPLY_CHECK).await;
     }
 }

@@ -15,6 +15,7 @@ pub mod peers;
 pub mod placement;
 pub mod raft;
 pub mod records;
+pub mod security_image;
 
 #[cfg(test)]
 mod model_tests;

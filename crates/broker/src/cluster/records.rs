@@ -69,6 +69,58 @@ pub struct BrokerRegistrationChange {
     pub in_controlled_shutdown: i8,
 }
 
+/// `AccessControlEntryRecord`: one ACL, by id (the enums as Kafka's codes).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct AclEntry {
+    pub id: [u8; 16],
+    pub resource_type: i8,
+    pub resource_name: String,
+    pub pattern_type: i8,
+    pub principal: String,
+    pub host: String,
+    pub operation: i8,
+    pub permission_type: i8,
+}
+
+impl AclEntry {
+    /// Whether both name the same ACL, whatever their ids.
+    pub fn same_acl(&self, other: &Self) -> bool {
+        Self { id: other.id, ..self.clone() } == *other
+    }
+}
+
+/// `UserScramCredentialRecord`: a user's credential for one mechanism (Kafka's
+/// `ScramMechanism.type()`: 1 SHA-256, 2 SHA-512).
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ScramCredentialEntry {
+    pub name: String,
+    pub mechanism: i8,
+    pub salt: Vec<u8>,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+    pub iterations: i32,
+}
+
+impl std::fmt::Debug for ScramCredentialEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScramCredentialEntry")
+            .field("name", &self.name)
+            .field("mechanism", &self.mechanism)
+            .field("iterations", &self.iterations)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `ClientQuotaRecord`: one quota of an entity (its `(type, name)` components), set or
+/// removed. The value is kept as its IEEE 754 bits, so records compare as Java's `equals`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClientQuotaEntry {
+    pub entity: Vec<(String, Option<String>)>,
+    pub key: String,
+    pub value_bits: u64,
+    pub remove: bool,
+}
+
 /// One metadata record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadataRecord {
@@ -110,7 +162,17 @@ pub enum MetadataRecord {
         next_producer_id: i64,
     },
     NoOp,
-    /// A record the image does not interpret (ACLs, quotas, SCRAM, tokens, migration).
+    AccessControlEntry(AclEntry),
+    RemoveAccessControlEntry {
+        id: [u8; 16],
+    },
+    UserScramCredential(ScramCredentialEntry),
+    RemoveUserScramCredential {
+        name: String,
+        mechanism: i8,
+    },
+    ClientQuota(ClientQuotaEntry),
+    /// A record the image does not interpret (delegation tokens, migration, KRaft's own).
     Other {
         api_key: i16,
         version: i16,
@@ -137,6 +199,13 @@ fn uuid(value: &Value, name: &str) -> [u8; 16] {
     match value.get(name) {
         Some(Value::Uuid(bytes)) => *bytes,
         _ => [0; 16],
+    }
+}
+
+fn bytes(value: &Value, name: &str) -> Vec<u8> {
+    match value.get(name) {
+        Some(Value::Bytes(bytes)) => bytes.clone(),
+        _ => Vec::new(),
     }
 }
 
@@ -263,16 +332,15 @@ impl MetadataRecord {
                     ("epoch", Value::Int(*broker_epoch)),
                 ]),
             ),
-            Self::ProducerIds { broker_id, broker_epoch, next_producer_id } => (
-                api_key::PRODUCER_IDS,
-                0,
-                object(vec![
-                    ("brokerId", Value::Int(i64::from(*broker_id))),
-                    ("brokerEpoch", Value::Int(*broker_epoch)),
-                    ("nextProducerId", Value::Int(*next_producer_id)),
-                ]),
-            ),
+            Self::ProducerIds { broker_id, broker_epoch, next_producer_id } => {
+                producer_ids_value(*broker_id, *broker_epoch, *next_producer_id)
+            }
             Self::NoOp => (api_key::NO_OP, 0, object(Vec::new())),
+            Self::AccessControlEntry(_)
+            | Self::RemoveAccessControlEntry { .. }
+            | Self::UserScramCredential(_)
+            | Self::RemoveUserScramCredential { .. }
+            | Self::ClientQuota(_) => security_value(self),
             Self::Other { api_key, version } => (*api_key, *version, object(Vec::new())),
         }
     }
@@ -361,6 +429,11 @@ impl MetadataRecord {
                 next_producer_id: int(v, "nextProducerId"),
             },
             api_key::NO_OP => Self::NoOp,
+            api_key::ACCESS_CONTROL_ENTRY
+            | api_key::REMOVE_ACCESS_CONTROL_ENTRY
+            | api_key::USER_SCRAM_CREDENTIAL
+            | api_key::REMOVE_USER_SCRAM_CREDENTIAL
+            | api_key::CLIENT_QUOTA => security_from_value(key, v),
             _ => Self::Other { api_key: key, version },
         }
     }
@@ -396,4 +469,139 @@ fn register_broker_value(r: &RegisterBroker) -> Value {
         ("fenced", Value::Bool(r.fenced)),
         ("inControlledShutdown", Value::Bool(r.in_controlled_shutdown)),
     ])
+}
+
+/// The security records' fields (ACLs, SCRAM credentials, client quotas).
+fn security_value(record: &MetadataRecord) -> (i16, i16, Value) {
+    let object = |fields: Vec<(&'static str, Value)>| Value::Object(fields);
+    match record {
+        MetadataRecord::AccessControlEntry(a) => (
+            api_key::ACCESS_CONTROL_ENTRY,
+            0,
+            object(vec![
+                ("id", Value::Uuid(a.id)),
+                ("resourceType", Value::Int(i64::from(a.resource_type))),
+                ("resourceName", Value::Str(a.resource_name.clone())),
+                ("patternType", Value::Int(i64::from(a.pattern_type))),
+                ("principal", Value::Str(a.principal.clone())),
+                ("host", Value::Str(a.host.clone())),
+                ("operation", Value::Int(i64::from(a.operation))),
+                ("permissionType", Value::Int(i64::from(a.permission_type))),
+            ]),
+        ),
+        MetadataRecord::RemoveAccessControlEntry { id } => {
+            (api_key::REMOVE_ACCESS_CONTROL_ENTRY, 0, object(vec![("id", Value::Uuid(*id))]))
+        }
+        MetadataRecord::UserScramCredential(c) => (
+            api_key::USER_SCRAM_CREDENTIAL,
+            0,
+            object(vec![
+                ("name", Value::Str(c.name.clone())),
+                ("mechanism", Value::Int(i64::from(c.mechanism))),
+                ("salt", Value::Bytes(c.salt.clone())),
+                ("storedKey", Value::Bytes(c.stored_key.clone())),
+                ("serverKey", Value::Bytes(c.server_key.clone())),
+                ("iterations", Value::Int(i64::from(c.iterations))),
+            ]),
+        ),
+        MetadataRecord::RemoveUserScramCredential { name, mechanism } => (
+            api_key::REMOVE_USER_SCRAM_CREDENTIAL,
+            0,
+            object(vec![
+                ("name", Value::Str(name.clone())),
+                ("mechanism", Value::Int(i64::from(*mechanism))),
+            ]),
+        ),
+        MetadataRecord::ClientQuota(q) => {
+            let entity = q
+                .entity
+                .iter()
+                .map(|(entity_type, name)| {
+                    object(vec![
+                        ("entityType", Value::Str(entity_type.clone())),
+                        ("entityName", opt_str(name.as_ref())),
+                    ])
+                })
+                .collect();
+            (
+                api_key::CLIENT_QUOTA,
+                0,
+                object(vec![
+                    ("entity", Value::Array(entity)),
+                    ("key", Value::Str(q.key.clone())),
+                    ("value", Value::Float(q.value_bits)),
+                    ("remove", Value::Bool(q.remove)),
+                ]),
+            )
+        }
+        other => {
+            (api_key::NO_OP, 0, object(vec![("unexpected", Value::Str(format!("{other:?}")))]))
+        }
+    }
+}
+
+/// A security record from its fields.
+fn security_from_value(key: i16, v: &Value) -> MetadataRecord {
+    match key {
+        api_key::ACCESS_CONTROL_ENTRY => MetadataRecord::AccessControlEntry(AclEntry {
+            id: uuid(v, "id"),
+            resource_type: narrow(v, "resourceType"),
+            resource_name: text(v, "resourceName").unwrap_or_default(),
+            pattern_type: narrow(v, "patternType"),
+            principal: text(v, "principal").unwrap_or_default(),
+            host: text(v, "host").unwrap_or_default(),
+            operation: narrow(v, "operation"),
+            permission_type: narrow(v, "permissionType"),
+        }),
+        api_key::REMOVE_ACCESS_CONTROL_ENTRY => {
+            MetadataRecord::RemoveAccessControlEntry { id: uuid(v, "id") }
+        }
+        api_key::USER_SCRAM_CREDENTIAL => {
+            MetadataRecord::UserScramCredential(ScramCredentialEntry {
+                name: text(v, "name").unwrap_or_default(),
+                mechanism: narrow(v, "mechanism"),
+                salt: bytes(v, "salt"),
+                stored_key: bytes(v, "storedKey"),
+                server_key: bytes(v, "serverKey"),
+                iterations: narrow(v, "iterations"),
+            })
+        }
+        api_key::REMOVE_USER_SCRAM_CREDENTIAL => MetadataRecord::RemoveUserScramCredential {
+            name: text(v, "name").unwrap_or_default(),
+            mechanism: narrow(v, "mechanism"),
+        },
+        api_key::CLIENT_QUOTA => MetadataRecord::ClientQuota(ClientQuotaEntry {
+            entity: v
+                .get("entity")
+                .and_then(Value::as_array)
+                .unwrap_or_default()
+                .iter()
+                .map(|e| (text(e, "entityType").unwrap_or_default(), text(e, "entityName")))
+                .collect(),
+            key: text(v, "key").unwrap_or_default(),
+            value_bits: match v.get("value") {
+                Some(Value::Float(bits)) => *bits,
+                _ => 0,
+            },
+            remove: flag(v, "remove"),
+        }),
+        _ => MetadataRecord::NoOp,
+    }
+}
+
+/// `ProducerIdsRecord`'s fields.
+fn producer_ids_value(
+    broker_id: i32,
+    broker_epoch: i64,
+    next_producer_id: i64,
+) -> (i16, i16, Value) {
+    (
+        api_key::PRODUCER_IDS,
+        0,
+        Value::Object(vec![
+            ("brokerId", Value::Int(i64::from(broker_id))),
+            ("brokerEpoch", Value::Int(broker_epoch)),
+            ("nextProducerId", Value::Int(next_producer_id)),
+        ]),
+    )
 }

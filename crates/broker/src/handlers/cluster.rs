@@ -260,9 +260,9 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         | AdminRequest::CreatePartitions { name, .. }
         | AdminRequest::DeleteTopic { name }
         | AdminRequest::SetTopicConfigs { name, .. } => name.clone(),
-        AdminRequest::AllocateProducerIds { .. } | AdminRequest::UnregisterBroker { .. } => {
-            String::new()
-        }
+        AdminRequest::AllocateProducerIds { .. }
+        | AdminRequest::UnregisterBroker { .. }
+        | AdminRequest::Security(_) => String::new(),
     };
     let factor = match &request {
         AdminRequest::CreateTopic { replication_factor, .. } => *replication_factor,

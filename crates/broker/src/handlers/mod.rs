@@ -3,7 +3,7 @@
 
 mod admin;
 mod broker_configs;
-mod cluster;
+pub(crate) mod cluster;
 pub(crate) use cluster::{describe_quorum, unregister_broker};
 mod configs;
 mod data;

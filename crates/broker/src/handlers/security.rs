@@ -134,7 +134,7 @@ pub(crate) async fn create_acls(
     let results = match outcome {
         Some(Ok(results)) => results,
         Some(Err(error)) => {
-            return fail_all(crate::error::storage_error(&error).code(), &error.to_string());
+            return fail_all(error.code(), &error.to_string());
         }
         None => return fail_all(ResponseError::SecurityDisabled.code(), SECURITY_DISABLED),
     };
@@ -276,7 +276,7 @@ pub(crate) async fn delete_acls(
     let mut matched = match outcome {
         Some(Ok(matched)) => matched.into_iter(),
         Some(Err(error)) => {
-            return fail_all(crate::error::storage_error(&error).code(), &error.to_string());
+            return fail_all(error.code(), &error.to_string());
         }
         None => return fail_all(ResponseError::SecurityDisabled.code(), SECURITY_DISABLED),
     };
@@ -415,7 +415,7 @@ pub(crate) async fn alter_user_scram_credentials(
             result.error_code = *code;
             result.error_message = Some(str_bytes(text));
         } else if let Err(error) = &stored {
-            result.error_code = crate::error::storage_error(error).code();
+            result.error_code = error.code();
             result.error_message = Some(str_bytes(&error.to_string()));
         }
         response.results.push(result);
@@ -532,7 +532,7 @@ pub(crate) async fn alter_client_quotas(
     if changed && !request.validate_only {
         let store = Arc::clone(broker);
         if let Err(error) = blocking(move || store.security.set_client_quotas(next)).await? {
-            let code = crate::error::storage_error(&error).code();
+            let code = error.code();
             for result in &mut results {
                 if result.0 == NONE {
                     *result = (code, Some(error.to_string()));

@@ -722,6 +722,17 @@ impl Authorizer {
         }
     }
 
+    /// The same settings without any ACL (a cluster's broker rebuilds its ACLs from the
+    /// metadata).
+    pub(crate) fn emptied(&self) -> Self {
+        Self {
+            super_users: self.super_users.clone(),
+            allow_everyone_if_no_acl_found: self.allow_everyone_if_no_acl_found,
+            by_type: BTreeMap::new(),
+            count: 0,
+        }
+    }
+
     /// Whether the principal is in `super.users`.
     pub(crate) fn is_super_user(&self, principal: &str) -> bool {
         self.super_users.contains(principal)

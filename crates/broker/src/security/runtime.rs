@@ -19,6 +19,7 @@ use super::scram::{ScramCredential, ScramMechanism};
 use super::store::{SECURITY_FILE, SECURITY_FILE_BYTES_MAX, SecurityState, StoredAcl, StoredScram};
 use super::tls::ReloadingTls;
 use crate::Broker;
+use crate::cluster::security_image::SecurityChange;
 use crate::config::BrokerConfig;
 
 /// Why the security settings or the security store could not be loaded at start.
@@ -67,7 +68,13 @@ pub(crate) struct Security {
     /// The durable state, locked while a change is written (changes are serialized).
     state: Mutex<SecurityState>,
     manager: Arc<LogManager>,
+    /// In a cluster, where changes go (the controller) instead of `state`.
+    cluster: std::sync::OnceLock<Arc<crate::cluster::link::ClusterLink>>,
 }
+
+#[path = "runtime_cluster.rs"]
+mod cluster;
+pub(crate) use cluster::WriteError;
 
 fn listener_runtime(config: &BrokerConfig, index: usize) -> Result<ListenerRuntime, SecurityError> {
     let Some(listener) = config.security.listeners.get(index) else {
@@ -259,6 +266,7 @@ impl Security {
             )),
             state: Mutex::new(state),
             manager: Arc::clone(manager),
+            cluster: std::sync::OnceLock::new(),
         })
     }
 
@@ -440,13 +448,36 @@ impl Security {
         Some(authorizer.read().unwrap_or_else(PoisonError::into_inner).describe(filter))
     }
 
-    /// Adds ACLs durably (CreateAcls): each one valid is stored; the answer per ACL is its
-    /// validation error, if any. `None` without an authorizer.
+    /// Adds ACLs durably (CreateAcls): each one valid is stored (in a cluster, through the
+    /// controller); the answer per ACL is its validation error, if any. `None` without an
+    /// authorizer.
     pub(crate) fn create_acls(
         &self,
         bindings: Vec<AclBinding>,
-    ) -> Option<Result<Vec<Result<(), String>>, seglog_storage::Error>> {
+    ) -> Option<Result<Vec<Result<(), String>>, WriteError>> {
         let authorizer = self.authorizer.as_ref()?;
+        if self.in_cluster() {
+            let mut results = Vec::with_capacity(bindings.len());
+            let mut entries = Vec::new();
+            for binding in &bindings {
+                match super::acl::validate_new_acl(binding) {
+                    Ok(()) => match cluster::random_id() {
+                        Ok(id) => {
+                            entries.push(cluster::entry_of(binding, id));
+                            results.push(Ok(()));
+                        }
+                        Err(error) => return Some(Err(error)),
+                    },
+                    Err(error) => results.push(Err(error.to_string())),
+                }
+            }
+            if !entries.is_empty()
+                && let Err(error) = self.forward(SecurityChange::CreateAcls(entries))
+            {
+                return Some(Err(error));
+            }
+            return Some(Ok(results));
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = state.clone();
         let mut results = Vec::with_capacity(bindings.len());
@@ -465,7 +496,7 @@ impl Security {
             }
         }
         if let Err(error) = self.persist(&mut state, next) {
-            return Some(Err(error));
+            return Some(Err(error.into()));
         }
         let mut authorizer = authorizer.write().unwrap_or_else(PoisonError::into_inner);
         for binding in valid {
@@ -479,19 +510,29 @@ impl Security {
     pub(crate) fn delete_acls(
         &self,
         filters: &[AclBindingFilter],
-    ) -> Option<Result<Vec<Vec<AclBinding>>, seglog_storage::Error>> {
+    ) -> Option<Result<Vec<Vec<AclBinding>>, WriteError>> {
         let authorizer = self.authorizer.as_ref()?;
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let matched: Vec<Vec<AclBinding>> = {
             let authorizer = authorizer.read().unwrap_or_else(PoisonError::into_inner);
             filters.iter().map(|filter| authorizer.describe(filter)).collect()
         };
+        if self.in_cluster() {
+            let doomed: Vec<_> =
+                matched.iter().flatten().map(|b| cluster::entry_of(b, [0; 16])).collect();
+            if !doomed.is_empty()
+                && let Err(error) = self.forward(SecurityChange::DeleteAcls(doomed))
+            {
+                return Some(Err(error));
+            }
+            return Some(Ok(matched));
+        }
         let mut next = state.clone();
         let doomed: std::collections::BTreeSet<StoredAcl> =
             matched.iter().flatten().map(stored_acl).collect();
         next.acls.retain(|acl| !doomed.contains(acl));
         if let Err(error) = self.persist(&mut state, next) {
-            return Some(Err(error));
+            return Some(Err(error.into()));
         }
         let mut authorizer = authorizer.write().unwrap_or_else(PoisonError::into_inner);
         for binding in matched.iter().flatten() {
@@ -517,7 +558,22 @@ impl Security {
         &self,
         deletions: &[(String, ScramMechanism)],
         upsertions: Vec<(String, ScramMechanism, ScramCredential)>,
-    ) -> Result<(), seglog_storage::Error> {
+    ) -> Result<(), WriteError> {
+        if self.in_cluster() {
+            if deletions.is_empty() && upsertions.is_empty() {
+                return Ok(());
+            }
+            let change = SecurityChange::AlterScram {
+                deletions: deletions.iter().map(|(u, m)| (u.clone(), m.kafka_type())).collect(),
+                upsertions: upsertions
+                    .iter()
+                    .map(|(user, mechanism, credential)| {
+                        cluster::credential_entry(user, *mechanism, credential)
+                    })
+                    .collect(),
+            };
+            return self.forward(change);
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = state.clone();
         next.scram.retain(|stored| {
@@ -555,10 +611,15 @@ impl Security {
 
     /// Replaces the client quotas durably with `next` (AlterClientQuotas has applied its
     /// changes to a copy), and gives the quota managers the new bounds.
-    pub(crate) fn set_client_quotas(
-        &self,
-        next: ClientQuotas,
-    ) -> Result<(), seglog_storage::Error> {
+    pub(crate) fn set_client_quotas(&self, next: ClientQuotas) -> Result<(), WriteError> {
+        if self.in_cluster() {
+            let changes = self.quota_changes(&next);
+            return if changes.is_empty() {
+                Ok(())
+            } else {
+                self.forward(SecurityChange::AlterQuotas(changes))
+            };
+        }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let mut stored = state.clone();
         stored.quotas = next
@@ -580,12 +641,17 @@ impl Security {
             })
             .collect();
         self.persist(&mut state, stored)?;
+        self.install_quotas(next);
+        Ok(())
+    }
+
+    /// Gives the quota managers the new bounds and keeps `next` as the quotas.
+    fn install_quotas(&self, next: ClientQuotas) {
         self.produce_quota.set_quotas(&next);
         self.fetch_quota.set_quotas(&next);
         self.request_quota.set_quotas(&next);
         self.quotas_configured.store(!next.is_empty(), std::sync::atomic::Ordering::SeqCst);
         *self.quotas.write().unwrap_or_else(PoisonError::into_inner) = next;
-        Ok(())
     }
 
     /// Whether any client quota is configured.

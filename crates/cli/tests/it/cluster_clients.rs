@@ -594,7 +594,7 @@ fn start_broker_only_node(cluster: &Cluster, node4: &Path, port4: u16) -> Killed
 /// node), and read_committed readers see exactly the committed records, which needs every
 /// marker delivered. A plain `cluster status` is told that the quorum speaks TLS.
 #[test]
-fn transactions_span_the_cluster() {
+fn a_secured_cluster_spans_transactions_and_security_metadata() {
     let Some(python) = crate::serve::python() else { return };
     let root = tempfile::tempdir().unwrap();
     let (cluster, _) = Cluster::up_with(root.path(), &["--secure"]);
@@ -616,6 +616,116 @@ fn transactions_span_the_cluster() {
         })
         .count();
     assert_eq!(coordinators, 3, "__transaction_state is spread over the brokers");
+    security_metadata_spans_the_cluster(&cluster);
+}
+
+/// Sends `request` to the broker at `bootstrap` as `User:ANONYMOUS` (its PLAINTEXT listener).
+fn ask<R: kafka_protocol::protocol::Request>(
+    bootstrap: &str,
+    request: &R,
+    version: i16,
+) -> R::Response {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut client = seglog_broker::wire::Client::connect(bootstrap).await.unwrap();
+        client.send(request, version).await.unwrap()
+    })
+}
+
+/// ACLs, SCRAM credentials and client quotas are the cluster's metadata (Kafka's
+/// `AccessControlEntryRecord`, `UserScramCredentialRecord`, `ClientQuotaRecord`): a change
+/// made through one broker is described and enforced by the others.
+fn security_metadata_spans_the_cluster(cluster: &Cluster) {
+    use kafka_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
+    use kafka_protocol::messages::create_acls_request::AclCreation;
+    use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+    use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
+    use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+    use kafka_protocol::messages::{
+        AlterClientQuotasRequest, AlterUserScramCredentialsRequest, CreateAclsRequest,
+        DeleteAclsRequest, DescribeClientQuotasRequest, DescribeUserScramCredentialsRequest,
+        MetadataRequest, TopicName, metadata_request::MetadataRequestTopic,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let text = |s: &str| StrBytes::from_string(s.to_owned());
+    let metadata_error = |node: usize| {
+        let topic = MetadataRequestTopic::default().with_name(Some(TopicName(text("ctxn"))));
+        let request = MetadataRequest::default().with_topics(Some(vec![topic]));
+        ask(&cluster.bootstrap(node), &request, 12).topics[0].error_code
+    };
+    assert_eq!(metadata_error(2), 0, "no ACL yet: everyone may describe");
+    // DENY Describe on the topic for User:ANONYMOUS, made through broker 1 (resource type
+    // 2 topic, pattern 3 literal, operation 8 describe, permission 2 deny).
+    let deny = AclCreation::default()
+        .with_resource_type(2)
+        .with_resource_name(text("ctxn"))
+        .with_resource_pattern_type(3)
+        .with_principal(text("User:ANONYMOUS"))
+        .with_host(text("*"))
+        .with_operation(8)
+        .with_permission_type(2);
+    let created =
+        ask(&cluster.bootstrap(1), &CreateAclsRequest::default().with_creations(vec![deny]), 3);
+    assert_eq!(created.results[0].error_code, 0, "{created:?}");
+    for node in [2, 3] {
+        assert_eq!(metadata_error(node), 29, "broker {node} enforces the ACL made through 1");
+    }
+    let user = ScramCredentialUpsertion::default()
+        .with_name(text("carol"))
+        .with_mechanism(2)
+        .with_iterations(8192)
+        .with_salt(bytes::Bytes::from_static(b"carol-salt"))
+        .with_salted_password(bytes::Bytes::from(vec![7u8; 64]));
+    let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![user]);
+    let altered = ask(&cluster.bootstrap(2), &request, 0);
+    assert_eq!(altered.results[0].error_code, 0, "{altered:?}");
+    let request = DescribeUserScramCredentialsRequest::default()
+        .with_users(Some(vec![UserName::default().with_name(text("carol"))]));
+    let described = ask(&cluster.bootstrap(3), &request, 0);
+    let infos = &described.results[0].credential_infos;
+    assert_eq!(
+        (infos.len(), infos[0].mechanism, infos[0].iterations),
+        (1, 2, 8192),
+        "{described:?}"
+    );
+    let quota = EntryData::default()
+        .with_entity(vec![
+            EntityData::default()
+                .with_entity_type(text("user"))
+                .with_entity_name(Some(text("carol"))),
+        ])
+        .with_ops(vec![OpData::default().with_key(text("producer_byte_rate")).with_value(1024.0)]);
+    let altered = ask(
+        &cluster.bootstrap(3),
+        &AlterClientQuotasRequest::default().with_entries(vec![quota]),
+        1,
+    );
+    assert_eq!(altered.entries[0].error_code, 0, "{altered:?}");
+    let request = DescribeClientQuotasRequest::default().with_components(vec![
+        ComponentData::default()
+            .with_entity_type(text("user"))
+            .with_match_type(0)
+            .with_match(Some(text("carol"))),
+    ]);
+    let described = ask(&cluster.bootstrap(1), &request, 1);
+    let entries = described.entries.unwrap_or_default();
+    assert_eq!(entries.len(), 1, "broker 1 has the quota set through 3");
+    assert_eq!(entries[0].values[0].value.to_bits(), 1024f64.to_bits());
+    let filter = DeleteAclsFilter::default()
+        .with_resource_type_filter(2)
+        .with_resource_name_filter(Some(text("ctxn")))
+        .with_pattern_type_filter(3)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(8)
+        .with_permission_type(2);
+    let deleted =
+        ask(&cluster.bootstrap(3), &DeleteAclsRequest::default().with_filters(vec![filter]), 3);
+    assert_eq!(deleted.filter_results[0].matching_acls.len(), 1, "{deleted:?}");
+    for node in [1, 2] {
+        assert_eq!(metadata_error(node), 0, "broker {node} no longer denies after the delete");
+    }
 }
 
 /// The exactly-once checker of `txn.rs` (`eos.py`: a read_committed consumer in a group,

@@ -277,10 +277,15 @@ pub mod api_key {
     pub const FENCE_BROKER: i16 = 7;
     pub const UNFENCE_BROKER: i16 = 8;
     pub const REMOVE_TOPIC: i16 = 9;
+    pub const USER_SCRAM_CREDENTIAL: i16 = 11;
     pub const FEATURE_LEVEL: i16 = 12;
+    pub const CLIENT_QUOTA: i16 = 14;
     pub const PRODUCER_IDS: i16 = 15;
     pub const BROKER_REGISTRATION_CHANGE: i16 = 17;
+    pub const ACCESS_CONTROL_ENTRY: i16 = 18;
+    pub const REMOVE_ACCESS_CONTROL_ENTRY: i16 = 19;
     pub const NO_OP: i16 = 20;
+    pub const REMOVE_USER_SCRAM_CREDENTIAL: i16 = 22;
     pub const REGISTER_CONTROLLER: i16 = 27;
 }
 

@@ -87,6 +87,8 @@ pub enum AdminRequest {
         broker_id: i32,
         broker_epoch: i64,
     },
+    /// CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas.
+    Security(crate::cluster::security_image::SecurityChange),
 }
 
 /// A forwarded change's answer: the metadata offset it is applied at on the controller, and
@@ -459,6 +461,7 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                 AdminRequest::UnregisterBroker { broker_id } => {
                     (c.unregister_broker(*broker_id)?, false)
                 }
+                AdminRequest::Security(change) => (c.security_change(change)?, false),
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
                     return Ok((Some(start), records));
