@@ -446,11 +446,33 @@ impl Controller {
         if !self.image.topic_ids.contains_key(name) {
             return Err(ResponseError::UnknownTopicOrPartition);
         }
+        Ok(self.config_records(CONFIG_RESOURCE_TOPIC, name, overrides))
+    }
+
+    /// AlterConfigs and IncrementalAlterConfigs of a BROKER resource: `layer` is the whole new
+    /// layer of broker `name` (an id) or of the cluster default (empty), as Config records.
+    pub fn set_broker_configs(
+        &self,
+        name: &str,
+        layer: &BTreeMap<String, String>,
+    ) -> Result<Vec<MetadataRecord>, ResponseError> {
+        if !name.is_empty() && name.parse::<i32>().is_err() {
+            return Err(ResponseError::InvalidRequest);
+        }
+        Ok(self.config_records(super::records::CONFIG_RESOURCE_BROKER, name, layer))
+    }
+
+    /// The Config records that turn a resource's overrides into `overrides`.
+    fn config_records(
+        &self,
+        resource_type: i8,
+        name: &str,
+        overrides: &BTreeMap<String, String>,
+    ) -> Vec<MetadataRecord> {
         let empty = BTreeMap::new();
-        let current =
-            self.image.configs.get(&(CONFIG_RESOURCE_TOPIC, name.to_owned())).unwrap_or(&empty);
+        let current = self.image.configs.get(&(resource_type, name.to_owned())).unwrap_or(&empty);
         let config = |key: &String, value: Option<&String>| MetadataRecord::Config {
-            resource_type: CONFIG_RESOURCE_TOPIC,
+            resource_type,
             resource_name: name.to_owned(),
             name: key.clone(),
             value: value.cloned(),
@@ -463,7 +485,7 @@ impl Controller {
         records.extend(
             current.keys().filter(|key| !overrides.contains_key(*key)).map(|key| config(key, None)),
         );
-        Ok(records)
+        records
     }
 
     /// DeleteTopics for one topic.

@@ -25,8 +25,8 @@ use super::image::{MetadataImage, TopicState};
 use super::peers::{PeerError, Peers};
 use super::raft::network::{AdminReply, AdminRequest, Refusal, send_admin};
 use super::raft::node::{MetadataNode, QuorumError};
-use super::records::CONFIG_RESOURCE_TOPIC;
 use super::records::Endpoint;
+use super::records::{CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC};
 use crate::config::SecurityProtocol;
 
 /// How often the applier looks for a new image.
@@ -342,8 +342,60 @@ struct Placed {
     overrides: BTreeMap<String, String>,
 }
 
-/// Applies each new image to the local logs, and its ACLs, credentials and quotas to the
-/// broker's security, for as long as the broker runs.
+/// What a cluster's broker takes from the image besides its replicas: the ACLs, SCRAM
+/// credentials and quotas, and the broker config layers (the cluster default, its own).
+struct BrokerLevel {
+    /// The security part's `changed_at` last given to the broker (`i64::MIN`: none yet, so the
+    /// first image is always given and a local store's contents never stand in a cluster).
+    last_security: i64,
+    /// The config layers last applied (none yet: the first image's are always applied).
+    last_broker_configs: Option<(BTreeMap<String, String>, BTreeMap<String, String>)>,
+}
+
+impl BrokerLevel {
+    /// Applies what changed; returns the image offset it looked at.
+    async fn apply(
+        &mut self,
+        node: &MetadataNode,
+        broker_id: i32,
+        broker: &std::sync::Weak<crate::Broker>,
+    ) -> i64 {
+        let own = broker_id.to_string();
+        let (security_offset, security, configs) = node.state().with_image(|image| {
+            let changed = image.security.changed_at != self.last_security;
+            let layer = |name: &str| {
+                let key = (CONFIG_RESOURCE_BROKER, name.to_owned());
+                image.configs.get(&key).cloned().unwrap_or_default()
+            };
+            let configs = (layer(""), layer(&own));
+            let configs = (self.last_broker_configs.as_ref() != Some(&configs)).then_some(configs);
+            (image.offset, changed.then(|| image.security.clone()), configs)
+        });
+        if let Some(security) = security {
+            if let Some(broker) = broker.upgrade() {
+                broker.security.apply_image(&security);
+            }
+            self.last_security = security.changed_at;
+        }
+        if let Some(configs) = configs {
+            if let Some(broker) = broker.upgrade() {
+                let (cluster_default, per_broker) = configs.clone();
+                let applied = tokio::task::spawn_blocking(move || {
+                    crate::handlers::apply_from_metadata(&broker, cluster_default, per_broker);
+                });
+                if let Err(error) = applied.await {
+                    tracing::error!(%error, "applying the cluster's broker configs failed to run");
+                }
+            }
+            self.last_broker_configs = Some(configs);
+        }
+        security_offset
+    }
+}
+
+/// Applies each new image to the local logs, its ACLs, credentials and quotas to the broker's
+/// security, and its broker config layers to the broker's dynamic configs, for as long as the
+/// broker runs.
 async fn apply_images(
     broker_id: i32,
     node: Arc<MetadataNode>,
@@ -351,9 +403,7 @@ async fn apply_images(
     materialized_offset: Arc<AtomicI64>,
     fenced: Arc<std::sync::atomic::AtomicBool>,
 ) {
-    // The security part's `changed_at` last given to the broker (none yet: the first image is
-    // always given, so a local store's contents never stand in a cluster).
-    let mut last_security = i64::MIN;
+    let mut broker_level = BrokerLevel { last_security: i64::MIN, last_broker_configs: None };
     // Local topics the metadata does not have are moved aside once, when this broker has
     // caught up (the controller unfences it then), as Kafka's `isStrayKraftReplica`.
     let mut strays_checked = false;
@@ -364,16 +414,7 @@ async fn apply_images(
     // Topics this applier has seen in the image, by id: when one goes, its local logs go.
     let mut seen: BTreeMap<[u8; 16], String> = BTreeMap::new();
     loop {
-        let (security_offset, security) = node.state().with_image(|image| {
-            let changed = image.security.changed_at != last_security;
-            (image.offset, changed.then(|| image.security.clone()))
-        });
-        if let Some(security) = security {
-            if let Some(broker) = broker.upgrade() {
-                broker.security.apply_image(&security);
-            }
-            last_security = security.changed_at;
-        }
+        let security_offset = broker_level.apply(&node, broker_id, &broker).await;
         let pass = node.state().with_image(|image| {
             if last_offset == Some(image.offset) {
                 return None;

@@ -15,10 +15,11 @@ use crate::config::dynamic::{self, DynamicConfigs};
 
 /// Kafka's `ConfigSource` for a key set in `server.properties` (or an override flag).
 const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
-/// Kafka's `ConfigSource` for a key set dynamically for this broker.
-const SOURCE_DYNAMIC_BROKER_CONFIG: i8 = 1;
+/// Kafka's `ConfigSource` for a key set dynamically for this broker (`DescribeConfigsResponse`'s
+/// id; 1 is TOPIC_CONFIG).
+const SOURCE_DYNAMIC_BROKER_CONFIG: i8 = 2;
 /// Kafka's `ConfigSource` for a key set dynamically for every broker.
-const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 2;
+const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 
 /// How seglog treats a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -708,7 +709,10 @@ default's, else `server.properties`'s; DescribeConfigs shows each with Kafka's s
 (`DYNAMIC_BROKER_CONFIG`, `DYNAMIC_DEFAULT_BROKER_CONFIG`, `STATIC_BROKER_CONFIG`,
 `DEFAULT_CONFIG`) and synonyms, and describing the empty name lists the cluster default's keys
 alone. The changes are kept in `seglog-dynamic-configs` (JSON) in the first log directory,
-written durably before the answer, and read at start.
+written durably before the answer, and read at start. In a cluster they are the metadata's
+`ConfigRecord`s instead (docs/cluster.md): any broker takes a change of the cluster default or
+of any registered broker's layer, the controller commits it, and every broker applies the
+cluster default and its own layer.
 
 - The topic defaults (`log.retention.ms`, `log.segment.bytes`, `log.cleanup.policy`,
   `compression.type`, `message.max.bytes`, every `log.*` synonym of a topic key below) apply at
@@ -720,7 +724,7 @@ written durably before the answer, and read at start.
   change (`broker.id`, `log.dirs`, ...: \"Cannot update these configs dynamically\"); an SSL
   keystore or truststore key without its `listener.name.<listener>.` prefix; a per-broker key
   (listeners, SSL, SASL) at the cluster default; a value not of its key's type; another
-  broker's id.
+  broker's id on a single node.
 - seglog refuses, saying so, a dynamic key it acts on only at start (`max.connections`,
   `max.connections.per.ip`, `listeners`, `sasl.enabled.mechanisms`, the `log.cleaner.*`
   settings, `num.recovery.threads.per.data.dir`, ...): set these in `server.properties` and

@@ -262,7 +262,8 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         | AdminRequest::SetTopicConfigs { name, .. } => name.clone(),
         AdminRequest::AllocateProducerIds { .. }
         | AdminRequest::UnregisterBroker { .. }
-        | AdminRequest::Security(_) => String::new(),
+        | AdminRequest::Security(_)
+        | AdminRequest::SetBrokerConfigs { .. } => String::new(),
     };
     let factor = match &request {
         AdminRequest::CreateTopic { replication_factor, .. } => *replication_factor,

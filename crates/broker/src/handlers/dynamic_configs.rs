@@ -72,13 +72,17 @@ pub(crate) fn load_dynamic_configs(
 }
 
 /// Replaces the layer of the BROKER resource `name` with what `change` makes of it, after
-/// Kafka's checks; with `validate_only`, only checks.
+/// Kafka's checks; with `validate_only`, only checks. A cluster's broker forwards the new layer
+/// to the controller ([`alter_in_cluster`]).
 fn alter(
     broker: &Broker,
     name: &str,
     validate_only: bool,
     change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Error>,
 ) -> Result<(), Error> {
+    if let Some(link) = broker.cluster() {
+        return alter_in_cluster(broker, link, name, validate_only, change);
+    }
     let per_broker = resource_is_per_broker(broker, name)?;
     let mut current =
         broker.dynamic_configs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -100,6 +104,83 @@ fn alter(
         .map_err(|error| Error::wire_with(storage_error(&error), error.to_string()))?;
     *current = next;
     Ok(())
+}
+
+/// The cluster's way (Kafka's KRaft `ConfigurationControlManager`): the layer of the cluster
+/// default or of any registered broker, as the committed metadata has it, changed and checked
+/// here, then written by the controller as Config records; every broker applies the cluster
+/// default and its own layer ([`apply_from_metadata`]), this one before the answer.
+fn alter_in_cluster(
+    broker: &Broker,
+    link: &crate::cluster::link::ClusterLink,
+    name: &str,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Error>,
+) -> Result<(), Error> {
+    use crate::cluster::records::CONFIG_RESOURCE_BROKER;
+    let per_broker = !name.is_empty();
+    if per_broker {
+        let id: i32 = name.parse().map_err(|_| {
+            invalid_request(format!("Node id must be an integer, but it is: {name}"))
+        })?;
+        if !link.with_image(|image| image.brokers.contains_key(&id)) {
+            return Err(invalid_request(format!("Broker {name} is not registered.")));
+        }
+    }
+    let (current, own) = link.with_image(|image| {
+        let layer = |name: &str| {
+            image
+                .configs
+                .get(&(CONFIG_RESOURCE_BROKER, name.to_owned()))
+                .cloned()
+                .unwrap_or_default()
+        };
+        (layer(name), (layer(""), layer(&broker.config.node_id.to_string())))
+    });
+    let layer = change(&current)?;
+    dynamic::validate(&layer, per_broker, broker_key_type, is_honoured).map_err(invalid_request)?;
+    // The topic defaults this broker would run with, when the change is its own.
+    let mine = !per_broker || name == broker.config.node_id.to_string();
+    if mine {
+        let mut next = DynamicConfigs::default();
+        (next.cluster_default, next.per_broker) = own;
+        *next.layer_mut(per_broker) = layer.clone();
+        log_defaults(&broker.config, &next).map_err(invalid_request)?;
+    }
+    if validate_only {
+        return Ok(());
+    }
+    let request = crate::cluster::raft::network::AdminRequest::SetBrokerConfigs {
+        name: name.to_owned(),
+        layer,
+    };
+    super::cluster::forward(link, request).map_err(|(code, text)| {
+        Error::wire_with(
+            ResponseError::try_from_code(code).unwrap_or(ResponseError::UnknownServerError),
+            text,
+        )
+    })
+}
+
+/// A cluster's broker takes the committed metadata's cluster default and its own layer as
+/// its dynamic configs (the applier calls this when either changed): the topic defaults go to
+/// every log. The local `seglog-dynamic-configs` file is not read or written in a cluster.
+pub(crate) fn apply_from_metadata(
+    broker: &Broker,
+    cluster_default: BTreeMap<String, String>,
+    per_broker: BTreeMap<String, String>,
+) {
+    let mut next = DynamicConfigs::default();
+    (next.cluster_default, next.per_broker) = (cluster_default, per_broker);
+    match log_defaults(&broker.config, &next) {
+        Ok(defaults) => {
+            if let Err(error) = broker.manager.set_default_log_config(defaults) {
+                tracing::error!(%error, "cannot apply the cluster's topic defaults");
+            }
+        }
+        Err(error) => tracing::warn!(%error, "the cluster's broker configs are not applied"),
+    }
+    *broker.dynamic_configs.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = next;
 }
 
 /// AlterConfigs on a BROKER resource: `configs` replace its whole layer, as in Kafka.

@@ -29,7 +29,7 @@ use seglog_storage::manager::{Clock, SystemClock};
 pub(crate) use admin::{create_partitions, create_topics, delete_records, delete_topics, metadata};
 pub(crate) use configs::{alter_configs, describe_configs, incremental_alter_configs};
 pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch, produce};
-pub(crate) use dynamic_configs::load_dynamic_configs;
+pub(crate) use dynamic_configs::{apply_from_metadata, load_dynamic_configs};
 pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
 pub(crate) use txn::{
     add_offsets_to_txn, add_partitions_to_txn, describe_producers, describe_transactions, end_txn,

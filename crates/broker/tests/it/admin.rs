@@ -668,7 +668,7 @@ async fn dynamic_broker_configs_apply_live_persist_and_are_refused_as_in_kafka()
         .with_include_synonyms(true);
     let response = client.send(&topic, 4).await;
     let retention = &response.results[0].configs[0];
-    assert_eq!((retention.value.as_deref(), retention.config_source), (Some("1234"), 1));
+    assert_eq!((retention.value.as_deref(), retention.config_source), (Some("1234"), 2));
     assert_eq!(
         (retention.synonyms[0].name.as_str(), retention.synonyms[0].value.as_deref()),
         ("log.retention.ms", Some("1234"))
@@ -685,7 +685,7 @@ async fn dynamic_broker_configs_apply_live_persist_and_are_refused_as_in_kafka()
     let threads = &response.results[0].configs[0];
     assert_eq!(
         (threads.value.as_deref(), threads.config_source, threads.read_only),
-        (Some("9"), 1, false)
+        (Some("9"), 2, false)
     );
 
     // Kafka's refusals, with its messages (INVALID_REQUEST), and nothing changes.
@@ -743,7 +743,7 @@ async fn dynamic_broker_configs_apply_live_persist_and_are_refused_as_in_kafka()
         .collect();
     assert_eq!(
         described,
-        vec![("log.retention.ms", Some("99"), 2), ("log.segment.bytes", Some("2097152"), 2)]
+        vec![("log.retention.ms", Some("99"), 3), ("log.segment.bytes", Some("2097152"), 3)]
     );
     let plain = config_of(&server, "plain");
     assert_eq!((plain.segment_bytes, plain.retention_ms), (2_097_152, 1234));

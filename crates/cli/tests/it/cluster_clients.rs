@@ -726,6 +726,48 @@ fn security_metadata_spans_the_cluster(cluster: &Cluster) {
     for node in [1, 2] {
         assert_eq!(metadata_error(node), 0, "broker {node} no longer denies after the delete");
     }
+    broker_configs_span_the_cluster(cluster);
+}
+
+/// Dynamic broker configs are metadata too (`ConfigRecord`s of BROKER resources): the cluster
+/// default set through broker 1 holds on broker 2 (DYNAMIC_DEFAULT_BROKER_CONFIG, 3), and
+/// broker 3's own layer can be set through broker 1 (DYNAMIC_BROKER_CONFIG, 2).
+fn broker_configs_span_the_cluster(cluster: &Cluster) {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{DescribeConfigsRequest, IncrementalAlterConfigsRequest};
+    use kafka_protocol::protocol::StrBytes;
+    let text = |s: &str| StrBytes::from_string(s.to_owned());
+    let set = |via: usize, resource: &str, value: &str| {
+        let config = AlterableConfig::default()
+            .with_name(text("log.retention.ms"))
+            .with_config_operation(0)
+            .with_value(Some(text(value)));
+        let resource = AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(text(resource))
+            .with_configs(vec![config]);
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+        let answer = ask(&cluster.bootstrap(via), &request, 1);
+        assert_eq!(answer.responses[0].error_code, 0, "{answer:?}");
+    };
+    let retention = |node: usize| {
+        let resource = DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(text(&node.to_string()))
+            .with_configuration_keys(Some(vec![text("log.retention.ms")]));
+        let request = DescribeConfigsRequest::default().with_resources(vec![resource]);
+        let answer = ask(&cluster.bootstrap(node), &request, 4);
+        let entry = &answer.results[0].configs[0];
+        (entry.value.as_ref().map(ToString::to_string), entry.config_source)
+    };
+    set(1, "", "1234567");
+    assert_eq!(retention(2), (Some("1234567".to_owned()), 3), "the cluster default on broker 2");
+    set(1, "3", "7654321");
+    assert_eq!(retention(3), (Some("7654321".to_owned()), 2), "broker 3's own, set through 1");
+    assert_eq!(retention(1), (Some("1234567".to_owned()), 3), "broker 1 keeps the default");
 }
 
 /// The exactly-once checker of `txn.rs` (`eos.py`: a read_committed consumer in a group,

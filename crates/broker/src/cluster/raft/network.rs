@@ -89,6 +89,12 @@ pub enum AdminRequest {
     },
     /// CreateAcls, DeleteAcls, AlterUserScramCredentials, AlterClientQuotas.
     Security(crate::cluster::security_image::SecurityChange),
+    /// AlterConfigs/IncrementalAlterConfigs of a BROKER resource (`name` a broker id, or
+    /// empty for the cluster default): its whole new layer.
+    SetBrokerConfigs {
+        name: String,
+        layer: std::collections::BTreeMap<String, String>,
+    },
 }
 
 /// A forwarded change's answer: the metadata offset it is applied at on the controller, and
@@ -462,6 +468,9 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                     (c.unregister_broker(*broker_id)?, false)
                 }
                 AdminRequest::Security(change) => (c.security_change(change)?, false),
+                AdminRequest::SetBrokerConfigs { name, layer } => {
+                    (c.set_broker_configs(name, layer)?, false)
+                }
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
                     return Ok((Some(start), records));
