@@ -112,11 +112,24 @@ impl ReplicaManager {
         acks: Acks,
         now_ms: i64,
     ) -> std::result::Result<(Arc<PartitionLog>, AppendInfo), AppendError> {
+        self.append_verified(tp, records, (origin, None), acks, now_ms)
+    }
+
+    /// [`append`](Self::append) of a transactional write verified with a remote coordinator
+    /// under a KIP-890 guard (`PartitionLog::start_verification`), `None` for any other.
+    pub(crate) fn append_verified(
+        &self,
+        tp: &TopicPartition,
+        records: &[u8],
+        (origin, guard): (AppendOrigin, Option<u64>),
+        acks: Acks,
+        now_ms: i64,
+    ) -> std::result::Result<(Arc<PartitionLog>, AppendInfo), AppendError> {
         if origin == AppendOrigin::Client && INTERNAL_TOPICS.contains(&tp.topic.as_str()) {
             return Err(AppendError::InternalTopic(tp.topic.clone()));
         }
         let log = self.manager.get_log(tp)?;
-        let info = log.append_as_sole_leader(records, origin, now_ms)?;
+        let info = log.append_as_sole_leader_verified(records, origin, now_ms, guard)?;
         self.appended.notify_waiters();
         Self::await_acks(&log, &info, acks, now_ms)?;
         Ok((log, info))

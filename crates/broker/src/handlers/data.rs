@@ -225,6 +225,23 @@ fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
 /// Appends one partition's record set. Transactional data is appended only once the
 /// transaction coordinator confirms the partition is in the producer's open transaction
 /// (KIP-890 part 1), under the transaction's gate, so that no write lands after its end.
+/// A produce to a partition led elsewhere: the error, with the current leader (KIP-951) when
+/// given.
+fn produce_not_led_here(
+    partition: i32,
+    code: i16,
+    leader: Option<(i32, i32)>,
+) -> PartitionProduceResponse {
+    let mut response = produce_error(partition, code, "this broker does not lead the partition");
+    if let Some((leader_id, leader_epoch)) = leader {
+        response.current_leader =
+            kafka_protocol::messages::produce_response::LeaderIdAndEpoch::default()
+                .with_leader_id(BrokerId(leader_id))
+                .with_leader_epoch(leader_epoch);
+    }
+    response
+}
+
 fn append_partition(
     broker: &Broker,
     target: Target<'_>,
@@ -249,21 +266,21 @@ fn append_partition(
         );
     };
     if let Some((code, leader)) = broker.not_led_here(topic, partition) {
-        let mut response =
-            produce_error(partition, code, "this broker does not lead the partition");
-        if let Some((leader_id, leader_epoch)) = leader.filter(|_| version >= 10) {
-            response.current_leader =
-                kafka_protocol::messages::produce_response::LeaderIdAndEpoch::default()
-                    .with_leader_id(BrokerId(leader_id))
-                    .with_leader_epoch(leader_epoch);
-        }
-        return response;
+        return produce_not_led_here(partition, code, leader.filter(|_| version >= 10));
     }
     let started = Instant::now();
     let tp = tp(topic, partition);
-    let append = || broker.replicas.append(&tp, &records, AppendOrigin::Client, acks, now_ms());
+    let append = |guard| {
+        broker.replicas.append_verified(
+            &tp,
+            &records,
+            (AppendOrigin::Client, guard),
+            acks,
+            now_ms(),
+        )
+    };
     let appended = match (transactional_producer(&records), transactional_id) {
-        (None, _) => append(),
+        (None, _) => append(None),
         (Some(_), None) => {
             return produce_error(
                 partition,

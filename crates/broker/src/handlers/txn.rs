@@ -535,7 +535,8 @@ pub(crate) async fn txn_offset_commit(
                     request.producer_id.0,
                     request.producer_epoch,
                     &tp,
-                    || {
+                    // The offsets' append is the group coordinator's, without a guard.
+                    |_guard| {
                         broker.groups.txn_commit_offsets(
                             &group_id,
                             request.producer_id.0,
@@ -787,14 +788,14 @@ pub(crate) async fn describe_producers(
 /// open transaction (KIP-890 part 1), on a blocking thread: in-process under the transaction's
 /// gate when this broker coordinates `transactional_id`, else (a cluster) through the
 /// coordinator's broker with AddPartitionsToTxn `verify_only` (Kafka's
-/// `AddPartitionsToTxnManager`).
+/// `AddPartitionsToTxnManager`), `append` then given the partition's verification guard.
 pub(super) fn with_verified<T>(
     broker: &Broker,
     transactional_id: &str,
     producer_id: i64,
     producer_epoch: i16,
     tp: &TopicPartition,
-    append: impl FnOnce() -> T,
+    append: impl FnOnce(Option<u64>) -> T,
 ) -> Result<T, ResponseError> {
     let Some(coordinator) = broker.txns.coordinator_of(transactional_id)? else {
         return broker.txns.with_verified(
@@ -802,9 +803,14 @@ pub(super) fn with_verified<T>(
             producer_id,
             producer_epoch,
             tp,
-            append,
+            || append(None),
         );
     };
+    // KIP-890's guard, taken before asking: a marker that ends the producer's transaction
+    // here before the append makes the append INVALID_TXN_STATE instead of opening a
+    // transaction the coordinator no longer knows.
+    let guard =
+        broker.manager.get_log(tp).ok().and_then(|log| log.start_verification(producer_id).ok());
     let link = broker.cluster().ok_or(ResponseError::CoordinatorNotAvailable)?;
     let request = AddPartitionsToTxnRequest::default().with_transactions(vec![
         AddPartitionsToTxnTransaction::default()
@@ -844,7 +850,7 @@ pub(super) fn with_verified<T>(
         .find(|code| *code != NONE);
     match refusal {
         Some(code) => Err(code_error(code)),
-        None => Ok(append()),
+        None => Ok(append(guard)),
     }
 }
 

@@ -407,7 +407,8 @@ impl PartitionLog {
     ) -> Result<AppendInfo> {
         let (info, flush_messages) = {
             let mut state = self.write_state()?;
-            let info = Self::append_locked(&mut state, records, leader_epoch, origin, now_ms)?;
+            let info =
+                Self::append_locked(&mut state, records, leader_epoch, (origin, None), now_ms)?;
             (info, state.config.flush_messages)
         };
         self.after_append(info, flush_messages, now_ms)
@@ -425,18 +426,7 @@ impl PartitionLog {
         origin: AppendOrigin,
         now_ms: i64,
     ) -> Result<AppendInfo> {
-        let (info, flush_messages) = {
-            let mut state = self.write_state()?;
-            let leader_epoch = state.epoch_cache.latest_epoch().unwrap_or(0).max(0);
-            let mut info = Self::append_locked(&mut state, records, leader_epoch, origin, now_ms)?;
-            if state.high_watermark.message_offset < state.local.log_end_offset() {
-                let log_end = state.local.next_offset_metadata();
-                set_high_watermark(&mut state, log_end);
-            }
-            info.high_watermark = state.high_watermark.message_offset;
-            (info, state.config.flush_messages)
-        };
-        self.after_append(info, flush_messages, now_ms)
+        self.append_as_sole_leader_verified(records, origin, now_ms, None)
     }
 
     /// Validates `records` as a leader (assigning offsets from the log end, stamping
@@ -446,7 +436,7 @@ impl PartitionLog {
         state: &mut State,
         records: &[u8],
         leader_epoch: i32,
-        origin: AppendOrigin,
+        (origin, guard): (AppendOrigin, Option<u64>),
         now_ms: i64,
     ) -> Result<AppendInfo> {
         let validation = validation_config(&state.config);
@@ -475,9 +465,10 @@ impl PartitionLog {
                 .check(batch.producer_id, batch.producer_epoch, batch.first_seq, batch.last_seq)
                 .map_err(Error::Validation)?;
             if check == ProducerCheck::Append {
-                state
-                    .producers
+                let producers = &state.producers;
+                producers
                     .check_txn_state(batch.producer_id, batch.first_offset, batch.is_transactional)
+                    .and_then(|()| producers.check_verification(batch.producer_id, guard))
                     .map_err(Error::Validation)?;
             }
             if let ProducerCheck::Duplicate(original) = check {

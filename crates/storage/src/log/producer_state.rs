@@ -223,7 +223,16 @@ pub struct ProducerStateManager {
     /// Completed transactions whose marker is not yet below the high watermark, by first offset
     /// (Kafka's `unreplicatedTxns`).
     unreplicated_txns: BTreeMap<i64, UnreplicatedTxn>,
+    /// Transactional writes being verified with a remote coordinator (KIP-890's verification
+    /// guards, Kafka's `VerificationStateEntry`): producer id -> guard. In memory only, at most
+    /// [`VERIFICATIONS_MAX`]; a marker or the transaction's first append ends one.
+    verifications: BTreeMap<i64, u64>,
+    /// The last guard handed out.
+    last_guard: u64,
 }
+
+/// The most transactional writes under verification at once in one partition.
+pub const VERIFICATIONS_MAX: usize = 4096;
 
 impl ProducerStateManager {
     /// An empty state over the snapshot files of the partition directory `dir` (Kafka's
@@ -259,6 +268,50 @@ impl ProducerStateManager {
             corrupt: Vec::new(),
             ongoing_txns: BTreeMap::new(),
             unreplicated_txns: BTreeMap::new(),
+            verifications: BTreeMap::new(),
+            last_guard: 0,
+        })
+    }
+
+    /// Starts the verification of a transactional write of `producer_id` (Kafka's
+    /// `maybeCreateVerificationStateEntry`): its guard, the one already out if another write is
+    /// being verified. Past [`VERIFICATIONS_MAX`] the oldest verification is dropped (its write
+    /// is then refused as INVALID_TXN_STATE).
+    pub fn start_verification(&mut self, producer_id: i64) -> u64 {
+        if let Some(guard) = self.verifications.get(&producer_id) {
+            return *guard;
+        }
+        if self.verifications.len() >= VERIFICATIONS_MAX
+            && let Some(oldest) =
+                self.verifications.iter().min_by_key(|(_, g)| **g).map(|(p, _)| *p)
+        {
+            self.verifications.remove(&oldest);
+        }
+        self.last_guard += 1;
+        self.verifications.insert(producer_id, self.last_guard);
+        self.last_guard
+    }
+
+    /// Checks a verified transactional write (Kafka's `UnifiedLog.append` with a verification
+    /// guard): a producer with a transaction open here needs none; otherwise its guard must
+    /// still be the one handed out, so a write verified before a marker ended the transaction
+    /// (the coordinator aborted it meanwhile) cannot open a transaction nobody will end.
+    pub fn check_verification(
+        &self,
+        producer_id: i64,
+        guard: Option<u64>,
+    ) -> Result<(), ValidationError> {
+        let Some(guard) = guard else { return Ok(()) };
+        if self.current_txn_first_offset(producer_id).is_some()
+            || self.verifications.get(&producer_id) == Some(&guard)
+        {
+            return Ok(());
+        }
+        Err(ValidationError::InvalidTxnState {
+            message: format!(
+                "Transaction verification of producer {producer_id} is no longer valid: the \
+                 transaction ended after it was verified"
+            ),
         })
     }
 
@@ -344,6 +397,7 @@ impl ProducerStateManager {
         self.update(producer_id, epoch, batch);
         let Some(entry) = self.producers.get_mut(&producer_id) else { return false };
         if is_transactional && entry.current_txn_first_offset < 0 {
+            self.verifications.remove(&producer_id);
             entry.current_txn_first_offset = batch.first_offset;
             self.ongoing_txns.insert(batch.first_offset, producer_id);
             return true;
@@ -386,6 +440,7 @@ impl ProducerStateManager {
     /// ([`ProducerStateManager::last_stable_offset_of`]) and then calls
     /// [`ProducerStateManager::complete_txn`].
     pub fn update_end_txn_marker(&mut self, marker: &TxnMarker) -> Option<CompletedTxn> {
+        self.verifications.remove(&marker.producer_id);
         let entry = self
             .producers
             .entry(marker.producer_id)
@@ -491,6 +546,7 @@ impl ProducerStateManager {
     fn clear_producers(&mut self) {
         self.producers.clear();
         self.ongoing_txns.clear();
+        self.verifications.clear();
         self.unreplicated_txns.clear();
     }
 

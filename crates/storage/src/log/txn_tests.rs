@@ -337,6 +337,36 @@ fn appends_that_break_the_transaction_state_are_refused() {
     assert_eq!(log.log_end_offset().unwrap(), 5);
 }
 
+/// KIP-890's verification guard: a write verified with a remote coordinator opens its
+/// transaction only if no marker ended the producer's transaction since the verification
+/// started; once the transaction is open here, no guard is needed; without a guard (a local
+/// coordinator, or a follower) nothing is checked.
+#[test]
+fn a_write_verified_before_the_transaction_ended_is_refused() {
+    let fs = SimFs::new();
+    let log = open(&fs, &LogConfig::default());
+    let verified = |guard, seq, value: &str| {
+        let batch = txn_batch(1, 0, seq, &[value], 1_000);
+        log.append_as_sole_leader_verified(&batch, AppendOrigin::Client, 0, Some(guard))
+    };
+    let stale = log.start_verification(1).unwrap();
+    assert_eq!(log.start_verification(1).unwrap(), stale, "one guard while one is out");
+    // The coordinator aborts the transaction meanwhile: its marker lands first.
+    end(&log, 1, false);
+    let refused = verified(stale, 0, "late");
+    assert_eq!(refused_code(refused), (48, "INVALID_TXN_STATE"));
+    assert_eq!(log.log_end_offset().unwrap(), 1, "nothing opened a transaction");
+    assert_eq!(log.last_stable_offset().unwrap(), 1);
+    let fresh = log.start_verification(1).unwrap();
+    assert_ne!(fresh, stale);
+    verified(fresh, 0, "a0").unwrap();
+    verified(stale, 1, "a1").expect("the transaction is open here: no guard needed");
+    end(&log, 1, true);
+    let unguarded = txn_batch(1, 0, 2, &[b"b0"], 1_000);
+    log.append_as_sole_leader_verified(&unguarded, AppendOrigin::Client, 0, None).unwrap();
+    assert_eq!(log.log_end_offset().unwrap(), 5);
+}
+
 /// `testReadCommittedWithConcurrentHighWatermarkUpdates`-like, over tiny segments: a
 /// read_committed read stops at the LSO and returns exactly the aborted transactions that
 /// overlap it (Kafka's `collectAbortedTransactions`), each in its marker's segment's `.txnindex`

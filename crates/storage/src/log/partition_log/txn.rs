@@ -8,17 +8,50 @@ use std::sync::Arc;
 
 use seglog_format::AbortedTxn;
 
-use super::{AbortedTransaction, ActiveProducer, PartitionLog, State, offset_metadata};
+use super::{AbortedTransaction, ActiveProducer, AppendInfo, PartitionLog, State, offset_metadata};
 use crate::error::Result;
 use crate::io::Fs;
 use crate::log::load::LoadedLog;
 use crate::log::local_log::LocalLog;
 use crate::log::producer_rebuild::replay_aborted_txns;
 use crate::log::producer_state::{BatchMetadata, CompletedTxn};
+use crate::log::validator::AppendOrigin;
 use crate::log::validator::ValidatedAppend;
 use crate::segment::{FetchData, LogOffsetMetadata, LogSegment};
 
 impl PartitionLog {
+    /// [`append_as_sole_leader`](Self::append_as_sole_leader) of a transactional write verified
+    /// under `guard` ([`start_verification`](Self::start_verification)), refused as
+    /// INVALID_TXN_STATE if a marker ended the transaction since.
+    pub fn append_as_sole_leader_verified(
+        &self,
+        records: &[u8],
+        origin: AppendOrigin,
+        now_ms: i64,
+        guard: Option<u64>,
+    ) -> Result<AppendInfo> {
+        let (info, flush_messages) = {
+            let mut state = self.write_state()?;
+            let leader_epoch = state.epoch_cache.latest_epoch().unwrap_or(0).max(0);
+            let mut info =
+                Self::append_locked(&mut state, records, leader_epoch, (origin, guard), now_ms)?;
+            if state.high_watermark.message_offset < state.local.log_end_offset() {
+                let log_end = state.local.next_offset_metadata();
+                set_high_watermark(&mut state, log_end);
+            }
+            info.high_watermark = state.high_watermark.message_offset;
+            (info, state.config.flush_messages)
+        };
+        self.after_append(info, flush_messages, now_ms)
+    }
+
+    /// Starts the verification of a transactional write of `producer_id` with a remote
+    /// coordinator (KIP-890): the guard to append it with
+    /// ([`append_as_sole_leader_verified`](Self::append_as_sole_leader_verified)).
+    pub fn start_verification(&self, producer_id: i64) -> Result<u64> {
+        Ok(self.write_state()?.producers.start_verification(producer_id))
+    }
+
     /// The last stable offset (Kafka's `lastStableOffset`): the first offset of the earliest
     /// transaction not yet decided (or decided above the high watermark), bounded by the high
     /// watermark; the high watermark when none is.
