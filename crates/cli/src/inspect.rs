@@ -127,8 +127,8 @@ fn inspect_partition(dir: &Path, limits: DecodeLimits) -> Result<bool> {
             *total.codecs.entry(codec).or_default() += n;
         }
     }
-    println!(
-        "{name}: {} segments, {} batches, {} records, {}, {} bytes, codecs [{}]",
+    let mut text = format!(
+        "{name}: {} segments, {} batches, {} records, {}, {} bytes, codecs [{}]\n",
         segments.len(),
         total.n_batches,
         total.n_records,
@@ -137,8 +137,10 @@ fn inspect_partition(dir: &Path, limits: DecodeLimits) -> Result<bool> {
         total.codecs()
     );
     for line in lines {
-        println!("{line}");
+        text.push_str(&line);
+        text.push('\n');
     }
+    crate::common::print_to_stdout(&text)?;
     Ok(clean)
 }
 
@@ -189,8 +191,8 @@ pub(crate) fn run(path: Option<PathBuf>, decompressed_bytes_max: usize) -> Resul
         std::fs::metadata(&path).with_context(|| format!("cannot open {}", path.display()))?;
     if metadata.is_file() {
         let report = inspect_segment(&path, limits)?;
-        println!(
-            "{}: {} batches, {} records, {}, {} bytes, codecs [{}], {}",
+        crate::common::print_to_stdout(&format!(
+            "{}: {} batches, {} records, {}, {} bytes, codecs [{}], {}\n",
             path.display(),
             report.n_batches,
             report.n_records,
@@ -198,7 +200,7 @@ pub(crate) fn run(path: Option<PathBuf>, decompressed_bytes_max: usize) -> Resul
             report.size_bytes,
             report.codecs(),
             report.problem.as_deref().unwrap_or("ok")
-        );
+        ))?;
         return Ok(report.problem.is_none());
     }
     let dir_name = path.file_name().map(|name| name.to_string_lossy().into_owned());
@@ -225,10 +227,10 @@ pub(crate) fn run(path: Option<PathBuf>, decompressed_bytes_max: usize) -> Resul
     for partition in &partitions {
         clean &= inspect_partition(partition, limits)?;
     }
-    println!(
-        "{} partitions, {}",
+    crate::common::print_to_stdout(&format!(
+        "{} partitions, {}\n",
         partitions.len(),
         if clean { "all clean" } else { "PROBLEMS FOUND" }
-    );
+    ))?;
     Ok(clean)
 }
