@@ -122,10 +122,10 @@ impl GroupCoordinator {
         member_id: &str,
         group_instance_id: Option<&str>,
         offsets: &[OffsetToCommit],
-        now_ms: i64,
+        (now_ms, guard): (i64, Option<u64>),
     ) -> Vec<i16> {
         let member = (generation_id, member_id, group_instance_id);
-        self.commit(group_id, Some((producer_id, producer_epoch)), member, offsets, now_ms)
+        self.commit(group_id, Some((producer_id, producer_epoch, guard)), member, offsets, now_ms)
     }
 
     /// OffsetCommit, or with a producer TxnOffsetCommit: the checks, the records, their write
@@ -134,7 +134,7 @@ impl GroupCoordinator {
     fn commit(
         &self,
         group_id: &str,
-        producer: Option<(i64, i16)>,
+        producer: Option<super::store::TxnWriter>,
         (generation_id, member_id, group_instance_id): (i32, &str, Option<&str>),
         offsets: &[OffsetToCommit],
         now_ms: i64,
@@ -178,7 +178,7 @@ impl GroupCoordinator {
         };
         if let Some(group) = inner.groups.get_mut(group_id) {
             match producer {
-                Some((producer_id, _)) => {
+                Some((producer_id, _, _)) => {
                     group.pending_txn_offsets.entry(producer_id).or_default().extend(kept);
                 }
                 None => group.offsets.extend(kept),

@@ -12,6 +12,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+/// A transactional writer of offsets: producer id, epoch, and the verification guard of a
+/// remote coordinator's check (KIP-890), if any.
+pub(crate) type TxnWriter = (i64, i16, Option<u64>);
+
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use seglog_format::group::{
@@ -247,13 +251,14 @@ impl GroupCoordinator {
         self.append_as(inner, group_id, records, None, now_ms)
     }
 
-    /// [`Self::append`], with a producer as its transactional batch.
+    /// [`Self::append`], with a producer as its transactional batch (and the verification
+    /// guard of its remote coordinator's check, if any).
     pub(super) fn append_as(
         &self,
         inner: &mut Inner,
         group_id: &str,
         records: &[KeyValue],
-        producer: Option<(i64, i16)>,
+        producer: Option<TxnWriter>,
         now_ms: i64,
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let partitions = self.ensure_offsets_topic_locked(inner)?;
@@ -268,7 +273,7 @@ impl GroupCoordinator {
         &self,
         partition: i32,
         records: &[KeyValue],
-        producer: Option<(i64, i16)>,
+        producer: Option<TxnWriter>,
         now_ms: i64,
     ) -> Result<(Arc<PartitionLog>, AppendInfo), ResponseError> {
         let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition };
@@ -280,7 +285,7 @@ impl GroupCoordinator {
         let mut rest = records;
         while !rest.is_empty() {
             let mut builder = RecordBatchBuilder::new(Compression::None);
-            if let Some((producer_id, producer_epoch)) = producer {
+            if let Some((producer_id, producer_epoch, _)) = producer {
                 builder = builder.producer(producer_id, producer_epoch, 0).transactional(true);
             }
             let mut taken = 0;
@@ -302,7 +307,13 @@ impl GroupCoordinator {
             let batch = builder.build().map_err(|_| ResponseError::UnknownServerError)?;
             let appended = self
                 .replicas
-                .append(&tp, &batch, AppendOrigin::Coordinator, Acks::Leader, now_ms)
+                .append_verified(
+                    &tp,
+                    &batch,
+                    (AppendOrigin::Coordinator, producer.and_then(|(_, _, guard)| guard)),
+                    Acks::Leader,
+                    now_ms,
+                )
                 .map_err(|error| {
                     tracing::warn!(%error, partition, "cannot append to {OFFSETS_TOPIC}");
                     ResponseError::CoordinatorNotAvailable

@@ -535,8 +535,7 @@ pub(crate) async fn txn_offset_commit(
                     request.producer_id.0,
                     request.producer_epoch,
                     &tp,
-                    // The offsets' append is the group coordinator's, without a guard.
-                    |_guard| {
+                    |guard| {
                         broker.groups.txn_commit_offsets(
                             &group_id,
                             request.producer_id.0,
@@ -545,7 +544,7 @@ pub(crate) async fn txn_offset_commit(
                             &member_id,
                             instance_id.as_deref(),
                             &offsets,
-                            now_ms(),
+                            (now_ms(), guard),
                         )
                     },
                 );

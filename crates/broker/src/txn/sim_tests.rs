@@ -353,7 +353,7 @@ fn run(seed: u64, steps: usize) {
                             "",
                             None,
                             &offsets,
-                            now_ms,
+                            (now_ms, None),
                         )
                     })
                     .expect("verified");

@@ -486,6 +486,16 @@ impl PartitionLog {
                 });
             }
         }
+        // A coordinator's transactional batch (TxnOffsetCommit's offsets) is checked against its
+        // verification guard too.
+        if let Some(batch) =
+            validated.producer_batches.first().filter(|_| origin != AppendOrigin::Client)
+        {
+            state
+                .producers
+                .check_verification(batch.producer_id, guard)
+                .map_err(Error::Validation)?;
+        }
         let result = append_validated(state, &validated, now_ms);
         poison(state, result)
     }

@@ -365,6 +365,18 @@ fn a_write_verified_before_the_transaction_ended_is_refused() {
     let unguarded = txn_batch(1, 0, 2, &[b"b0"], 1_000);
     log.append_as_sole_leader_verified(&unguarded, AppendOrigin::Client, 0, None).unwrap();
     assert_eq!(log.log_end_offset().unwrap(), 5);
+    // A group coordinator's transactional offsets (TxnOffsetCommit) carry the guard too.
+    let offsets_guard = log.start_verification(2).unwrap();
+    end(&log, 2, false);
+    let offsets = txn_batch(2, 0, 0, &[b"offsets"], 1_000);
+    let refused = log.append_as_sole_leader_verified(
+        &offsets,
+        AppendOrigin::Coordinator,
+        0,
+        Some(offsets_guard),
+    );
+    assert_eq!(refused_code(refused), (48, "INVALID_TXN_STATE"));
+    assert_eq!(log.log_end_offset().unwrap(), 6, "only the marker");
 }
 
 /// `testReadCommittedWithConcurrentHighWatermarkUpdates`-like, over tiny segments: a
