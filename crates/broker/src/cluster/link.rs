@@ -363,12 +363,17 @@ impl BrokerLevel {
         let own = broker_id.to_string();
         let (security_offset, security, configs) = node.state().with_image(|image| {
             let changed = image.security.changed_at != self.last_security;
+            // Compared in place: most ticks change nothing, and copy nothing.
+            let empty = BTreeMap::new();
             let layer = |name: &str| {
-                let key = (CONFIG_RESOURCE_BROKER, name.to_owned());
-                image.configs.get(&key).cloned().unwrap_or_default()
+                image.configs.get(&(CONFIG_RESOURCE_BROKER, name.to_owned())).unwrap_or(&empty)
             };
-            let configs = (layer(""), layer(&own));
-            let configs = (self.last_broker_configs.as_ref() != Some(&configs)).then_some(configs);
+            let (cluster_default, per_broker) = (layer(""), layer(&own));
+            let configs_changed = self
+                .last_broker_configs
+                .as_ref()
+                .is_none_or(|(default, own)| default != cluster_default || own != per_broker);
+            let configs = configs_changed.then(|| (cluster_default.clone(), per_broker.clone()));
             (image.offset, changed.then(|| image.security.clone()), configs)
         });
         if let Some(security) = security {

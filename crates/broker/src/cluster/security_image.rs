@@ -109,8 +109,7 @@ impl SecurityImage {
                     if self.acls.contains_key(&acl.id) {
                         return Err(ResponseError::InvalidRequest);
                     }
-                    let known = self.acls.values().chain(added.iter().copied());
-                    if known.clone().any(|other| other.same_acl(acl)) {
+                    if self.acls.values().chain(added.iter().copied()).any(|o| o.same_acl(acl)) {
                         continue;
                     }
                     added.push(acl);

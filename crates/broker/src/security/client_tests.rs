@@ -22,18 +22,7 @@ const SCRAM_JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModul
 
 /// A CA and a certificate for `localhost` signed by it: (keystore, truststore) PEM files.
 fn certificates(dir: &std::path::Path, name: &str) -> (String, String) {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca =
-        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("key")).expect("ca");
-    let params = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
-    let key = KeyPair::generate().expect("key");
-    let cert = params.signed_by(&key, &ca).expect("cert");
-    let keystore = dir.join(format!("{name}-keystore.pem"));
-    std::fs::write(&keystore, format!("{}{}", key.serialize_pem(), cert.pem())).expect("write");
-    let truststore = dir.join(format!("{name}-ca.pem"));
-    std::fs::write(&truststore, ca.pem()).expect("write");
+    let (keystore, truststore) = crate::security::sasl_tests::dev_certs(dir, name);
     (keystore.display().to_string(), truststore.display().to_string())
 }
 

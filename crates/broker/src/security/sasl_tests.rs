@@ -328,7 +328,12 @@ async fn sessions_expire_without_reauthentication_and_reauthenticate_on_the_same
     server.shutdown().await.expect("shutdown");
 }
 
-fn dev_certs(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+/// A CA and a certificate for `localhost` signed by it, written under `dir` as
+/// `<name>-keystore.pem` (key and chain) and `<name>-ca.pem`: (keystore, truststore).
+pub(super) fn dev_certs(
+    dir: &std::path::Path,
+    name: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -337,9 +342,9 @@ fn dev_certs(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) 
     let params = CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
     let key = KeyPair::generate().expect("key");
     let cert = params.signed_by(&key, &ca).expect("cert");
-    let keystore = dir.join("server.pem");
+    let keystore = dir.join(format!("{name}-keystore.pem"));
     std::fs::write(&keystore, format!("{}{}", key.serialize_pem(), cert.pem())).expect("write");
-    let ca_path = dir.join("ca.pem");
+    let ca_path = dir.join(format!("{name}-ca.pem"));
     std::fs::write(&ca_path, ca.pem()).expect("write");
     (keystore, ca_path)
 }
@@ -380,7 +385,7 @@ async fn tls_connect(
 async fn sasl_ssl_with_scram_and_a_slow_handshake_is_cut_off() {
     let dir = tempfile::tempdir().expect("tempdir");
     let certs = tempfile::tempdir().expect("tempdir");
-    let (keystore, ca) = dev_certs(certs.path());
+    let (keystore, ca) = dev_certs(certs.path(), "server");
     let keystore = keystore.display().to_string();
     let server = start(
         dir.path(),
@@ -544,8 +549,8 @@ async fn a_replaced_keystore_is_used_without_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let old = tempfile::tempdir().expect("tempdir");
     let new = tempfile::tempdir().expect("tempdir");
-    let (old_keystore, old_ca) = dev_certs(old.path());
-    let (new_keystore, new_ca) = dev_certs(new.path());
+    let (old_keystore, old_ca) = dev_certs(old.path(), "old");
+    let (new_keystore, new_ca) = dev_certs(new.path(), "new");
     let keystore = dir.path().join("server.pem");
     std::fs::copy(&old_keystore, &keystore).expect("copy");
     let location = keystore.display().to_string();
