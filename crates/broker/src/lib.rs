@@ -19,6 +19,7 @@ mod handlers;
 mod metrics;
 mod replay;
 mod replica;
+mod replication;
 mod request;
 mod security;
 pub mod server;
@@ -93,6 +94,9 @@ pub struct Broker {
     appended: Arc<tokio::sync::Notify>,
     /// The one append path (Produce; the coordinator holds its own over the same logs).
     replicas: replica::ReplicaManager,
+    /// A cluster's partitions as replicas: roles, ISRs, the followers' fetchers (unused on a
+    /// single node).
+    replication: Arc<replication::Replication>,
     /// The group coordinator (every group: a single node coordinates them all).
     groups: group::GroupCoordinator,
     /// The transaction coordinator (every transactional id).
@@ -163,11 +167,17 @@ impl Broker {
         );
         let fetch_sessions =
             fetch_session::FetchSessionCache::new(config.fetch_session_cache_slots);
+        let replication = Arc::new(replication::Replication::new(
+            config.node_id,
+            config.replication.clone(),
+            Arc::clone(&appended),
+        ));
         Self {
             config,
             manager,
             appended,
             replicas,
+            replication,
             groups,
             txns,
             security,
@@ -231,13 +241,18 @@ impl Broker {
     /// node is the whole cluster.
     fn not_led_here(&self, topic: &str, partition: i32) -> Option<(i16, Option<(i32, i32)>)> {
         let link = self.cluster()?;
+        // The partition's role here decides (an append holds it); the image names the leader
+        // for the hint.
+        let tp = TopicPartition { topic: topic.to_owned(), partition };
+        if self.replication.leader_epoch(&tp).is_some() {
+            return None;
+        }
         link.with_image(|image| {
             let Some(state) = image.topic(topic).and_then(|t| t.partitions.get(&partition)) else {
                 return Some((kafka_protocol::ResponseError::UnknownTopicOrPartition.code(), None));
             };
-            if state.leader == link.broker_id() {
-                None
-            } else if state.leader < 0 {
+            if state.leader < 0 || state.leader == link.broker_id() {
+                // No leader, or this broker's leadership is not made yet.
                 Some((kafka_protocol::ResponseError::LeaderNotAvailable.code(), None))
             } else {
                 Some((

@@ -1,8 +1,10 @@
 //! `ReplicaManager` (Kafka's `ReplicaManager.appendRecords`): the one place where "append to a
 //! partition as its leader, with these acks" happens, for Produce and the group coordinator
-//! (and later the transaction coordinator and follower fetches). One node is the only replica
-//! of every partition, so an append moves the high watermark to the log end in the same locked
-//! storage call, and acks=-1 waits only for the topic's durability mode.
+//! and the transaction coordinator. A single node is the only replica of every partition, so an
+//! append moves the high watermark to the log end in the same locked storage call, and acks=-1
+//! waits only for the topic's durability mode. A cluster's broker appends through
+//! `Replication` (the partition's role and ISR), and acks=-1 waits for the in-sync replicas
+//! too.
 
 use std::sync::Arc;
 
@@ -83,7 +85,14 @@ pub(crate) struct ReplicaManager {
     manager: Arc<LogManager>,
     /// Woken after every append, so that waiting fetches look again.
     appended: Arc<tokio::sync::Notify>,
+    /// A cluster's replication, set once when the broker joins it: appends then go through
+    /// each partition's role and ISR. Without it, every partition is led alone.
+    replication: std::sync::OnceLock<Arc<crate::replication::Replication>>,
 }
+
+/// How long a coordinator's acks=all append waits for the in-sync replicas (Kafka's
+/// `offsets.commit.timeout.ms`).
+pub(crate) const COORDINATOR_ACKS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why an append was refused before storage saw it.
 #[derive(Debug, thiserror::Error)]
@@ -94,11 +103,20 @@ pub(crate) enum AppendError {
     /// Storage refused or failed (its error carries the code).
     #[error(transparent)]
     Storage(#[from] Error),
+    /// Replication refused or did not complete it: NOT_LEADER_OR_FOLLOWER,
+    /// NOT_ENOUGH_REPLICAS(_AFTER_APPEND), REQUEST_TIMED_OUT.
+    #[error("{0:?}")]
+    Replication(kafka_protocol::ResponseError),
 }
 
 impl ReplicaManager {
     pub(crate) fn new(manager: Arc<LogManager>, appended: Arc<tokio::sync::Notify>) -> Self {
-        Self { manager, appended }
+        Self { manager, appended, replication: std::sync::OnceLock::new() }
+    }
+
+    /// Appends through `replication` from now on (a cluster's broker).
+    pub(crate) fn use_replication(&self, replication: Arc<crate::replication::Replication>) {
+        let _ = self.replication.set(replication);
     }
 
     /// Appends `records` to `tp` as its leader (one locked storage call: leader epoch,
@@ -125,13 +143,45 @@ impl ReplicaManager {
         acks: Acks,
         now_ms: i64,
     ) -> std::result::Result<(Arc<PartitionLog>, AppendInfo), AppendError> {
+        self.append_within(tp, records, (origin, guard), acks, COORDINATOR_ACKS_TIMEOUT, now_ms)
+    }
+
+    /// [`append_verified`](Self::append_verified) whose acks=all waits at most `timeout` for
+    /// the in-sync replicas (a Produce's `timeout_ms`).
+    pub(crate) fn append_within(
+        &self,
+        tp: &TopicPartition,
+        records: &[u8],
+        (origin, guard): (AppendOrigin, Option<u64>),
+        acks: Acks,
+        timeout: std::time::Duration,
+        now_ms: i64,
+    ) -> std::result::Result<(Arc<PartitionLog>, AppendInfo), AppendError> {
         if origin == AppendOrigin::Client && INTERNAL_TOPICS.contains(&tp.topic.as_str()) {
             return Err(AppendError::InternalTopic(tp.topic.clone()));
         }
-        let log = self.manager.get_log(tp)?;
-        let info = log.append_as_sole_leader_verified(records, origin, now_ms, guard)?;
+        let Some(replication) = self.replication.get() else {
+            let log = self.manager.get_log(tp)?;
+            let info = log.append_as_sole_leader_verified(records, origin, now_ms, guard)?;
+            self.appended.notify_waiters();
+            Self::await_acks(&log, &info, acks, now_ms)?;
+            return Ok((log, info));
+        };
+        let acks_all = acks == Acks::All;
+        let (log, info) = replication
+            .append(tp, records, (origin, guard), acks_all, now_ms)
+            .map_err(|refused| match refused {
+                crate::replication::AppendRefused::Code(code) => AppendError::Replication(code),
+                crate::replication::AppendRefused::Storage(error) => AppendError::Storage(error),
+            })?;
         self.appended.notify_waiters();
         Self::await_acks(&log, &info, acks, now_ms)?;
+        if acks_all && info.n_records > 0 {
+            let epoch = replication.leader_epoch(tp);
+            replication
+                .wait_for_high_watermark(tp, epoch, info.last_offset + 1, timeout)
+                .map_err(AppendError::Replication)?;
+        }
         Ok((log, info))
     }
 

@@ -555,7 +555,11 @@ async fn join_cluster(
     bound: &[SocketAddr],
 ) -> Result<(), ServeError> {
     broker.groups.use_cluster_metadata();
+    broker.replicas.use_replication(Arc::clone(&broker.replication));
+    broker.groups.use_replication(Arc::clone(&broker.replication));
+    broker.txns.use_replication(Arc::clone(&broker.replication));
     let link = Arc::new(join.start(broker, bound).await.map_err(ServeError::Cluster)?);
+    tokio::spawn(crate::replication::run_isr_changes(Arc::downgrade(broker)));
     broker.txns.use_cluster(Arc::clone(&link));
     broker.security.use_cluster(Arc::clone(&link));
     let _ = broker.cluster.set(Arc::clone(&link));

@@ -62,7 +62,7 @@ pub struct HeartbeatReply {
 }
 
 /// AlterPartition's data for one partition (from its leader).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AlterPartitionRequest {
     pub broker_id: i32,
     pub broker_epoch: i64,

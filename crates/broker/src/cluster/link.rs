@@ -143,6 +143,17 @@ impl ClusterLink {
         self.peers.call(broker_id, endpoints, request, version).await
     }
 
+    /// A connection of its own to broker `broker_id` on the inter-broker listener.
+    pub(crate) async fn connect_broker(
+        &self,
+        broker_id: i32,
+    ) -> Result<crate::wire::Client, PeerError> {
+        let endpoints = self.with_image(|image| {
+            image.brokers.get(&broker_id).filter(|b| !b.fenced).map(|b| b.endpoints.clone())
+        });
+        self.peers.connect(broker_id, endpoints).await
+    }
+
     /// This broker's id.
     pub fn broker_id(&self) -> i32 {
         self.broker_id
@@ -337,8 +348,12 @@ impl ClusterJoin {
 struct Placed {
     tp: TopicPartition,
     topic_id: [u8; 16],
-    /// The leader epoch when this broker leads, else `None`.
-    leader_epoch: Option<i32>,
+    /// The partition's leader (-1: none), epochs, replicas and ISR.
+    leader: i32,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    replicas: Vec<i32>,
+    isr: Vec<i32>,
     overrides: BTreeMap<String, String>,
 }
 
@@ -445,7 +460,11 @@ async fn apply_images(
                     placed.push(Placed {
                         tp: TopicPartition { topic: topic.name.clone(), partition: *partition },
                         topic_id: topic.id,
-                        leader_epoch: (state.leader == broker_id).then_some(state.leader_epoch),
+                        leader: state.leader,
+                        leader_epoch: state.leader_epoch,
+                        partition_epoch: state.partition_epoch,
+                        replicas: state.replicas.clone(),
+                        isr: state.isr.clone(),
                         overrides: topic_configs
                             .get(&topic.name)
                             .map(|c| (*c).clone())
@@ -472,8 +491,9 @@ async fn apply_images(
             }
             Some((offset, Some((placed, removed, (topics, configs))))) => {
                 let manager = Arc::clone(&manager);
+                let broker = broker.clone();
                 let applied = tokio::task::spawn_blocking(move || {
-                    apply(broker_id, &manager, &placed, &removed)
+                    apply(broker_id, (&manager, &broker), &placed, &removed)
                 })
                 .await;
                 let complete = applied.unwrap_or_else(|error| {
@@ -534,10 +554,11 @@ fn move_strays_aside(manager: &LogManager, known: &BTreeSet<[u8; 16]>) -> bool {
 /// before the new ones are made. Failures are logged; returns whether there were none.
 fn apply(
     broker_id: i32,
-    manager: &LogManager,
+    (manager, broker): (&LogManager, &std::sync::Weak<crate::Broker>),
     placed: &[Placed],
     removed: &[(String, [u8; 16])],
 ) -> bool {
+    let Some(broker) = broker.upgrade() else { return false };
     let mut complete = true;
     let mut checked = BTreeSet::new();
     for want in placed {
@@ -554,6 +575,10 @@ fn apply(
         }
     }
     for (name, id) in removed {
+        for tp in manager.partitions().into_iter().filter(|tp| tp.topic == *name) {
+            broker.replication.fetchers.unfollow(&tp);
+            broker.replication.remove(&tp);
+        }
         if manager.topic_id(name) == Some(*id) {
             match manager.delete_topic(name) {
                 Ok(n) => {
@@ -590,13 +615,38 @@ fn apply(
                 }
             }
         }
-        if let Some(epoch) = want.leader_epoch {
-            let result = manager.get_log(&want.tp).and_then(|log| log.become_leader(epoch));
-            if let Err(error) = result {
-                tracing::error!(partition = %want.tp, %error, "cannot take leadership");
-                complete = false;
-            }
+        if let Err(error) = take_role(&broker, want) {
+            tracing::error!(partition = %want.tp, %error, "cannot take the partition's role");
+            complete = false;
         }
     }
     complete
+}
+
+/// Makes this broker `want`'s leader or follower as the image says (Kafka's
+/// `ReplicaManager.applyDelta`: `makeLeaders`, `makeFollowers`).
+fn take_role(broker: &Arc<crate::Broker>, want: &Placed) -> seglog_storage::Result<()> {
+    let log = broker.manager.get_log(&want.tp)?;
+    let replication = &broker.replication;
+    if want.leader == broker.config.node_id {
+        let state = crate::replication::LeaderAndIsr {
+            topic_id: want.topic_id,
+            leader_epoch: want.leader_epoch,
+            partition_epoch: want.partition_epoch,
+            replicas: want.replicas.clone(),
+            isr: want.isr.clone(),
+        };
+        if replication.make_leader(&want.tp, &log, state, crate::handlers::now_ms())? {
+            replication.fetchers.unfollow(&want.tp);
+            tracing::info!(partition = %want.tp, leader_epoch = want.leader_epoch, isr = ?want.isr, "leading");
+        }
+    } else if replication.make_follower(&want.tp, &log, want.leader, want.leader_epoch) {
+        if want.leader >= 0 {
+            replication.fetchers.follow(broker, &want.tp, want.leader, want.leader_epoch);
+            tracing::info!(partition = %want.tp, leader = want.leader, leader_epoch = want.leader_epoch, "following");
+        } else {
+            replication.fetchers.unfollow(&want.tp);
+        }
+    }
+    Ok(())
 }

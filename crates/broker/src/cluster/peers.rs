@@ -81,15 +81,30 @@ impl Peers {
         &self.listener
     }
 
-    /// Sends `request` at `version` to broker `broker_id`, whose registered endpoints are
-    /// `endpoints` (`None` when it is not a live broker).
-    pub(crate) async fn call<R: Request>(
+    /// A connection of its own to broker `broker_id` on the inter-broker listener (a follower's
+    /// fetcher, which long-polls and must not hold a shared connection).
+    pub(crate) async fn connect(
         &self,
         broker_id: i32,
         endpoints: Option<Vec<Endpoint>>,
-        request: &R,
-        version: i16,
-    ) -> Result<R::Response, PeerError> {
+    ) -> Result<Client, PeerError> {
+        let endpoint = self.endpoint(broker_id, endpoints)?;
+        let call = self.security.connect(&endpoint.host, endpoint.port);
+        match tokio::time::timeout(PEER_CALL_TIMEOUT, call).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(source)) => {
+                Err(PeerError::Wire { broker_id, host: endpoint.host, port: endpoint.port, source })
+            }
+            Err(_) => Err(PeerError::Timeout { broker_id }),
+        }
+    }
+
+    /// Broker `broker_id`'s endpoint on the inter-broker listener, checked for its protocol.
+    fn endpoint(
+        &self,
+        broker_id: i32,
+        endpoints: Option<Vec<Endpoint>>,
+    ) -> Result<Endpoint, PeerError> {
         let no_endpoint = || PeerError::NoEndpoint { broker_id, listener: self.listener.clone() };
         let endpoint = endpoints
             .and_then(|all| all.into_iter().find(|e| e.name.eq_ignore_ascii_case(&self.listener)))
@@ -103,6 +118,19 @@ impl Peers {
                 ours,
             });
         }
+        Ok(endpoint)
+    }
+
+    /// Sends `request` at `version` to broker `broker_id`, whose registered endpoints are
+    /// `endpoints` (`None` when it is not a live broker).
+    pub(crate) async fn call<R: Request>(
+        &self,
+        broker_id: i32,
+        endpoints: Option<Vec<Endpoint>>,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, PeerError> {
+        let endpoint = self.endpoint(broker_id, endpoints)?;
         let slot = Arc::clone(
             self.slots.lock().unwrap_or_else(PoisonError::into_inner).entry(broker_id).or_default(),
         );

@@ -128,6 +128,8 @@ pub struct BrokerConfig {
     pub txns: crate::txn::TxnConfig,
     /// Tiered storage: the bucket and the tiering task's settings.
     pub remote: RemoteStorageConfig,
+    /// A cluster's replication (`replica.*`, `num.replica.fetchers`, `default.replication.factor`).
+    pub replication: crate::replication::ReplicationConfig,
     /// The keys as given (`server.properties` and overrides), so that DescribeConfigs can tell
     /// a set key (STATIC_BROKER_CONFIG) from a default.
     pub properties: BTreeMap<String, String>,
@@ -162,6 +164,7 @@ impl Default for BrokerConfig {
             groups: GroupConfig::default(),
             txns: crate::txn::TxnConfig::default(),
             remote: RemoteStorageConfig::default(),
+            replication: crate::replication::ReplicationConfig::default(),
             properties: BTreeMap::new(),
         }
     }
@@ -425,10 +428,11 @@ impl BrokerConfig {
                 defaults.topic_partitions_max,
                 1,
             )?,
-            log,
             groups,
             txns,
             remote: remote::remote_storage_config(properties)?,
+            replication: crate::replication::replication_config(properties, &log)?,
+            log,
             properties: properties.clone(),
         })
     }

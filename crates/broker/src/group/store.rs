@@ -151,6 +151,11 @@ impl GroupCoordinator {
     }
 
     /// Makes this coordinator a cluster broker's (before [`Self::load`]).
+    /// Appends through a cluster's replication.
+    pub(crate) fn use_replication(&self, replication: Arc<crate::replication::Replication>) {
+        self.replicas.use_replication(replication);
+    }
+
     pub(crate) fn use_cluster_metadata(&self) {
         self.in_cluster.store(true, std::sync::atomic::Ordering::SeqCst);
     }

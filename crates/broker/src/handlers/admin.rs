@@ -342,7 +342,6 @@ pub(crate) async fn create_topics(
     encode(&response, version)
 }
 
-#[expect(clippy::too_many_lines, reason = "one check after another, in Kafka's order")]
 fn create_topic(
     broker: &Broker,
     topic: &CreatableTopic,
@@ -384,20 +383,8 @@ fn create_topic(
         }
         let node = BrokerId(broker.config.node_id);
         for assignment in &topic.assignments {
-            if broker.cluster().is_some() {
-                // The controller checks a cluster's assignments.
-                if assignment.broker_ids.len() != 1 {
-                    return fail(
-                        result,
-                        ResponseError::InvalidReplicaAssignment.code(),
-                        format!(
-                            "partition {} is assigned to {} brokers: seglog's brokers do not replicate yet, so each partition has one replica",
-                            assignment.partition_index,
-                            assignment.broker_ids.len()
-                        ),
-                    );
-                }
-            } else if assignment.broker_ids != [node] {
+            // The controller checks a cluster's assignments.
+            if broker.cluster().is_none() && assignment.broker_ids != [node] {
                 return fail(
                     result,
                     ResponseError::InvalidReplicaAssignment.code(),
@@ -477,8 +464,8 @@ fn topic_overrides(
     Ok(overrides)
 }
 
-/// Why a CreateTopics replication factor is refused: a single node, and a cluster without
-/// replication (issue 22), keep one replica a partition.
+/// Why a CreateTopics replication factor is refused: a single node keeps one replica a
+/// partition; a cluster's controller checks the factor against its brokers.
 fn replication_refusal(factor: i16, in_cluster: bool) -> Option<(i16, String)> {
     let code = ResponseError::InvalidReplicationFactor.code();
     match factor {
@@ -487,12 +474,7 @@ fn replication_refusal(factor: i16, in_cluster: bool) -> Option<(i16, String)> {
             code,
             "Replication factor must be larger than 0, or -1 to use the default value.".to_owned(),
         )),
-        factor if in_cluster => Some((
-            code,
-            format!(
-                "Unable to replicate the partition {factor} time(s): seglog's brokers do not replicate yet, so a topic's replication factor is 1."
-            ),
-        )),
+        _ if in_cluster => None,
         factor => Some((
             code,
             format!(
@@ -502,8 +484,9 @@ fn replication_refusal(factor: i16, in_cluster: bool) -> Option<(i16, String)> {
     }
 }
 
-/// CreateTopics in a cluster: the replication factor is 1 (seglog does not replicate yet,
-/// issue 22) and the controller creates the topic; this broker answers once it has applied it.
+/// CreateTopics in a cluster: the controller places the replicas (the request's factor, or
+/// `default.replication.factor` for -1) and creates the topic; this broker answers once it has
+/// applied it.
 fn create_in_cluster(
     broker: &Broker,
     link: &crate::cluster::link::ClusterLink,
@@ -525,7 +508,7 @@ fn create_in_cluster(
     let request = crate::cluster::raft::network::AdminRequest::CreateTopic {
         name: name.clone(),
         partitions: n_partitions,
-        replication_factor: 1,
+        replication_factor: replication_factor(broker, topic.replication_factor),
         configs: overrides.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         assignments: (!topic.assignments.is_empty()).then(|| {
             let mut by_partition: Vec<_> = topic.assignments.iter().collect();
@@ -540,7 +523,17 @@ fn create_in_cluster(
     if !validate_only {
         result.topic_id = uuid(broker.topic_id(&name).unwrap_or([0; 16]));
     }
-    created(broker, &name, n_partitions, &overrides, result)
+    let mut result = created(broker, &name, n_partitions, &overrides, result);
+    result.replication_factor = match topic.assignments.first() {
+        Some(assignment) => i16::try_from(assignment.broker_ids.len()).unwrap_or(i16::MAX),
+        None => replication_factor(broker, topic.replication_factor),
+    };
+    result
+}
+
+/// A CreateTopics factor in a cluster: as asked, or `default.replication.factor` for -1.
+pub(crate) fn replication_factor(broker: &Broker, asked: i16) -> i16 {
+    if asked == -1 { broker.config.replication.default_replication_factor } else { asked }
 }
 
 /// A created (or validated) topic's result: its partition count, replication factor and

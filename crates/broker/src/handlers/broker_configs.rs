@@ -78,7 +78,7 @@ const KEYS: &[Key] = &[
     ("controller.quorum.election.timeout.ms", Type::Int, Some("1000"), Use::AsGiven),
     ("controller.quorum.fetch.timeout.ms", Type::Int, Some("2000"), Use::Ignored),
     ("controller.quorum.voters", Type::List, Some(""), Use::AsGiven),
-    ("default.replication.factor", Type::Int, Some("1"), Use::Ignored),
+    ("default.replication.factor", Type::Int, Some("1"), Use::AsGiven),
     ("delete.records.purgatory.purge.interval.requests", Type::Int, Some("1"), Use::Ignored),
     ("delete.topic.enable", Type::Boolean, Some("true"), Use::Ignored),
     ("fetch.max.bytes", Type::Int, Some("57671680"), Use::Ignored),
@@ -137,14 +137,13 @@ const KEYS: &[Key] = &[
     ("metadata.max.retention.bytes", Type::Long, Some("104857600"), Use::Ignored),
     ("metadata.max.retention.ms", Type::Long, Some("604800000"), Use::Ignored),
     ("metric.reporters", Type::List, Some(""), Use::Ignored),
-    ("min.insync.replicas", Type::Int, Some("1"), Use::Ignored),
     ("node.id", Type::Int, Some("-1"), Use::Live),
     ("num.io.threads", Type::Int, Some("8"), Use::Ignored),
     ("num.network.threads", Type::Int, Some("3"), Use::Ignored),
     ("num.partitions", Type::Int, Some("1"), Use::Live),
     ("num.recovery.threads.per.data.dir", Type::Int, Some("2"), Use::Live),
     ("num.replica.alter.log.dirs.threads", Type::Int, None, Use::Ignored),
-    ("num.replica.fetchers", Type::Int, Some("1"), Use::Ignored),
+    ("num.replica.fetchers", Type::Int, Some("1"), Use::AsGiven),
     ("offset.metadata.max.bytes", Type::Int, Some("4096"), Use::Live),
     ("offsets.commit.timeout.ms", Type::Int, Some("5000"), Use::Ignored),
     ("offsets.load.buffer.size", Type::Int, Some("5242880"), Use::Ignored),
@@ -170,13 +169,13 @@ const KEYS: &[Key] = &[
     ("remote.log.manager.task.retry.backoff.max.ms", Type::Long, Some("30000"), Use::AsGiven),
     ("remote.log.manager.task.retry.backoff.ms", Type::Long, Some("500"), Use::AsGiven),
     ("remote.log.storage.system.enable", Type::Boolean, Some("false"), Use::AsGiven),
-    ("replica.fetch.backoff.ms", Type::Int, Some("1000"), Use::Ignored),
+    ("replica.fetch.backoff.ms", Type::Int, Some("1000"), Use::AsGiven),
     ("replica.fetch.max.bytes", Type::Int, Some("1048576"), Use::Live),
-    ("replica.fetch.min.bytes", Type::Int, Some("1"), Use::Ignored),
+    ("replica.fetch.min.bytes", Type::Int, Some("1"), Use::AsGiven),
     ("replica.fetch.response.max.bytes", Type::Int, Some("10485760"), Use::Live),
-    ("replica.fetch.wait.max.ms", Type::Int, Some("500"), Use::Ignored),
+    ("replica.fetch.wait.max.ms", Type::Int, Some("500"), Use::AsGiven),
     ("replica.high.watermark.checkpoint.interval.ms", Type::Long, Some("5000"), Use::Live),
-    ("replica.lag.time.max.ms", Type::Long, Some("30000"), Use::Ignored),
+    ("replica.lag.time.max.ms", Type::Long, Some("30000"), Use::AsGiven),
     ("replica.selector.class", Type::String, None, Use::Ignored),
     ("replica.socket.receive.buffer.bytes", Type::Int, Some("65536"), Use::Ignored),
     ("replica.socket.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
@@ -638,7 +637,7 @@ mod tests {
         let properties = std::collections::BTreeMap::from([
             ("log.retention.hours".to_owned(), "24".to_owned()),
             ("log.segment.bytes".to_owned(), "1048576".to_owned()),
-            ("min.insync.replicas".to_owned(), "2".to_owned()),
+            ("auto.leader.rebalance.enable".to_owned(), "false".to_owned()),
         ]);
         let config = BrokerConfig::from_properties(&properties).expect("valid");
         let entries = broker_config_entries(&config, &DynamicConfigs::default());
@@ -660,8 +659,8 @@ mod tests {
         let segment = find("log.segment.bytes");
         assert_eq!(segment.entry.value.as_deref(), Some("1048576"));
         assert_eq!(segment.entry.source, SOURCE_STATIC_BROKER_CONFIG);
-        let ignored = find("min.insync.replicas");
-        assert_eq!(ignored.entry.value.as_deref(), Some("2"), "as given");
+        let ignored = find("auto.leader.rebalance.enable");
+        assert_eq!(ignored.entry.value.as_deref(), Some("false"), "as given");
         assert!(ignored.documentation.is_some_and(|doc| doc.contains("does not act on")));
         let listeners = find("listeners");
         assert_eq!(listeners.synonyms[0].value.as_deref(), Some("PLAINTEXT://127.0.0.1:9092"));

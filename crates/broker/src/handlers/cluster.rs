@@ -172,7 +172,7 @@ fn auto_create_topics(
                 AdminRequest::CreateTopic {
                     name: name.clone(),
                     partitions,
-                    replication_factor: 1,
+                    replication_factor: broker.config.replication.default_replication_factor,
                     configs: Vec::new(),
                     assignments: None,
                     validate_only: false,
@@ -263,6 +263,7 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         AdminRequest::AllocateProducerIds { .. }
         | AdminRequest::UnregisterBroker { .. }
         | AdminRequest::Security(_)
+        | AdminRequest::AlterPartition(_)
         | AdminRequest::SetBrokerConfigs { .. } => String::new(),
     };
     let factor = match &request {

@@ -38,8 +38,7 @@ pub(crate) const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 /// Topic keys Kafka has that seglog accepts and keeps but does not act on (replication,
 /// tiered storage, message-format conversion), with Kafka's types.
-const ACCEPTED_UNUSED_KEYS: [(&str, ConfigType); 9] = [
-    ("min.insync.replicas", ConfigType::Int),
+const ACCEPTED_UNUSED_KEYS: [(&str, ConfigType); 8] = [
     ("unclean.leader.election.enable", ConfigType::Boolean),
     ("message.format.version", ConfigType::String),
     ("message.downconversion.enable", ConfigType::Boolean),

@@ -70,6 +70,7 @@ pub(crate) async fn produce(
     version: i16,
 ) -> Result<Reply, Error> {
     let acks = request.acks;
+    let timeout = Duration::from_millis(u64::try_from(request.timeout_ms.max(0)).unwrap_or(0));
     let transactional_id: Option<Arc<str>> =
         request.transactional_id.as_ref().map(|id| Arc::from(id.0.as_str()));
     let ids = if version >= 13 {
@@ -111,7 +112,7 @@ pub(crate) async fn produce(
                         &broker,
                         target,
                         partition.records,
-                        acks,
+                        (acks, timeout),
                         transactional_id.as_deref(),
                         version,
                     )
@@ -246,7 +247,7 @@ fn append_partition(
     broker: &Broker,
     target: Target<'_>,
     records: Option<Bytes>,
-    acks: i16,
+    (acks, timeout): (i16, Duration),
     transactional_id: Option<&str>,
     version: i16,
 ) -> PartitionProduceResponse {
@@ -271,11 +272,12 @@ fn append_partition(
     let started = Instant::now();
     let tp = tp(topic, partition);
     let append = |guard| {
-        broker.replicas.append_verified(
+        broker.replicas.append_within(
             &tp,
             &records,
             (AppendOrigin::Client, guard),
             acks,
+            timeout,
             now_ms(),
         )
     };
@@ -314,12 +316,54 @@ fn append_partition(
     };
     let info = match appended {
         Ok((_, info)) => info,
-        Err(AppendError::InternalTopic(_)) => {
+        Err(error) => return append_refused(broker, (topic, partition), error, version),
+    };
+    ::metrics::counter!("seglog_records_in_total").increment(info.n_records as u64);
+    broker.console.traffic.records_in(info.n_records as u64);
+    ::metrics::histogram!("seglog_produce_durable_seconds").record(started.elapsed().as_secs_f64());
+    let mut response = PartitionProduceResponse::default();
+    response.index = partition;
+    response.base_offset = info.first_offset;
+    response.log_append_time_ms = info.log_append_time;
+    response.log_start_offset = info.log_start_offset;
+    response
+}
+
+/// A produce partition's answer to a refused or failed append.
+fn append_refused(
+    broker: &Broker,
+    (topic, partition): (&str, i32),
+    error: AppendError,
+    version: i16,
+) -> PartitionProduceResponse {
+    match error {
+        AppendError::InternalTopic(_) => {
             // Only the coordinators write the internal topics (Kafka's ReplicaManager).
             let message = format!("Cannot append to internal topic {topic}");
-            return produce_error(partition, ResponseError::InvalidTopicException.code(), &message);
+            produce_error(partition, ResponseError::InvalidTopicException.code(), &message)
         }
-        Err(AppendError::Storage(error)) => {
+        AppendError::Replication(code) => {
+            tracing::debug!(topic, partition, ?code, "produce not replicated");
+            if code == ResponseError::NotLeaderOrFollower
+                && let Some((code, leader)) = broker.not_led_here(topic, partition)
+            {
+                return produce_not_led_here(partition, code, leader.filter(|_| version >= 10));
+            }
+            let message = match code {
+                ResponseError::NotEnoughReplicas => {
+                    "Messages are rejected since there are fewer in-sync replicas than required."
+                }
+                ResponseError::NotEnoughReplicasAfterAppend => {
+                    "Messages are written to the log, but to fewer in-sync replicas than required."
+                }
+                ResponseError::RequestTimedOut => {
+                    "the in-sync replicas did not confirm the records within the request's timeout"
+                }
+                _ => "this broker does not lead the partition",
+            };
+            produce_error(partition, code.code(), message)
+        }
+        AppendError::Storage(error) => {
             tracing::debug!(topic, partition, %error, "produce refused");
             let mut response =
                 produce_error(partition, storage_error(&error).code(), &error.to_string());
@@ -334,18 +378,9 @@ fn append_partition(
                     })
                     .collect();
             }
-            return response;
+            response
         }
-    };
-    ::metrics::counter!("seglog_records_in_total").increment(info.n_records as u64);
-    broker.console.traffic.records_in(info.n_records as u64);
-    ::metrics::histogram!("seglog_produce_durable_seconds").record(started.elapsed().as_secs_f64());
-    let mut response = PartitionProduceResponse::default();
-    response.index = partition;
-    response.base_offset = info.first_offset;
-    response.log_append_time_ms = info.log_append_time;
-    response.log_start_offset = info.log_start_offset;
-    response
+    }
 }
 
 /// One partition of a Fetch, as read.
@@ -496,6 +531,14 @@ pub(crate) async fn fetch(
     // rewrite the response (Kafka's `PlaintextTransportLayer.transferFrom`).
     let send_files =
         broker.security.tls(session.listener).is_none() && !broker.security.quotas_configured();
+    // A follower's fetch (KIP-903 moved its id into `replica_state` at v15) reads to the log
+    // end and moves the leader's view of it; it needs CLUSTER_ACTION (Kafka's
+    // `handleFetchRequest`).
+    let replica_id =
+        if version >= 15 { request.replica_state.replica_id.0 } else { request.replica_id.0 };
+    let follower = (replica_id >= 0 && broker.cluster().is_some()).then_some(replica_id);
+    let follower_refused =
+        follower.is_some() && !cluster_allowed(broker, session, AclOperation::ClusterAction);
     let request = Arc::new(request);
     let shared_session = Arc::new(session.clone());
     // Each topic's name (or the error of all its partitions), resolved and authorized once (by
@@ -516,11 +559,17 @@ pub(crate) async fn fetch(
                     &request_for_read,
                     version,
                 );
+                let names = if follower_refused {
+                    let refused = ResponseError::TopicAuthorizationFailed.code();
+                    names.into_iter().map(|_| Err(refused)).collect()
+                } else {
+                    names
+                };
                 Arc::new(names)
             });
             let reads = read_partitions(
                 &broker_for_read,
-                &request_for_read,
+                (&request_for_read, follower),
                 &resolved,
                 version,
                 send_files,
@@ -528,12 +577,15 @@ pub(crate) async fn fetch(
             (resolved, reads)
         })
         .await?;
-        names = Some(resolved);
         let total: usize = reads.iter().map(|read| read.bytes).sum();
         let failed = reads.iter().any(|read| read.data.error_code != NONE);
         let remote = reads.iter().any(|read| read.remote.is_some());
+        let news = follower.is_some_and(|replica_id| {
+            high_watermark_news(broker, &request, &resolved, &reads, replica_id)
+        });
+        names = Some(resolved);
         let now = Instant::now();
-        if total >= min_bytes || failed || remote || now >= deadline {
+        if total >= min_bytes || failed || remote || news || now >= deadline {
             break reads;
         }
         let _ = tokio::time::timeout(deadline - now, appended).await;
@@ -564,6 +616,32 @@ pub(crate) async fn fetch(
         }
     }
     respond(broker, session, response, reads, incremental, version)
+}
+
+/// Whether a follower's reads carry a high watermark it does not know yet (each partition's
+/// is noted as sent).
+fn high_watermark_news(
+    broker: &Broker,
+    request: &FetchRequest,
+    names: &[Result<String, i16>],
+    reads: &[PartitionRead],
+    replica_id: i32,
+) -> bool {
+    let mut news = false;
+    let partitions = request.topics.iter().enumerate().flat_map(|(topic_idx, topic)| {
+        topic.partitions.iter().map(move |p| (topic_idx, p.partition))
+    });
+    for (read, (topic_idx, partition)) in reads.iter().zip(partitions) {
+        let Some(Ok(name)) = names.get(topic_idx) else { continue };
+        if read.data.error_code == NONE && read.data.high_watermark >= 0 {
+            news |= broker.replication.high_watermark_news(
+                &tp(name, partition),
+                replica_id,
+                read.data.high_watermark,
+            );
+        }
+    }
+    news
 }
 
 /// The response of the reads that answer: each partition under its topic, the endpoint of
@@ -651,12 +729,14 @@ fn fetch_topic_names(
 #[expect(clippy::too_many_lines, reason = "one partition read after another, in request order")]
 fn read_partitions(
     broker: &Broker,
-    request: &FetchRequest,
+    (request, follower): (&FetchRequest, Option<i32>),
     names: &[Result<String, i16>],
     version: i16,
     send_files: bool,
 ) -> Vec<PartitionRead> {
-    let isolation = if request.isolation_level == 1 {
+    let isolation = if follower.is_some() {
+        Isolation::LogEnd
+    } else if request.isolation_level == 1 {
         Isolation::TxnCommitted
     } else {
         Isolation::HighWatermark
@@ -699,6 +779,20 @@ fn read_partitions(
                     continue;
                 }
             };
+            if let Some(replica_id) = follower {
+                let fetched = broker.replication.follower_fetched(
+                    &tp(name, partition.partition),
+                    replica_id,
+                    partition.current_leader_epoch,
+                    partition.fetch_offset,
+                    now_ms(),
+                );
+                if let Err(code) = fetched {
+                    data.error_code = code.code();
+                    reads.push(PartitionRead::without_records(topic_idx, data));
+                    continue;
+                }
+            }
             match broker.manager.get_log(&tp(name, partition.partition)) {
                 Err(error) => data.error_code = storage_error(&error).code(),
                 Ok(log) => {
@@ -718,6 +812,12 @@ fn read_partitions(
                         Ok(read) => read,
                         Err(error) => {
                             data.error_code = storage_error(&error).code();
+                            if follower.is_some() {
+                                // A follower out of range restarts at the log start, or
+                                // reconciles by epochs when it is ahead.
+                                data.log_start_offset = log.log_start_offset().unwrap_or(-1);
+                                data.high_watermark = log.high_watermark().unwrap_or(-1);
+                            }
                             reads.push(PartitionRead::without_records(topic_idx, data));
                             continue;
                         }

@@ -135,6 +135,11 @@ pub(crate) struct ProducerIdAndEpoch {
 }
 
 impl TransactionCoordinator {
+    /// Appends through a cluster's replication.
+    pub(crate) fn use_replication(&self, replication: Arc<crate::replication::Replication>) {
+        self.replicas.use_replication(replication);
+    }
+
     pub(crate) fn new(manager: Arc<LogManager>, config: TxnConfig, appended: Arc<Notify>) -> Self {
         Self {
             replicas: ReplicaManager::new(Arc::clone(&manager), appended),

@@ -451,8 +451,9 @@ async fn broker_configs_list_every_kafka_key_with_sources_and_synonyms() {
         if version >= 3 {
             assert_eq!(find("log.segment.bytes").config_type, 3, "INT");
             assert_eq!(find("log.retention.ms").config_type, 5, "LONG");
-            let ignored = find("min.insync.replicas");
+            let ignored = find("auto.leader.rebalance.enable");
             assert!(ignored.documentation.as_deref().is_some_and(|d| d.contains("does not act")));
+            assert_eq!(find("min.insync.replicas").config_type, 3, "INT: a topic default");
         }
         let sensitive = find("ssl.keystore.password");
         assert!(sensitive.is_sensitive && sensitive.value.is_none());

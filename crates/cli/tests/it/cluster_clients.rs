@@ -29,8 +29,8 @@ const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;
 
 /// The cluster of `scripts/cluster.sh` on free ports, stopped on drop.
-struct Cluster {
-    dir: std::path::PathBuf,
+pub(crate) struct Cluster {
+    pub(crate) dir: std::path::PathBuf,
     ports: Vec<String>,
     broker_ports: Vec<String>,
 }
@@ -42,7 +42,7 @@ impl Cluster {
     }
 
     /// `up` with more of its options (`--secure`).
-    fn up_with(root: &Path, options: &[&str]) -> (Self, String) {
+    pub(crate) fn up_with(root: &Path, options: &[&str]) -> (Self, String) {
         let cluster = Self {
             dir: root.join("cluster"),
             ports: (0..3).map(|_| free_port().to_string()).collect(),
@@ -53,7 +53,7 @@ impl Cluster {
         (cluster, text)
     }
 
-    fn run(&self, args: &[&str]) -> (bool, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String) {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
         let output = Command::new("bash")
             .arg(&script)
@@ -73,11 +73,11 @@ impl Cluster {
         (output.status.success(), text)
     }
 
-    fn bootstrap(&self, node: usize) -> String {
+    pub(crate) fn bootstrap(&self, node: usize) -> String {
         format!("127.0.0.1:{}", self.broker_ports[node - 1])
     }
 
-    fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         (1..=3)
             .map(|n| {
                 let log = self.dir.join(format!("node-{n}/node.log"));
@@ -97,7 +97,11 @@ impl Drop for Cluster {
 }
 
 /// Creates `topics` through the broker at `bootstrap`, each successfully.
-fn create_topics(runtime: &tokio::runtime::Runtime, bootstrap: &str, topics: &[&NewTopic<'_>]) {
+pub(crate) fn create_topics(
+    runtime: &tokio::runtime::Runtime,
+    bootstrap: &str,
+    topics: &[&NewTopic<'_>],
+) {
     runtime.block_on(async {
         let admin: AdminClient<DefaultClientContext> =
             ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();

@@ -12,6 +12,7 @@ mod hostile;
 mod inspect;
 mod kill;
 mod readme_secure;
+mod replication;
 mod scale;
 mod security;
 mod serve;

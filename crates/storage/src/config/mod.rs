@@ -319,6 +319,8 @@ topic_configs! {
     local_retention_ms: i64 = -2, LOCAL_RETENTION_MS "local.retention.ms" Long AtLeast(-2), ["log.local.retention.ms" Same], Medium, None;
     /// How many bytes of uploaded segments stay on local disk (-2: `retention.bytes`; -1: no limit), for a tiered topic.
     local_retention_bytes: i64 = -2, LOCAL_RETENTION_BYTES "local.retention.bytes" Long AtLeast(-2), ["log.local.retention.bytes" Same], Medium, None;
+    /// The in-sync replicas an `acks=all` append needs (NOT_ENOUGH_REPLICAS below it); read by the broker's replication.
+    min_insync_replicas: u32 = 1, MIN_INSYNC_REPLICAS "min.insync.replicas" Int AtLeast(1), ["min.insync.replicas" Same], Medium, None;
     /// seglog's own: when an append is durable: `page-cache`, `group-commit` or `fsync-every-append`.
     durability: DurabilityMode = DurabilityMode::PageCache, SEGLOG_DURABILITY "seglog.durability" String Any, ["seglog.durability" Same], High, Some("");
     /// seglog's own: the fsync period of `group-commit` durability.

@@ -253,7 +253,7 @@ fn to_properties_round_trips() {
     ];
     for config in configs {
         let properties = config.to_properties();
-        assert_eq!(properties.len(), 30);
+        assert_eq!(properties.len(), 31);
         assert_eq!(LogConfig::from_properties(&properties).unwrap(), config);
         let text = write_properties(&properties);
         assert_eq!(parse_properties(&text).unwrap(), properties);

@@ -43,6 +43,7 @@ mod background;
 mod cleaning;
 mod lazy;
 mod offsets;
+mod replica;
 mod summary;
 mod tiered;
 mod txn;

@@ -95,6 +95,8 @@ pub enum AdminRequest {
         name: String,
         layer: std::collections::BTreeMap<String, String>,
     },
+    /// AlterPartition from a partition's leader: its new ISR.
+    AlterPartition(crate::cluster::controller::AlterPartitionRequest),
 }
 
 /// A forwarded change's answer: the metadata offset it is applied at on the controller, and
@@ -471,6 +473,7 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                 AdminRequest::SetBrokerConfigs { name, layer } => {
                     (c.set_broker_configs(name, layer)?, false)
                 }
+                AdminRequest::AlterPartition(change) => (c.alter_partition(change)?, false),
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
                     return Ok((Some(start), records));
