@@ -281,3 +281,96 @@ fn replicas_are_byte_identical_after_acks_all_produce() {
         );
     }
 }
+
+/// Each partition's leader of `topic` through the first answering node but `skip`.
+fn leaders_via(cluster: &Cluster, topic: &str, skip: i32) -> BTreeMap<i32, (i32, Vec<i32>)> {
+    for node in (1..=3).filter(|n| *n != skip) {
+        let isrs = isrs(&cluster.bootstrap(usize::try_from(node).unwrap()), topic);
+        if !isrs.is_empty() {
+            return isrs;
+        }
+    }
+    BTreeMap::new()
+}
+
+/// Scenario 2: the leader of partition 0 is killed with SIGKILL ten times while a producer runs
+/// (idempotent, acks=all); each time another replica leads within seconds, the killed node
+/// comes back and rejoins the ISR, and at the end the checker is clean.
+#[test]
+fn killed_leaders_lose_no_acknowledged_record() {
+    const TOPIC: &str = "failover";
+    const PARTITIONS: i32 = 3;
+    const KILLS: usize = 10;
+    let root = tempfile::tempdir().unwrap();
+    // A dead broker is fenced after 2 s without a heartbeat (Kafka's default is 9 s).
+    let extra = properties(
+        root.path(),
+        "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n",
+    );
+    let (cluster, _) =
+        Cluster::up_with(root.path(), &["--extra-properties", extra.to_str().unwrap()]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(3))
+        .set("min.insync.replicas", "2");
+    create_topics(&runtime, &cluster.bootstrap(1), &[&topic]);
+    let full_isrs = |skip: i32| {
+        let isrs = leaders_via(&cluster, TOPIC, skip);
+        isrs.len() == 3 && isrs.values().all(|(leader, isr)| *leader >= 0 && isr.len() == 3)
+    };
+    poll_until("full ISRs", Duration::from_secs(30), || cluster.logs(), || full_isrs(0));
+    let checker = std::sync::Arc::new(std::sync::Mutex::new(Checker::default()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bootstraps = (1..=3).map(|n| cluster.bootstrap(n)).collect::<Vec<_>>().join(",");
+    let producer = {
+        let (checker, stop, bootstraps) =
+            (std::sync::Arc::clone(&checker), std::sync::Arc::clone(&stop), bootstraps.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let mut next = 0u64;
+            let mut unacknowledged = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let chunk = (next, next + 2000);
+                unacknowledged +=
+                    runtime.block_on(produce_acked(&bootstraps, TOPIC, chunk, &checker));
+                next += 2000;
+            }
+            (next, unacknowledged)
+        })
+    };
+    let mut failovers = Vec::new();
+    for kill in 0..KILLS {
+        let leader = leaders_via(&cluster, TOPIC, 0)[&0].0;
+        assert!(leader > 0, "partition 0 has a leader before kill {kill}");
+        let (ok, text) = cluster.run(&["kill", &leader.to_string()]);
+        assert!(ok, "{text}");
+        let killed_at = Instant::now();
+        poll_until(
+            "a new leader of partition 0",
+            Duration::from_secs(30),
+            || cluster.logs(),
+            || {
+                leaders_via(&cluster, TOPIC, leader)
+                    .get(&0)
+                    .is_some_and(|(l, _)| *l > 0 && *l != leader)
+            },
+        );
+        failovers.push(killed_at.elapsed());
+        let (ok, text) = cluster.run(&["start", &leader.to_string()]);
+        assert!(ok, "{text}");
+        poll_until(
+            "the killed node back in every ISR",
+            Duration::from_secs(60),
+            || cluster.logs(),
+            || full_isrs(0),
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (produced, unacknowledged) = producer.join().unwrap();
+    let report = checker.lock().unwrap().check(&bootstraps, TOPIC, PARTITIONS);
+    println!(
+        "scenario 2: {KILLS} leader kills; new leader after {failovers:?}; {produced} records sent, \
+         {unacknowledged} not acknowledged; checker {report:?}"
+    );
+    assert!(report.clean(), "{report:?}\n{}", cluster.logs());
+    assert!(report.acked > 10_000, "{report:?}");
+}
