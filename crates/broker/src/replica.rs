@@ -176,7 +176,11 @@ impl ReplicaManager {
             })?;
         self.appended.notify_waiters();
         Self::await_acks(&log, &info, acks, now_ms)?;
-        if acks_all && info.n_records > 0 {
+        // A retried batch answered as a duplicate (no record written) waits too: its original
+        // offsets must be in the high watermark before it is acknowledged (Kafka's
+        // `DelayedProduce` waits for the append's last offset either way). Otherwise a leader
+        // cut off from its followers acknowledges the retry of a write it alone has.
+        if acks_all {
             let epoch = replication.leader_epoch(tp);
             replication
                 .wait_for_high_watermark(tp, epoch, info.last_offset + 1, timeout)

@@ -10,6 +10,7 @@ mod data;
 mod dynamic_configs;
 pub(crate) mod groups;
 mod log_dirs;
+mod produce;
 pub(crate) mod security;
 mod txn;
 
@@ -28,9 +29,10 @@ use seglog_storage::manager::{Clock, SystemClock};
 
 pub(crate) use admin::{create_partitions, create_topics, delete_records, delete_topics, metadata};
 pub(crate) use configs::{alter_configs, describe_configs, incremental_alter_configs};
-pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch, produce};
+pub(crate) use data::{fetch, list_offsets, offset_for_leader_epoch};
 pub(crate) use dynamic_configs::{apply_from_metadata, load_dynamic_configs};
 pub(crate) use log_dirs::{alter_replica_log_dirs, describe_log_dirs};
+pub(crate) use produce::produce;
 pub(crate) use txn::{
     add_offsets_to_txn, add_partitions_to_txn, describe_producers, describe_transactions, end_txn,
     init_producer_id, list_transactions, txn_offset_commit, write_txn_markers,

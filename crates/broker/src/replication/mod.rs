@@ -756,3 +756,6 @@ pub(crate) async fn run_isr_changes(broker: std::sync::Weak<crate::Broker>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -40,7 +40,7 @@ fn is_root() -> bool {
 }
 
 /// `args` as a command, through `sudo -n` when this is not root (`ip netns` and `nft` need it).
-fn privileged(args: &[&str]) -> Command {
+pub(crate) fn privileged(args: &[&str]) -> Command {
     if is_root() {
         let mut command = Command::new(args[0]);
         command.args(&args[1..]);
@@ -52,17 +52,17 @@ fn privileged(args: &[&str]) -> Command {
     }
 }
 
-fn run(args: &[&str]) -> Output {
+pub(crate) fn run(args: &[&str]) -> Output {
     privileged(args).output().unwrap()
 }
 
-fn must(args: &[&str]) {
+pub(crate) fn must(args: &[&str]) {
     let output = run(args);
     assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
 }
 
 /// Whether namespaces and nftables are usable; under CI their absence is a failure.
-fn netns_available() -> bool {
+pub(crate) fn netns_available() -> bool {
     let allowed = is_root()
         || Command::new("sudo").args(["-n", "true"]).output().is_ok_and(|o| o.status.success());
     let tools = allowed
@@ -82,15 +82,20 @@ fn netns_available() -> bool {
 }
 
 /// Three node namespaces on a bridge namespace, deleted on drop.
-struct Net {
+pub(crate) struct Net {
     prefix: String,
     subnet: u32,
+    clients_linked: bool,
 }
 
 impl Net {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let pid = std::process::id();
-        let net = Self { prefix: format!("sg{}", pid % 100_000), subnet: 100 + pid % 100 };
+        let net = Self {
+            prefix: format!("sg{}", pid % 100_000),
+            subnet: 100 + pid % 100,
+            clients_linked: false,
+        };
         let bridge = net.bridge();
         must(&["ip", "netns", "add", &bridge]);
         must(&["ip", "-n", &bridge, "link", "add", "br0", "type", "bridge"]);
@@ -120,7 +125,7 @@ impl Net {
         format!("{}n{id}", self.prefix)
     }
 
-    fn ip(&self, id: u32) -> String {
+    pub(crate) fn ip(&self, id: u32) -> String {
         format!("10.{}.0.{id}", self.subnet)
     }
 
@@ -158,30 +163,77 @@ impl Net {
         }
     }
 
-    fn heal(&self, id: u32) {
+    /// Links the test's own (root) namespace to the bridge at `10.x.0.100`, so that its
+    /// clients reach every node: the clients' namespace, cut off by no fault.
+    pub(crate) fn link_clients(&mut self) {
+        let link = self.client_link();
+        must(&[
+            "ip",
+            "link",
+            "add",
+            &link,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "pc",
+            "netns",
+            &self.bridge(),
+        ]);
+        must(&["ip", "addr", "add", &format!("{}/24", self.ip(100)), "dev", &link]);
+        must(&["ip", "link", "set", &link, "up"]);
+        must(&["ip", "-n", &self.bridge(), "link", "set", "pc", "master", "br0"]);
+        must(&["ip", "-n", &self.bridge(), "link", "set", "pc", "up"]);
+        self.clients_linked = true;
+    }
+
+    fn client_link(&self) -> String {
+        format!("{}c", self.prefix)
+    }
+
+    /// Drops every packet between node `id` and the nodes `others`, both ways (the clients
+    /// still reach it).
+    pub(crate) fn cut_from(&self, id: u32, others: &[u32]) {
+        let ns = self.ns(id);
+        let set = others.iter().map(|o| self.ip(*o)).collect::<Vec<_>>().join(", ");
+        must(&["ip", "netns", "exec", &ns, "nft", "add", "table", "inet", "fault"]);
+        for (chain, hook, field) in [("in", "input", "saddr"), ("out", "output", "daddr")] {
+            let add_chain = format!(
+                "add chain inet fault {chain} {{ type filter hook {hook} priority 0; policy accept; }}"
+            );
+            must(&["ip", "netns", "exec", &ns, "nft", &add_chain]);
+            let rule = format!("add rule inet fault {chain} ip {field} {{ {set} }} drop");
+            must(&["ip", "netns", "exec", &ns, "nft", &rule]);
+        }
+    }
+
+    pub(crate) fn heal(&self, id: u32) {
         must(&["ip", "netns", "exec", &self.ns(id), "nft", "delete", "table", "inet", "fault"]);
     }
 }
 
 impl Drop for Net {
     fn drop(&mut self) {
+        if self.clients_linked {
+            let _ = run(&["ip", "link", "del", &self.client_link()]);
+        }
         for ns in [self.ns(1), self.ns(2), self.ns(3), self.bridge()] {
             let _ = run(&["ip", "netns", "del", &ns]);
         }
     }
 }
 
-struct Voter {
+pub(crate) struct Voter {
     id: u32,
     ns: String,
     ip: String,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     config: PathBuf,
     child: Option<Child>,
 }
 
 impl Voter {
-    fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         let log = controller_log(&self.dir);
         let child = privileged(&["ip", "netns", "exec", &self.ns, SEGLOG, "serve", "--config"])
             .arg(&self.config)
@@ -193,7 +245,15 @@ impl Voter {
         self.child = Some(child);
     }
 
-    fn signal(&self, signal: &str) {
+    /// Stops the node with SIGTERM (a clean shutdown) and waits until it is gone.
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            must(&["kill", "-TERM", &child.id().to_string()]);
+            let _ = child.wait();
+        }
+    }
+
+    pub(crate) fn signal(&self, signal: &str) {
         let pid = self.child.as_ref().unwrap().id().to_string();
         // `ip netns exec` execs the command, so the child is seglog itself (under sudo, its
         // parent: the signal is relayed).
@@ -263,6 +323,11 @@ fn wait_for(
 }
 
 fn voters(net: &Net, root: &Path) -> Vec<Voter> {
+    voters_with(net, root, "")
+}
+
+/// [`voters`] with `extra` settings for every node.
+pub(crate) fn voters_with(net: &Net, root: &Path, extra: &str) -> Vec<Voter> {
     let quorum: Vec<String> = (1..=3).map(|id| format!("{id}@{}:{PORT}", net.ip(id))).collect();
     let cluster_id = random_cluster_id();
     (1..=3)
@@ -284,7 +349,8 @@ fn voters(net: &Net, root: &Path) -> Vec<Voter> {
                 + &format!(
                     "log.dirs={}\nseglog.metrics.listener=\nseglog.console.listener=\n",
                     dir.join("data").display()
-                );
+                )
+                + extra;
             std::fs::write(&config, properties).unwrap();
             must(&[
                 SEGLOG,

@@ -44,6 +44,8 @@ pub(crate) struct Report {
     pub(crate) duplicated: usize,
     /// Read at another offset than acknowledged.
     pub(crate) moved: usize,
+    /// The first and last lost records and what was read at their offsets.
+    pub(crate) lost_detail: Option<String>,
 }
 
 impl Report {
@@ -65,14 +67,25 @@ impl Checker {
         for (partition, offset, id) in &read {
             seen.entry(*id).or_default().push((*partition, *offset));
         }
-        let lost = self.acked.keys().filter(|id| !seen.contains_key(id)).count();
+        let lost_ids: Vec<(&u64, &(i32, i64))> =
+            self.acked.iter().filter(|(id, _)| !seen.contains_key(id)).collect();
+        let lost = lost_ids.len();
+        let lost_detail = lost_ids.first().zip(lost_ids.last()).map(|(first, last)| {
+            let at =
+                |place: (i32, i64)| read.iter().find(|(p, o, _)| (*p, *o) == place).map(|r| r.2);
+            format!(
+                "lost from {first:?} to {last:?}; read at their offsets: {:?} and {:?}",
+                at(*first.1),
+                at(*last.1)
+            )
+        });
         let duplicated = seen.values().filter(|places| places.len() > 1).count();
         let moved = self
             .acked
             .iter()
             .filter(|(id, at)| seen.get(id).is_some_and(|places| !places.contains(at)))
             .count();
-        Report { acked: self.acked.len(), read: read.len(), lost, duplicated, moved }
+        Report { acked: self.acked.len(), read: read.len(), lost, duplicated, moved, lost_detail }
     }
 }
 
@@ -167,8 +180,8 @@ fn isrs(bootstrap: &str, topic: &str) -> BTreeMap<i32, (i32, Vec<i32>)> {
 /// A partition's batches on `node` up to its checkpointed high watermark: the concatenated
 /// `.log` files' batches below it, byte for byte (segment boundaries may differ between
 /// replicas), and the high watermark.
-fn replica_stream(dir: &Path, node: usize, topic: &str, partition: i32) -> (Vec<u8>, i64) {
-    let data = dir.join(format!("node-{node}/data"));
+fn replica_stream(data: &Path, topic: &str, partition: i32) -> (Vec<u8>, i64) {
+    let node = data.display();
     let checkpoint = std::fs::read_to_string(data.join("replication-offset-checkpoint")).unwrap();
     let high_watermark = checkpoint
         .lines()
@@ -196,6 +209,38 @@ fn replica_stream(dir: &Path, node: usize, topic: &str, partition: i32) -> (Vec<
         }
     }
     (stream, high_watermark)
+}
+
+/// Every batch of a partition on a node, its `.log` files concatenated.
+fn replica_log(data: &Path, topic: &str, partition: i32) -> Vec<u8> {
+    let mut logs: Vec<_> = std::fs::read_dir(data.join(format!("{topic}-{partition}")))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    let mut stream = Vec::new();
+    for log in logs {
+        let bytes = std::fs::read(&log).unwrap();
+        for item in seglog_format::Batches::new(&bytes) {
+            stream.extend_from_slice(item.unwrap().batch.as_bytes());
+        }
+    }
+    stream
+}
+
+/// `scripts/cluster.sh down`, then waits until the three processes are gone (the last one's
+/// controlled shutdown waits for a quorum that has stopped, longer than `down` waits).
+fn stop_and_wait(cluster: &Cluster) {
+    let pids: Vec<String> = (1..=3)
+        .filter_map(|n| std::fs::read_to_string(cluster.dir.join(format!("node-{n}/pid"))).ok())
+        .map(|pid| pid.trim().to_owned())
+        .collect();
+    let (ok, text) = cluster.run(&["down"]);
+    assert!(ok, "{text}");
+    poll_until("the nodes gone", Duration::from_mins(2), String::new, || {
+        pids.iter().all(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+    });
 }
 
 fn properties(root: &Path, lines: &str) -> std::path::PathBuf {
@@ -243,12 +288,14 @@ fn replicas_are_byte_identical_after_acks_all_produce() {
     // next fetch, long before the read-back ends).
     let isrs_after = isrs(&cluster.bootstrap(1), TOPIC);
     assert!(isrs_after.values().all(|(_, isr)| isr.len() == 3), "{isrs_after:?}");
-    let (ok, text) = cluster.run(&["down"]);
-    assert!(ok, "{text}");
+    stop_and_wait(&cluster);
     let mut per_partition = BTreeMap::new();
     for partition in 0..PARTITIONS {
-        let streams: Vec<(Vec<u8>, i64)> =
-            (1..=3).map(|node| replica_stream(&cluster.dir, node, TOPIC, partition)).collect();
+        let streams: Vec<(Vec<u8>, i64)> = (1..=3)
+            .map(|node| {
+                replica_stream(&cluster.dir.join(format!("node-{node}/data")), TOPIC, partition)
+            })
+            .collect();
         let acked = checker.lock().unwrap().acked.values().filter(|(p, _)| *p == partition).count();
         for (node, (stream, high_watermark)) in (1..).zip(&streams) {
             assert_eq!(
@@ -321,7 +368,7 @@ fn killed_leaders_lose_no_acknowledged_record() {
     let checker = std::sync::Arc::new(std::sync::Mutex::new(Checker::default()));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let bootstraps = (1..=3).map(|n| cluster.bootstrap(n)).collect::<Vec<_>>().join(",");
-    let producer = {
+    let writer = {
         let (checker, stop, bootstraps) =
             (std::sync::Arc::clone(&checker), std::sync::Arc::clone(&stop), bootstraps.clone());
         std::thread::spawn(move || {
@@ -359,13 +406,13 @@ fn killed_leaders_lose_no_acknowledged_record() {
         assert!(ok, "{text}");
         poll_until(
             "the killed node back in every ISR",
-            Duration::from_secs(60),
+            Duration::from_mins(1),
             || cluster.logs(),
             || full_isrs(0),
         );
     }
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (produced, unacknowledged) = producer.join().unwrap();
+    let (produced, unacknowledged) = writer.join().unwrap();
     let report = checker.lock().unwrap().check(&bootstraps, TOPIC, PARTITIONS);
     println!(
         "scenario 2: {KILLS} leader kills; new leader after {failovers:?}; {produced} records sent, \
@@ -373,4 +420,207 @@ fn killed_leaders_lose_no_acknowledged_record() {
     );
     assert!(report.clean(), "{report:?}\n{}", cluster.logs());
     assert!(report.acked > 10_000, "{report:?}");
+}
+
+/// Produces ids from `first` in chunks of 1000 until `stop`, through `bootstrap`; returns the
+/// next id and how many were not acknowledged.
+fn producing(
+    bootstrap: String,
+    topic: &'static str,
+    first: u64,
+    (checker, stop): (
+        std::sync::Arc<std::sync::Mutex<Checker>>,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ),
+) -> std::thread::JoinHandle<(u64, usize)> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let (mut next, mut unacknowledged) = (first, 0);
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            unacknowledged +=
+                runtime.block_on(produce_acked(&bootstrap, topic, (next, next + 1000), &checker));
+            next += 1000;
+        }
+        (next, unacknowledged)
+    })
+}
+
+/// Creates `topic` (one partition, RF=3, `min.insync.replicas`=2) through `bootstrap` as soon
+/// as the cluster takes it.
+fn create_when_ready(runtime: &tokio::runtime::Runtime, bootstrap: &str, topic: &str) {
+    poll_until("the cluster takes a replicated topic", Duration::from_mins(1), String::new, || {
+        runtime.block_on(async {
+            let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+                ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
+            let new =
+                NewTopic::new(topic, 1, TopicReplication::Fixed(3)).set("min.insync.replicas", "2");
+            let options =
+                rdkafka::admin::AdminOptions::new().request_timeout(Some(Duration::from_secs(5)));
+            let created = admin.create_topics([&new], &options).await;
+            created.is_ok_and(|results| {
+                results.iter().all(|r| {
+                    r.as_ref().is_ok()
+                        || r.as_ref().is_err_and(|(_, e)| {
+                            *e == rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists
+                        })
+                })
+            })
+        })
+    });
+}
+
+/// Sends `ids` through a producer that knows only `address` (idempotent, acks=all, each
+/// record given up after 15 s): the ones acknowledged, and how many failed.
+fn produce_only_to(
+    runtime: &tokio::runtime::Runtime,
+    address: &str,
+    topic: &str,
+    ids: std::ops::Range<u64>,
+) -> (Checker, usize) {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", address)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("message.timeout.ms", "15000")
+        .create()
+        .unwrap();
+    runtime.block_on(async {
+        let mut deliveries = Vec::new();
+        for id in ids {
+            let payload = id.to_string();
+            let record = FutureRecord::to(topic).key(&payload).payload(&payload);
+            deliveries.push((id, producer.send_result(record).map_err(|(e, _)| e).unwrap()));
+        }
+        let (mut acked, mut failed) = (Checker::default(), 0);
+        for (id, delivery) in deliveries {
+            match delivery.await.unwrap() {
+                Ok(d) => acked.ack(id, d.partition, d.offset),
+                Err(_) => failed += 1,
+            }
+        }
+        (acked, failed)
+    })
+}
+
+/// What each node's log says of leadership, following, truncation, the ISR and fencing.
+fn story(nodes: &[crate::cluster_faults::Voter]) -> String {
+    nodes
+        .iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(n.dir.join("controller.log")).unwrap_or_default();
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| {
+                    ["leading", "following", "truncat", "ISR", "fenc"].iter().any(|w| l.contains(w))
+                })
+                .collect();
+            format!("== {}\n{}", n.dir.display(), lines.join("\n"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Scenario 3: the leader cut off from the other two nodes, both ways, for 30 s (its clients
+/// still reach it). A producer that only knows the old leader has none of its acks=all writes
+/// acknowledged; the majority fences it and elects a leader, and a producer through the
+/// majority goes on; healed, the old leader truncates what it alone had (by
+/// OffsetForLeaderEpoch) and rejoins the ISR. The checker is clean, none of the minority's
+/// writes is visible, and the replicas agree byte for byte.
+#[test]
+fn a_partitioned_leader_is_fenced_and_truncates_its_writes() {
+    use crate::cluster_faults::{Net, netns_available, voters_with};
+    const TOPIC: &str = "partitioned";
+    const CUT: Duration = Duration::from_secs(30);
+    const MINORITY_FIRST: u64 = 1_000_000_000;
+    if !netns_available() {
+        return;
+    }
+    let mut net = Net::new();
+    net.link_clients();
+    let root = tempfile::tempdir().unwrap();
+    let extra = "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n\
+                 replica.lag.time.max.ms=5000\n";
+    let mut nodes = voters_with(&net, root.path(), extra);
+    for node in &mut nodes {
+        node.start();
+    }
+    let address = |id: i32| format!("{}:9092", net.ip(u32::try_from(id).unwrap()));
+    let bootstrap = (1..=3).map(address).collect::<Vec<_>>().join(",");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    create_when_ready(&runtime, &bootstrap, TOPIC);
+    let full_isr =
+        || isrs(&bootstrap, TOPIC).get(&0).is_some_and(|(l, isr)| *l > 0 && isr.len() == 3);
+    poll_until("a full ISR", Duration::from_secs(30), String::new, full_isr);
+    let checker = std::sync::Arc::new(std::sync::Mutex::new(Checker::default()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = producing(
+        bootstrap.clone(),
+        TOPIC,
+        0,
+        (std::sync::Arc::clone(&checker), std::sync::Arc::clone(&stop)),
+    );
+    poll_until("acknowledged writes before the cut", Duration::from_secs(30), String::new, || {
+        checker.lock().unwrap().acked.len() >= 2000
+    });
+    let old = isrs(&bootstrap, TOPIC)[&0].0;
+    let others: Vec<u32> = (1..=3).filter(|n| *n != u32::try_from(old).unwrap()).collect();
+    net.cut_from(u32::try_from(old).unwrap(), &others);
+    let cut_at = Instant::now();
+    let majority = format!(
+        "{},{}",
+        address(i32::try_from(others[0]).unwrap()),
+        address(i32::try_from(others[1]).unwrap())
+    );
+    let elected_after =
+        poll_until("the majority elects a leader", Duration::from_secs(30), String::new, || {
+            isrs(&majority, TOPIC).get(&0).is_some_and(|(l, _)| *l > 0 && *l != old)
+        });
+    // A producer that knows only the old leader: none of its writes may be acknowledged.
+    let (minority, minority_failed) =
+        produce_only_to(&runtime, &address(old), TOPIC, MINORITY_FIRST..MINORITY_FIRST + 100);
+    // The fault lasts its whole length.
+    std::thread::sleep(CUT.saturating_sub(cut_at.elapsed()));
+    net.heal(u32::try_from(old).unwrap());
+    let healed_at = Instant::now();
+    // Through the majority: the old leader's own metadata may still be the one it was cut off
+    // with.
+    poll_until("the old leader back in the ISR", Duration::from_mins(1), String::new, || {
+        isrs(&majority, TOPIC).get(&0).is_some_and(|(l, isr)| *l > 0 && *l != old && isr.len() == 3)
+    });
+    let rejoined = healed_at.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (produced, unacknowledged) = writer.join().unwrap();
+    let report = checker.lock().unwrap().check(&bootstrap, TOPIC, 1);
+    let zombies =
+        read_all(&bootstrap, TOPIC, 1).iter().filter(|(_, _, id)| *id >= MINORITY_FIRST).count();
+    println!(
+        "scenario 3: leader {old} cut off for {CUT:?}; the majority's leader within {elected_after:?}; \
+         the minority's producer: {} acknowledged, {minority_failed} failed; healed, back in the ISR \
+         after {rejoined:?}; {produced} records sent, {unacknowledged} not acknowledged; checker \
+         {report:?}; minority writes visible: {zombies}",
+        minority.acked.len()
+    );
+    if !report.clean() || !minority.acked.is_empty() {
+        println!("{}", story(&nodes));
+    }
+    assert_eq!(minority.acked.len(), 0, "the minority acknowledged writes");
+    assert!(report.clean(), "{report:?}\n{}", story(&nodes));
+    assert_eq!(zombies, 0, "the minority's writes are visible");
+    for node in &mut nodes {
+        node.stop();
+    }
+    // Healed and caught up, the old leader's log is the others' whole: what it alone had is
+    // gone.
+    let logs: Vec<Vec<u8>> =
+        nodes.iter().map(|n| replica_log(&n.dir.join("data"), TOPIC, 0)).collect();
+    for (node, log) in (1..).zip(&logs) {
+        assert!(
+            *log == logs[0],
+            "node {node}'s log ({} bytes) differs from node 1's ({} bytes)",
+            log.len(),
+            logs[0].len()
+        );
+    }
+    let high_watermark = replica_stream(&nodes[0].dir.join("data"), TOPIC, 0).1;
+    assert_eq!(high_watermark, i64::try_from(report.acked).unwrap(), "every record acknowledged");
 }
