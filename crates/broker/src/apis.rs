@@ -110,6 +110,9 @@ apis! {
     Broker DescribeQuorum 0..=2 => |broker, request| {
         handlers::describe_quorum(broker, &request.session, request.decode()?, request.version).await
     };
+    Broker ElectLeaders 0..=2 => |broker, request| {
+        handlers::elect_leaders(broker, &request.session, request.decode()?, request.version).await
+    };
     Broker UnregisterBroker 0..=0 => |broker, request| {
         handlers::unregister_broker(broker, &request.session, &request.decode()?, request.version).await
     };

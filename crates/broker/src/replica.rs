@@ -114,6 +114,28 @@ impl ReplicaManager {
         Self { manager, appended, replication: std::sync::OnceLock::new() }
     }
 
+    /// A cluster's replication, once the broker joined it.
+    pub(crate) fn replication(&self) -> Option<&Arc<crate::replication::Replication>> {
+        self.replication.get()
+    }
+
+    /// Waits until `info`'s append is in the ISR of `tp` (a coordinator's acks=-1 write made
+    /// with acks=1 first, so that its lock is not held meanwhile): at once on a single node.
+    pub(crate) fn await_replicated(
+        &self,
+        tp: &TopicPartition,
+        info: &AppendInfo,
+    ) -> std::result::Result<(), kafka_protocol::ResponseError> {
+        let Some(replication) = self.replication.get() else { return Ok(()) };
+        let epoch = replication.leader_epoch(tp);
+        replication.wait_for_high_watermark(
+            tp,
+            epoch,
+            info.last_offset + 1,
+            COORDINATOR_ACKS_TIMEOUT,
+        )
+    }
+
     /// Appends through `replication` from now on (a cluster's broker).
     pub(crate) fn use_replication(&self, replication: Arc<crate::replication::Replication>) {
         let _ = self.replication.set(replication);

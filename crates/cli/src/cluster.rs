@@ -224,6 +224,16 @@ pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
             if *fenced { " fenced" } else { "" }
         )?;
     }
+    writeln!(out, "UnderReplicated:  {}", status.under_replicated_count)?;
+    let list = |ids: &[i32]| ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+    for (topic, partition, leader, replicas, isr) in &status.under_replicated {
+        writeln!(
+            out,
+            "Partition:        {topic}-{partition} leader {leader} replicas [{}] isr [{}]",
+            list(replicas),
+            list(isr)
+        )?;
+    }
     crate::common::print_to_stdout(&out)
 }
 

@@ -73,6 +73,9 @@ pub struct AlterPartitionRequest {
     pub new_isr: Vec<i32>,
 }
 
+/// One partition's ElectLeaders result: topic, partition, Kafka's error code.
+pub type ElectionResult = (String, i32, i16);
+
 /// Kafka's `Topic.validate`: 1 to 249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
 pub fn valid_topic_name(name: &str) -> bool {
     !name.is_empty()
@@ -279,22 +282,139 @@ impl Controller {
         let acceptable = |r: i32| Some(r) != remove && (Some(r) == add || self.image.is_active(r));
         let mut records = Vec::new();
         for topic in self.image.topics.values() {
+            let unclean = self.unclean_election_enabled(&topic.name);
             for (partition_id, p) in &topic.partitions {
                 let touches = remove.is_some_and(|r| p.isr.contains(&r))
-                    || add.is_some_and(|a| p.leader == NO_LEADER && p.isr.contains(&a));
+                    || add.is_some_and(|a| {
+                        p.leader == NO_LEADER
+                            && (p.isr.contains(&a) || (unclean && p.replicas.contains(&a)))
+                    });
                 if !touches {
                     continue;
                 }
                 let target_isr: Vec<i32> =
                     p.isr.iter().copied().filter(|r| Some(*r) != remove).collect();
-                if let Some(change) =
-                    partition_change(topic.id, *partition_id, p, &target_isr, &acceptable)
-                {
+                let mut change =
+                    partition_change(topic.id, *partition_id, p, &target_isr, &acceptable);
+                let leader_after = change.as_ref().map_or(p.leader, |c| {
+                    if c.leader == NO_LEADER_CHANGE { p.leader } else { c.leader }
+                });
+                if leader_after == NO_LEADER && unclean {
+                    // Kafka's unclean election: no ISR member can lead, and the topic lets any
+                    // live replica do so; it alone is the ISR, and what the ISR had beyond its
+                    // log is lost.
+                    if let Some(chosen) = p.replicas.iter().copied().find(|r| acceptable(*r)) {
+                        tracing::warn!(topic = %topic.name, partition = partition_id, leader = chosen, isr = ?p.isr, "unclean leader election: a replica outside the ISR leads");
+                        change = Some(PartitionChange {
+                            topic_id: topic.id,
+                            partition_id: *partition_id,
+                            isr: Some(vec![chosen]),
+                            leader: chosen,
+                            replicas: None,
+                        });
+                    }
+                }
+                if let Some(change) = change {
                     records.push(MetadataRecord::PartitionChange(change));
                 }
             }
         }
         records
+    }
+
+    /// `unclean.leader.election.enable` of `topic`: its own config, else the cluster's broker
+    /// default, else Kafka's default (false).
+    fn unclean_election_enabled(&self, topic: &str) -> bool {
+        const KEY: &str = "unclean.leader.election.enable";
+        let of = |kind: i8, name: &str| {
+            self.image.configs.get(&(kind, name.to_owned())).and_then(|c| c.get(KEY)).cloned()
+        };
+        of(CONFIG_RESOURCE_TOPIC, topic)
+            .or_else(|| of(super::records::CONFIG_RESOURCE_BROKER, ""))
+            .is_some_and(|value| value.eq_ignore_ascii_case("true"))
+    }
+
+    /// ElectLeaders (Kafka's `ReplicationControlManager.electLeaders`) for the partitions named
+    /// (every partition when `None`): a preferred election (type 0) makes the first replica
+    /// lead when it is in the ISR and active; an unclean one (type 1) gives a leaderless
+    /// partition a leader from its ISR, else any active replica (then its ISR alone). Returns
+    /// the records and each partition's result: 0, ELECTION_NOT_NEEDED,
+    /// PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE or
+    /// UNKNOWN_TOPIC_OR_PARTITION (ELECTION_NOT_NEEDED left out when every partition is asked,
+    /// as Kafka does).
+    pub fn elect_leaders(
+        &self,
+        election_type: i8,
+        partitions: Option<&[(String, i32)]>,
+    ) -> Result<(Vec<MetadataRecord>, Vec<ElectionResult>), ResponseError> {
+        if !(0..=1).contains(&election_type) {
+            return Err(ResponseError::InvalidRequest);
+        }
+        let all: Vec<(String, i32)> = if partitions.is_none() {
+            self.image
+                .topics
+                .values()
+                .flat_map(|t| t.partitions.keys().map(|p| (t.name.clone(), *p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let asked = partitions.unwrap_or(&all);
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        for (name, partition_id) in asked {
+            let found =
+                self.image.topic(name).and_then(|t| t.partitions.get(partition_id).map(|p| (t, p)));
+            let outcome = match found {
+                None => Err(ResponseError::UnknownTopicOrPartition),
+                Some((topic, p)) => self.elect_one(topic.id, *partition_id, p, election_type),
+            };
+            let code = match outcome {
+                Ok(change) => {
+                    records.push(MetadataRecord::PartitionChange(change));
+                    0
+                }
+                Err(ResponseError::ElectionNotNeeded) if partitions.is_none() => continue,
+                Err(error) => error.code(),
+            };
+            results.push((name.clone(), *partition_id, code));
+        }
+        Ok((records, results))
+    }
+
+    fn elect_one(
+        &self,
+        topic_id: [u8; 16],
+        partition_id: i32,
+        p: &PartitionState,
+        election_type: i8,
+    ) -> Result<PartitionChange, ResponseError> {
+        let change = |leader: i32, isr: Option<Vec<i32>>| PartitionChange {
+            topic_id,
+            partition_id,
+            isr,
+            leader,
+            replicas: None,
+        };
+        if election_type == 0 {
+            let preferred = p.replicas.first().copied().unwrap_or(NO_LEADER);
+            if p.leader == preferred {
+                return Err(ResponseError::ElectionNotNeeded);
+            }
+            if !p.isr.contains(&preferred) || !self.image.is_active(preferred) {
+                return Err(ResponseError::PreferredLeaderNotAvailable);
+            }
+            return Ok(change(preferred, None));
+        }
+        if p.leader != NO_LEADER {
+            return Err(ResponseError::ElectionNotNeeded);
+        }
+        let active = |r: &i32| self.image.is_active(*r);
+        if let Some(clean) = p.replicas.iter().copied().filter(active).find(|r| p.isr.contains(r)) {
+            return Ok(change(clean, None));
+        }
+        let unclean = p.replicas.iter().copied().find(active);
+        unclean.map(|r| change(r, Some(vec![r]))).ok_or(ResponseError::EligibleLeadersNotAvailable)
     }
 
     /// The brokers new replicas may go to: registered, unfenced, not shutting down.
@@ -665,5 +785,132 @@ mod tests {
         with.touch_all(500);
         assert!(with.fence_stale_broker(1_400).is_empty(), "a fresh session holds");
         assert!(!with.fence_stale_broker(1_600).is_empty(), "a silent session still ends");
+    }
+
+    /// A controller with its committed log: what a change's records do once replayed.
+    struct World {
+        controller: Controller,
+        offset: i64,
+    }
+
+    impl World {
+        /// Brokers 1 to 3 registered and unfenced, topic `t` with one partition on all three
+        /// (1 leads); `configs` are the topic's.
+        fn new(configs: &[(&str, &str)]) -> Self {
+            let mut world =
+                Self { controller: Controller::new(ControllerConfig::default()), offset: 0 };
+            for id in 1..=3 {
+                let request = BrokerRegistrationRequest {
+                    broker_id: id,
+                    incarnation_id: [u8::try_from(id).unwrap(); 16],
+                    endpoints: Vec::new(),
+                    rack: None,
+                };
+                let records = world.controller.register_broker(&request, world.offset, 0).unwrap();
+                world.commit(records);
+                world.beat(id, false);
+            }
+            let configs: Vec<(String, String)> =
+                configs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            let records = world
+                .controller
+                .create_topic_assigned("t", &[vec![1, 2, 3]], &configs, [9; 16])
+                .unwrap();
+            world.commit(records);
+            world
+        }
+
+        fn commit(&mut self, records: Vec<MetadataRecord>) {
+            for record in records {
+                self.controller.replay(self.offset, &record).unwrap();
+                self.offset += 1;
+            }
+        }
+
+        /// A heartbeat of broker `id`, caught up; `fence` asks to be fenced.
+        fn beat(&mut self, id: i32, fence: bool) {
+            let beat = HeartbeatRequest {
+                broker_id: id,
+                broker_epoch: self.controller.image().brokers[&id].epoch,
+                current_metadata_offset: i64::MAX,
+                want_fence: fence,
+                want_shutdown: false,
+            };
+            let (_, records) = self.controller.heartbeat(&beat, 0).unwrap();
+            self.commit(records);
+        }
+
+        /// The partition's ISR set by its leader through AlterPartition.
+        fn set_isr(&mut self, isr: &[i32]) {
+            let p = self.partition();
+            let request = AlterPartitionRequest {
+                broker_id: p.leader,
+                broker_epoch: self.controller.image().brokers[&p.leader].epoch,
+                topic_id: [9; 16],
+                partition_id: 0,
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+                new_isr: isr.to_vec(),
+            };
+            let records = self.controller.alter_partition(&request).unwrap();
+            self.commit(records);
+        }
+
+        fn partition(&self) -> PartitionState {
+            self.controller.image().topic("t").unwrap().partitions[&0].clone()
+        }
+
+        fn elect(&mut self, election_type: i8, named: bool) -> Vec<(String, i32, i16)> {
+            let asked = [("t".to_owned(), 0)];
+            let (records, results) =
+                self.controller.elect_leaders(election_type, named.then_some(&asked[..])).unwrap();
+            self.commit(records);
+            results
+        }
+    }
+
+    /// The last ISR member fenced leaves the partition without a leader; a replica outside the
+    /// ISR leads only when `unclean.leader.election.enable` says so, or when an operator asks
+    /// an unclean ElectLeaders.
+    #[test]
+    fn an_unclean_election_needs_the_topic_config_or_an_operator() {
+        let mut clean = World::new(&[]);
+        clean.set_isr(&[1]);
+        clean.beat(1, true);
+        let p = clean.partition();
+        assert_eq!(
+            (p.leader, p.isr.clone()),
+            (NO_LEADER, vec![1]),
+            "the ISR keeps its last member"
+        );
+        assert_eq!(clean.elect(0, true), vec![("t".to_owned(), 0, 80)], "1 is not active");
+        assert_eq!(clean.elect(1, true), vec![("t".to_owned(), 0, 0)]);
+        let p = clean.partition();
+        assert_eq!((p.leader, p.isr), (2, vec![2]), "an operator's unclean election");
+        assert_eq!(clean.elect(1, true), vec![("t".to_owned(), 0, 84)], "it has a leader");
+
+        let mut unclean = World::new(&[("unclean.leader.election.enable", "true")]);
+        unclean.set_isr(&[1]);
+        let epoch = unclean.partition().leader_epoch;
+        unclean.beat(1, true);
+        let p = unclean.partition();
+        assert_eq!((p.leader, p.isr, p.leader_epoch), (2, vec![2], epoch + 1), "at once");
+    }
+
+    /// A preferred election gives the first replica its leadership back once it is in the ISR.
+    #[test]
+    fn a_preferred_election_moves_leadership_back_to_the_first_replica() {
+        let mut world = World::new(&[]);
+        assert!(world.elect(0, false).is_empty(), "not needed: left out when all are asked");
+        assert_eq!(world.elect(0, true), vec![("t".to_owned(), 0, 84)]);
+        world.beat(1, true);
+        assert_eq!(world.partition().leader, 2);
+        world.beat(1, false);
+        assert_eq!(world.elect(0, true), vec![("t".to_owned(), 0, 80)], "1 is not in the ISR");
+        world.set_isr(&[2, 3, 1]);
+        assert_eq!(world.elect(0, false), vec![("t".to_owned(), 0, 0)]);
+        assert_eq!(world.partition().leader, 1);
+        let (_, unknown) = world.controller.elect_leaders(0, Some(&[("u".to_owned(), 0)])).unwrap();
+        assert_eq!(unknown, vec![("u".to_owned(), 0, 3)]);
     }
 }

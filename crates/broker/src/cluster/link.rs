@@ -639,8 +639,10 @@ fn take_role(broker: &Arc<crate::Broker>, want: &Placed) -> seglog_storage::Resu
         if replication.make_leader(&want.tp, &log, state, crate::handlers::now_ms())? {
             replication.fetchers.unfollow(&want.tp);
             tracing::info!(partition = %want.tp, leader_epoch = want.leader_epoch, isr = ?want.isr, "leading");
+            coordinators_elected(broker, &want.tp);
         }
     } else if replication.make_follower(&want.tp, &log, want.leader, want.leader_epoch) {
+        coordinators_resigned(broker, &want.tp);
         if want.leader >= 0 {
             replication.fetchers.follow(broker, &want.tp, want.leader, want.leader_epoch);
             tracing::info!(partition = %want.tp, leader = want.leader, leader_epoch = want.leader_epoch, "following");
@@ -649,4 +651,34 @@ fn take_role(broker: &Arc<crate::Broker>, want: &Placed) -> seglog_storage::Resu
         }
     }
     Ok(())
+}
+
+/// A coordinator's partition (`__consumer_offsets`, `__transaction_state`) led here now: its
+/// groups or transactional ids are loaded (Kafka's `onElection`). Before the broker has joined
+/// (its first image), the start's own load does it.
+fn coordinators_elected(broker: &Arc<crate::Broker>, tp: &TopicPartition) {
+    if broker.cluster().is_none() {
+        return;
+    }
+    let now_ms = crate::handlers::now_ms();
+    let loaded = if tp.topic == crate::group::OFFSETS_TOPIC {
+        broker.groups.load_partition(tp.partition, now_ms)
+    } else if tp.topic == crate::txn::TRANSACTION_STATE_TOPIC {
+        broker.txns.load_partition(&broker.groups, tp.partition, now_ms)
+    } else {
+        return;
+    };
+    if let Err(error) = loaded {
+        tracing::error!(partition = %tp, %error, "cannot load the coordinator's partition");
+    }
+}
+
+/// A coordinator's partition led elsewhere now: its groups or ids leave this broker's memory
+/// (Kafka's `onResignation`).
+fn coordinators_resigned(broker: &crate::Broker, tp: &TopicPartition) {
+    if tp.topic == crate::group::OFFSETS_TOPIC {
+        broker.groups.unload_partition(tp.partition);
+    } else if tp.topic == crate::txn::TRANSACTION_STATE_TOPIC {
+        broker.txns.unload_partition(tp.partition);
+    }
 }

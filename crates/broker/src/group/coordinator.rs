@@ -32,6 +32,9 @@ pub(super) struct Inner {
     /// Partitions of `__consumer_offsets` (0 until it exists).
     pub(super) partitions: i32,
     pub(super) shutting_down: bool,
+    /// A cluster's broker: the partitions of `__consumer_offsets` whose groups are loaded (it
+    /// leads them).
+    pub(super) loaded: std::collections::BTreeSet<i32>,
     /// When offsets of empty groups were last checked for expiry.
     last_retention_check_ms: Option<i64>,
 }

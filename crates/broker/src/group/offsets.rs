@@ -185,7 +185,7 @@ impl GroupCoordinator {
             }
         }
         drop(inner);
-        if let Err(code) = Self::await_durable(&written.0, &written.1, now_ms) {
+        if let Err(code) = self.await_durable(&written.0, &written.1, now_ms) {
             fail_accepted(&mut codes, &accepted, code.code());
         }
         codes

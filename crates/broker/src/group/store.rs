@@ -56,14 +56,24 @@ pub(super) type KeyValue = (Vec<u8>, Option<Vec<u8>>);
 impl GroupCoordinator {
     /// Loads every group and committed offset from `__consumer_offsets`, if it exists (Kafka's
     /// `GroupMetadataManager.loadGroupsAndOffsets`), replaying each partition from its log
-    /// start. Called once before the broker serves. Returns how many groups were loaded.
+    /// start. Called once before the broker serves. A cluster's broker loads the partitions it
+    /// leads and has not loaded yet (the rest load as leadership comes,
+    /// [`Self::load_partition`]). Returns how many groups are loaded.
     pub fn load(&self, now_ms: i64) -> Result<usize, Error> {
-        let partitions = if self.in_cluster() {
-            self.config.offsets_topic_partitions
-        } else {
-            self.manager.topic_partition_counts().get(OFFSETS_TOPIC).copied().unwrap_or(0)
-        };
-        // The partitions here: all of them on a single node, the ones it leads in a cluster.
+        if let Some(replication) = self.replicas.replication() {
+            let led: Vec<i32> = (0..self.config.offsets_topic_partitions)
+                .filter(|p| {
+                    let tp = TopicPartition { topic: OFFSETS_TOPIC.to_owned(), partition: *p };
+                    replication.leader_epoch(&tp).is_some() && !self.lock().loaded.contains(p)
+                })
+                .collect();
+            for partition in led {
+                self.load_partition(partition, now_ms)?;
+            }
+            return Ok(self.lock().groups.len());
+        }
+        let partitions =
+            self.manager.topic_partition_counts().get(OFFSETS_TOPIC).copied().unwrap_or(0);
         let local: Vec<i32> = self
             .manager
             .partitions()
@@ -71,6 +81,39 @@ impl GroupCoordinator {
             .filter(|tp| tp.topic == OFFSETS_TOPIC)
             .map(|tp| tp.partition)
             .collect();
+        self.load_partitions(partitions, &local, now_ms)
+    }
+
+    /// Kafka's `onElection`: this broker leads `partition` of `__consumer_offsets` now, so its
+    /// groups and offsets are loaded afresh from its log (what the last leader wrote, as
+    /// replicated here) and served. Returns how many groups are loaded in all.
+    pub(crate) fn load_partition(&self, partition: i32, now_ms: i64) -> Result<usize, Error> {
+        self.unload_partition(partition);
+        let count =
+            self.load_partitions(self.config.offsets_topic_partitions, &[partition], now_ms)?;
+        self.lock().loaded.insert(partition);
+        tracing::info!(partition, "loaded the groups of {OFFSETS_TOPIC}-{partition}");
+        Ok(count)
+    }
+
+    /// Kafka's `onResignation`: this broker no longer leads `partition`, so its groups are
+    /// dropped from memory (NOT_COORDINATOR from now on).
+    pub(crate) fn unload_partition(&self, partition: i32) {
+        let mut inner = self.lock();
+        let partitions = if inner.partitions > 0 {
+            inner.partitions
+        } else {
+            self.config.offsets_topic_partitions
+        };
+        if inner.loaded.remove(&partition) {
+            tracing::info!(partition, "unloaded the groups of {OFFSETS_TOPIC}-{partition}");
+        }
+        inner.groups.retain(|group_id, _| partition_for(group_id, partitions) != partition);
+    }
+
+    /// Replays `local` partitions of `__consumer_offsets` (of `partitions`) into the groups.
+    fn load_partitions(&self, partitions: i32, local: &[i32], now_ms: i64) -> Result<usize, Error> {
+        let local = local.to_vec();
         let mut offsets: BTreeMap<(String, String, i32), Option<OffsetCommitValue>> =
             BTreeMap::new();
         let mut metadata: BTreeMap<String, Option<GroupMetadataValue>> = BTreeMap::new();
@@ -178,11 +221,8 @@ impl GroupCoordinator {
             } else {
                 self.config.offsets_topic_partitions
             };
-            let tp = TopicPartition {
-                topic: OFFSETS_TOPIC.to_owned(),
-                partition: partition_for(group_id, partitions),
-            };
-            if self.manager.get_log(&tp).is_err() {
+            // Loaded: this broker leads the group's partition and has its groups.
+            if !inner.loaded.contains(&partition_for(group_id, partitions)) {
                 return Some(ResponseError::NotCoordinator);
             }
         }
@@ -328,9 +368,11 @@ impl GroupCoordinator {
         written.ok_or(ResponseError::UnknownServerError)
     }
 
-    /// Waits until the append `info` is durable under the topic's durability mode (acks=-1, as
-    /// Kafka's `offsets.commit.required.acks`).
+    /// Waits until the append `info` is durable under the topic's durability mode and, in a
+    /// cluster, in the partition's ISR (acks=-1, as Kafka's `offsets.commit.required.acks`);
+    /// a failure is Kafka's mapping of the append's error (`GroupMetadataManager`).
     pub(super) fn await_durable(
+        &self,
         log: &PartitionLog,
         info: &AppendInfo,
         now_ms: i64,
@@ -338,6 +380,13 @@ impl GroupCoordinator {
         ReplicaManager::await_acks(log, info, Acks::All, now_ms).map_err(|error| {
             tracing::warn!(%error, "{OFFSETS_TOPIC} fsync failed");
             ResponseError::CoordinatorNotAvailable
+        })?;
+        self.replicas.await_replicated(log.topic_partition(), info).map_err(|code| {
+            tracing::warn!(?code, partition = %log.topic_partition(), "{OFFSETS_TOPIC} write not replicated");
+            match code {
+                ResponseError::NotLeaderOrFollower => ResponseError::NotCoordinator,
+                _ => ResponseError::CoordinatorNotAvailable,
+            }
         })
     }
 
@@ -351,7 +400,7 @@ impl GroupCoordinator {
         let Some(group) = inner.groups.get(group_id) else { return Ok(()) };
         let record = group_metadata_record(group).map_err(|_| ResponseError::UnknownServerError)?;
         let (log, info) = self.append(inner, group_id, &[record], now_ms)?;
-        Self::await_durable(&log, &info, now_ms)
+        self.await_durable(&log, &info, now_ms)
     }
 
     /// [`Self::persist_consumer_group`], then waits until the write is durable under the
@@ -363,7 +412,7 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> Result<(), ResponseError> {
         match self.persist_consumer_group(inner, group_id, now_ms)? {
-            Some((log, info)) => Self::await_durable(&log, &info, now_ms),
+            Some((log, info)) => self.await_durable(&log, &info, now_ms),
             None => Ok(()),
         }
     }

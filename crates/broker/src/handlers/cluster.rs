@@ -264,6 +264,7 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         | AdminRequest::UnregisterBroker { .. }
         | AdminRequest::Security(_)
         | AdminRequest::AlterPartition(_)
+        | AdminRequest::ElectLeaders { .. }
         | AdminRequest::SetBrokerConfigs { .. } => String::new(),
     };
     let factor = match &request {
@@ -297,21 +298,29 @@ pub(crate) fn ensure_coordinator_topic(
     link: &ClusterLink,
     key_type: i8,
 ) -> Result<(), ResponseError> {
-    let (name, partitions, configs) = if key_type == 1 {
+    let replication = &broker.config.replication;
+    let (name, partitions, configs, replication_factor) = if key_type == 1 {
         let txn = broker.txns.config();
+        let mut configs = crate::replica::internal_topic_overrides(
+            seglog_storage::config::BrokerCompressionType::Uncompressed,
+            txn.state_log_segment_bytes,
+        );
+        configs.insert(
+            "min.insync.replicas".to_owned(),
+            replication.transaction_state_log_min_isr.to_string(),
+        );
         (
             crate::txn::TRANSACTION_STATE_TOPIC,
             txn.state_log_partitions,
-            crate::replica::internal_topic_overrides(
-                seglog_storage::config::BrokerCompressionType::Uncompressed,
-                txn.state_log_segment_bytes,
-            ),
+            configs,
+            replication.transaction_state_log_replication_factor,
         )
     } else {
         (
             crate::group::OFFSETS_TOPIC,
             broker.config.groups.offsets_topic_partitions,
             broker.groups.offsets_topic_overrides(),
+            replication.offsets_topic_replication_factor,
         )
     };
     if link.with_image(|image| image.topic_ids.contains_key(name)) {
@@ -320,7 +329,7 @@ pub(crate) fn ensure_coordinator_topic(
     let request = AdminRequest::CreateTopic {
         name: name.to_owned(),
         partitions,
-        replication_factor: 1,
+        replication_factor,
         configs: configs.into_iter().collect(),
         assignments: None,
         validate_only: false,
@@ -489,5 +498,105 @@ pub(crate) async fn unregister_broker(
         response.error_code = code;
         response.error_message = text.map(|t| str_bytes(&t));
     }
+    crate::request::encode(&response, version)
+}
+
+/// Kafka's default texts of ElectLeaders' partition errors.
+fn election_message(code: i16) -> Option<&'static str> {
+    match ResponseError::try_from_code(code) {
+        Some(ResponseError::ElectionNotNeeded) => {
+            Some("Leader election not needed for topic partition.")
+        }
+        Some(ResponseError::PreferredLeaderNotAvailable) => {
+            Some("The preferred leader was not available.")
+        }
+        Some(ResponseError::EligibleLeadersNotAvailable) => {
+            Some("Eligible topic partition leaders are not available.")
+        }
+        Some(ResponseError::UnknownTopicOrPartition) => {
+            Some("This server does not host this topic-partition.")
+        }
+        Some(ResponseError::ClusterAuthorizationFailed) => Some("Cluster authorization failed."),
+        _ => None,
+    }
+}
+
+/// ElectLeaders (Kafka's `KafkaApis.handleElectLeaders`, decided by the controller's
+/// `electLeaders`): ALTER on the cluster. In a cluster the controller elects the preferred
+/// replica (type 0, the only one before v1) or, for a leaderless partition, an ISR member or
+/// any live replica (type 1, unclean), and answers for each partition; every partition when
+/// none is named, its ELECTION_NOT_NEEDED results left out. A single node leads each of its
+/// partitions already: ELECTION_NOT_NEEDED.
+pub(crate) async fn elect_leaders(
+    broker: &std::sync::Arc<Broker>,
+    session: &Session,
+    request: kafka_protocol::messages::ElectLeadersRequest,
+    version: i16,
+) -> Result<crate::request::Reply, crate::error::Error> {
+    use kafka_protocol::messages::ElectLeadersResponse;
+    use kafka_protocol::messages::elect_leaders_response::{
+        PartitionResult, ReplicaElectionResult,
+    };
+    let election_type = if version >= 1 { request.election_type } else { 0 };
+    let asked: Option<Vec<(String, i32)>> = request.topic_partitions.as_ref().map(|topics| {
+        topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(move |p| (t.topic.0.to_string(), *p)))
+            .collect()
+    });
+    let each = |code: i16| -> Vec<(String, i32, i16)> {
+        asked.iter().flatten().map(|(t, p)| (t.clone(), *p, code)).collect()
+    };
+    let mut response = ElectLeadersResponse::default();
+    let results = if !super::cluster_allowed(broker, session, AclOperation::Alter) {
+        if version >= 1 {
+            response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        }
+        each(ResponseError::ClusterAuthorizationFailed.code())
+    } else if let Some(link) = broker.cluster() {
+        let request = AdminRequest::ElectLeaders { election_type, partitions: asked.clone() };
+        match link.forward(request).await {
+            Ok(reply) => reply.elections,
+            Err(refusal) => {
+                if version >= 1 && asked.is_none() {
+                    response.error_code = refusal.code;
+                }
+                each(refusal.code)
+            }
+        }
+    } else {
+        let counts = broker.topic_counts();
+        asked
+            .iter()
+            .flatten()
+            .map(|(t, p)| {
+                let exists = counts.get(t).is_some_and(|n| (0..*n).contains(p));
+                let code = if exists {
+                    ResponseError::ElectionNotNeeded
+                } else {
+                    ResponseError::UnknownTopicOrPartition
+                };
+                (t.clone(), *p, code.code())
+            })
+            .collect()
+    };
+    let mut by_topic: std::collections::BTreeMap<String, Vec<PartitionResult>> =
+        std::collections::BTreeMap::new();
+    for (topic, partition, code) in results {
+        by_topic.entry(topic).or_default().push(
+            PartitionResult::default()
+                .with_partition_id(partition)
+                .with_error_code(code)
+                .with_error_message(election_message(code).map(str_bytes)),
+        );
+    }
+    response.replica_election_results = by_topic
+        .into_iter()
+        .map(|(topic, partition_result)| {
+            ReplicaElectionResult::default()
+                .with_topic(kafka_protocol::messages::TopicName(str_bytes(&topic)))
+                .with_partition_result(partition_result)
+        })
+        .collect();
     crate::request::encode(&response, version)
 }

@@ -4,7 +4,7 @@
 mod admin;
 mod broker_configs;
 pub(crate) mod cluster;
-pub(crate) use cluster::{describe_quorum, unregister_broker};
+pub(crate) use cluster::{describe_quorum, elect_leaders, unregister_broker};
 mod configs;
 mod data;
 mod dynamic_configs;

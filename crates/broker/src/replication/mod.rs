@@ -49,6 +49,13 @@ pub struct ReplicationConfig {
     pub fetch_response_max_bytes: i32,
     /// `default.replication.factor` (1): a CreateTopics or auto-creation that names none.
     pub default_replication_factor: i16,
+    /// `offsets.topic.replication.factor` (3): `__consumer_offsets`' replicas; its creation
+    /// fails (COORDINATOR_NOT_AVAILABLE) until the cluster has that many brokers, as Kafka's.
+    pub offsets_topic_replication_factor: i16,
+    /// `transaction.state.log.replication.factor` (3): `__transaction_state`'s replicas.
+    pub transaction_state_log_replication_factor: i16,
+    /// `transaction.state.log.min.isr` (2): `__transaction_state`'s `min.insync.replicas`.
+    pub transaction_state_log_min_isr: u32,
 }
 
 impl Default for ReplicationConfig {
@@ -62,6 +69,9 @@ impl Default for ReplicationConfig {
             fetch_max_bytes: 1_048_576,
             fetch_response_max_bytes: 10_485_760,
             default_replication_factor: 1,
+            offsets_topic_replication_factor: 3,
+            transaction_state_log_replication_factor: 3,
+            transaction_state_log_min_isr: 2,
         }
     }
 }
@@ -666,6 +676,10 @@ pub(crate) fn replication_config(
     use seglog_storage::config::{Reader, Validator};
     let reader = Reader::new(properties);
     let d = ReplicationConfig::default();
+    let factor = |key: &str, default: i16| -> Result<i16, seglog_storage::config::ConfigError> {
+        let value: i32 = reader.value(key, &i32::from(default), Validator::AtLeast(1))?;
+        Ok(i16::try_from(value).unwrap_or(i16::MAX))
+    };
     Ok(ReplicationConfig {
         lag_time_max_ms: reader.value(
             "replica.lag.time.max.ms",
@@ -695,14 +709,23 @@ pub(crate) fn replication_config(
         fetch_max_bytes: i32::try_from(log.replica_fetch_max_bytes).unwrap_or(i32::MAX),
         fetch_response_max_bytes: i32::try_from(log.replica_fetch_response_max_bytes)
             .unwrap_or(i32::MAX),
-        default_replication_factor: {
-            let factor: i32 = reader.value(
-                "default.replication.factor",
-                &i32::from(d.default_replication_factor),
-                Validator::AtLeast(1),
-            )?;
-            i16::try_from(factor).unwrap_or(i16::MAX)
-        },
+        default_replication_factor: factor(
+            "default.replication.factor",
+            d.default_replication_factor,
+        )?,
+        offsets_topic_replication_factor: factor(
+            "offsets.topic.replication.factor",
+            d.offsets_topic_replication_factor,
+        )?,
+        transaction_state_log_replication_factor: factor(
+            "transaction.state.log.replication.factor",
+            d.transaction_state_log_replication_factor,
+        )?,
+        transaction_state_log_min_isr: reader.value(
+            "transaction.state.log.min.isr",
+            &d.transaction_state_log_min_isr,
+            Validator::AtLeast(1),
+        )?,
     })
 }
 

@@ -111,6 +111,9 @@ pub struct TransactionCoordinator {
     pub(super) cluster: std::sync::OnceLock<Arc<ClusterLink>>,
     /// When a marker failure was last logged at warn level (ms).
     marker_warned_ms: std::sync::atomic::AtomicI64,
+    /// A cluster's broker: the partitions of `__transaction_state` whose ids are loaded (it
+    /// leads them). Its own lock, never taken while `inner` is held.
+    pub(super) loaded: Mutex<BTreeSet<i32>>,
     /// A simulated crash point, armed by the simulation (`sim_tests.rs`).
     #[cfg(test)]
     pub(super) fail_point: Mutex<Option<FailPoint>>,
@@ -148,6 +151,7 @@ impl TransactionCoordinator {
             inner: Mutex::new(Inner::default()),
             cluster: std::sync::OnceLock::new(),
             marker_warned_ms: std::sync::atomic::AtomicI64::new(i64::MIN / 2),
+            loaded: Mutex::new(BTreeSet::new()),
             #[cfg(test)]
             fail_point: Mutex::new(None),
         }

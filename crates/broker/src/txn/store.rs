@@ -88,11 +88,13 @@ impl TransactionCoordinator {
         let tp = self.partition_of(transactional_id)?;
         match link.leader_of(&tp) {
             Some((leader, _)) if leader == link.broker_id() => {
-                if self.manager.get_log(&tp).is_ok() {
-                    Ok(None)
-                } else {
-                    Err(ResponseError::CoordinatorNotAvailable)
-                }
+                // Its ids are loaded once this broker leads the partition.
+                let loaded = self
+                    .loaded
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .contains(&tp.partition);
+                if loaded { Ok(None) } else { Err(ResponseError::CoordinatorLoadInProgress) }
             }
             Some((leader, _)) if leader >= 0 => Ok(Some(leader)),
             _ => Err(ResponseError::CoordinatorNotAvailable),
@@ -164,17 +166,33 @@ impl TransactionCoordinator {
     /// `__consumer_offsets` complete its pending transactional offsets). Returns how many ids
     /// were loaded.
     pub fn load(&self, groups: &GroupCoordinator, now_ms: i64) -> Result<usize, Error> {
-        let partitions = match self.cluster.get() {
-            // The cluster's count; this broker loads the partitions it leads (those it has).
-            Some(link) => link.with_image(|image| {
-                image.topic(TRANSACTION_STATE_TOPIC).map_or(0, |topic| topic.partitions.len())
-            }),
-            None => self
-                .manager
-                .topic_partition_counts()
-                .get(TRANSACTION_STATE_TOPIC)
-                .map_or(0, |count| usize::try_from(*count).unwrap_or(0)),
-        };
+        if let Some(replication) = self.replicas.replication() {
+            // A cluster's broker: the partitions it leads and has not loaded yet; the rest load
+            // as leadership comes (`load_partition`).
+            let partitions = self.cluster.get().map_or(0, |link| {
+                link.with_image(|image| {
+                    image.topic(TRANSACTION_STATE_TOPIC).map_or(0, |topic| topic.partitions.len())
+                })
+            });
+            let mut count = 0;
+            for partition in 0..i32::try_from(partitions).unwrap_or(0) {
+                let tp = TopicPartition { topic: TRANSACTION_STATE_TOPIC.to_owned(), partition };
+                let loaded = self
+                    .loaded
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .contains(&partition);
+                if replication.leader_epoch(&tp).is_some() && !loaded {
+                    count = self.load_partition(groups, partition, now_ms)?;
+                }
+            }
+            return Ok(count);
+        }
+        let partitions = self
+            .manager
+            .topic_partition_counts()
+            .get(TRANSACTION_STATE_TOPIC)
+            .map_or(0, |count| usize::try_from(*count).unwrap_or(0));
         let partitions = i32::try_from(partitions).unwrap_or(0);
         let local: Vec<i32> = self
             .manager
@@ -183,6 +201,66 @@ impl TransactionCoordinator {
             .filter(|tp| tp.topic == TRANSACTION_STATE_TOPIC)
             .map(|tp| tp.partition)
             .collect();
+        self.load_partitions(groups, partitions, &local, now_ms)
+    }
+
+    /// Kafka's `TransactionCoordinator.onElection`: this broker leads `partition` of
+    /// `__transaction_state` now, so its ids are loaded afresh from its log (what the last
+    /// leader wrote, as replicated here), prepared transactions completed, and served. Returns
+    /// how many ids are loaded in all.
+    pub(crate) fn load_partition(
+        &self,
+        groups: &GroupCoordinator,
+        partition: i32,
+        now_ms: i64,
+    ) -> Result<usize, Error> {
+        self.unload_partition(partition);
+        let partitions = self.cluster.get().map_or(0, |link| {
+            link.with_image(|image| {
+                image.topic(TRANSACTION_STATE_TOPIC).map_or(0, |topic| topic.partitions.len())
+            })
+        });
+        let partitions = i32::try_from(partitions).unwrap_or(0);
+        let count = self.load_partitions(groups, partitions, &[partition], now_ms)?;
+        self.loaded.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(partition);
+        tracing::info!(
+            partition,
+            "loaded the transactional ids of {TRANSACTION_STATE_TOPIC}-{partition}"
+        );
+        Ok(count)
+    }
+
+    /// Kafka's `onResignation`: this broker no longer leads `partition`, so its ids are dropped
+    /// from memory (NOT_COORDINATOR from now on).
+    pub(crate) fn unload_partition(&self, partition: i32) {
+        let removed = self
+            .loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&partition);
+        let mut inner = self.lock();
+        let partitions = inner.partitions;
+        if partitions > 0 {
+            inner.txns.retain(|id, _| partition_for(id, partitions) != partition);
+        }
+        if removed {
+            tracing::info!(
+                partition,
+                "unloaded the transactional ids of {TRANSACTION_STATE_TOPIC}-{partition}"
+            );
+        }
+    }
+
+    /// Replays `local` partitions of `__transaction_state` (of `partitions`) into the ids, then
+    /// completes the prepared transactions among them.
+    fn load_partitions(
+        &self,
+        groups: &GroupCoordinator,
+        partitions: i32,
+        local: &[i32],
+        now_ms: i64,
+    ) -> Result<usize, Error> {
+        let local = local.to_vec();
         let mut loaded: BTreeMap<String, Option<TransactionMetadata>> = BTreeMap::new();
         for partition in local {
             let tp = TopicPartition { topic: TRANSACTION_STATE_TOPIC.to_owned(), partition };

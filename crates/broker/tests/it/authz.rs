@@ -657,6 +657,7 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         ApiKey::ConsumerGroupDescribe => vec![("Group", "cg-describe", "Describe")],
         ApiKey::AlterReplicaLogDirs
         | ApiKey::UnregisterBroker
+        | ApiKey::ElectLeaders
         | ApiKey::CreateAcls
         | ApiKey::DeleteAcls
         | ApiKey::AlterUserScramCredentials => {
@@ -761,6 +762,11 @@ async fn deny(h: &Harness, api: ApiKey) {
         ApiKey::UnregisterBroker => {
             let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(7));
             let response = h.call(ALICE, &request, 0).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+        }
+        ApiKey::ElectLeaders => {
+            let request = kafka_protocol::messages::ElectLeadersRequest::default();
+            let response = h.call(ALICE, &request, 2).await;
             assert_eq!(response.error_code, CLUSTER_DENIED);
         }
         ApiKey::WriteTxnMarkers => {
@@ -1028,6 +1034,13 @@ async fn allow(h: &Harness, api: ApiKey) {
             let response = h.call(ALICE, &request, 0).await;
             // Allowed, and answered: a single node keeps no registrations.
             assert_eq!(response.error_code, 102);
+        }
+        ApiKey::ElectLeaders => {
+            let request = kafka_protocol::messages::ElectLeadersRequest::default();
+            let response = h.call(ALICE, &request, 2).await;
+            // Allowed: every partition asked, none needs an election on a single node.
+            assert_eq!(response.error_code, NONE);
+            assert!(response.replica_election_results.is_empty());
         }
         ApiKey::WriteTxnMarkers => {
             let response = h.call(ALICE, &write_markers("write-markers"), 1).await;

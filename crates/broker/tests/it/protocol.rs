@@ -298,6 +298,24 @@ async fn every_api_answers_at_every_advertised_version() {
                     // A single node keeps no registrations: BROKER_ID_NOT_REGISTERED.
                     assert_eq!(response.error_code, 102, "v{version}");
                 }
+                ApiKey::ElectLeaders => {
+                    use kafka_protocol::messages::ElectLeadersRequest;
+                    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+                    let request = ElectLeadersRequest::default().with_topic_partitions(Some(vec![
+                        TopicPartitions::default()
+                            .with_topic(TopicName(s("all")))
+                            .with_partitions(vec![0, 5]),
+                    ]));
+                    let response = client.send(&request, version).await;
+                    assert_eq!(response.error_code, 0, "v{version}");
+                    let codes: Vec<i16> = response.replica_election_results[0]
+                        .partition_result
+                        .iter()
+                        .map(|p| p.error_code)
+                        .collect();
+                    // A single node leads its partitions: ELECTION_NOT_NEEDED; no partition 5.
+                    assert_eq!(codes, vec![84, 3], "v{version}");
+                }
                 ApiKey::DescribeQuorum => {
                     let response = client.send(&describe_quorum_request(), version).await;
                     // A single node has no metadata quorum, so no `__cluster_metadata-0`.
@@ -585,7 +603,7 @@ async fn api_versions_v3_emits_no_tagged_field_holding_its_default() {
 /// serves: the ApiVersions answer of a 4.1 broker as franz-go's `kversion` records it, which
 /// agrees with the schemas `kafka-protocol` 0.18 is generated from once the versions marked
 /// `latestVersionUnstable` are left out (OffsetCommit and OffsetFetch v10, InitProducerId v6).
-const KAFKA_4_1_MAXIMA: [(ApiKey, i16); 75] = [
+const KAFKA_4_1_MAXIMA: [(ApiKey, i16); 76] = [
     (ApiKey::Produce, 13),
     (ApiKey::Fetch, 18),
     (ApiKey::ListOffsets, 10),
@@ -639,6 +657,7 @@ const KAFKA_4_1_MAXIMA: [(ApiKey, i16); 75] = [
     (ApiKey::DescribeCluster, 2),
     (ApiKey::DescribeProducers, 0),
     (ApiKey::UnregisterBroker, 0),
+    (ApiKey::ElectLeaders, 2),
     (ApiKey::DescribeTransactions, 0),
     (ApiKey::ListTransactions, 2),
     (ApiKey::ConsumerGroupHeartbeat, 1),

@@ -90,10 +90,13 @@ pub(crate) struct Net {
 
 impl Net {
     pub(crate) fn new() -> Self {
+        // Distinct per process and per test within it (tests run in parallel).
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 10;
         let pid = std::process::id();
         let net = Self {
-            prefix: format!("sg{}", pid % 100_000),
-            subnet: 100 + pid % 100,
+            prefix: format!("sg{}{n}", pid % 10_000),
+            subnet: 100 + (pid % 15) * 10 + n,
             clients_linked: false,
         };
         let bridge = net.bridge();

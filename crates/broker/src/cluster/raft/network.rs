@@ -97,14 +97,21 @@ pub enum AdminRequest {
     },
     /// AlterPartition from a partition's leader: its new ISR.
     AlterPartition(crate::cluster::controller::AlterPartitionRequest),
+    /// ElectLeaders: 0 preferred, 1 unclean; the partitions named, or all.
+    ElectLeaders {
+        election_type: i8,
+        partitions: Option<Vec<(String, i32)>>,
+    },
 }
 
-/// A forwarded change's answer: the metadata offset it is applied at on the controller, and
-/// for AllocateProducerIds the block's first id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A forwarded change's answer: the metadata offset it is applied at on the controller, for
+/// AllocateProducerIds the block's first id, for ElectLeaders each partition's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminReply {
     pub offset: i64,
     pub producer_id_start: Option<i64>,
+    #[serde(default)]
+    pub elections: Vec<(String, i32, i16)>,
 }
 
 /// A broker's registration, with where its learner answers Raft's RPCs.
@@ -474,12 +481,17 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                     (c.set_broker_configs(name, layer)?, false)
                 }
                 AdminRequest::AlterPartition(change) => (c.alter_partition(change)?, false),
+                AdminRequest::ElectLeaders { election_type, partitions } => {
+                    let (records, results) =
+                        c.elect_leaders(*election_type, partitions.as_deref())?;
+                    return Ok(((None, results), records));
+                }
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
-                    return Ok((Some(start), records));
+                    return Ok(((Some(start), Vec::new()), records));
                 }
             };
-            Ok((None, if validate_only { Vec::new() } else { records }))
+            Ok(((None, Vec::new()), if validate_only { Vec::new() } else { records }))
         })
         .await
         .map_err(|e| refusal(operator, e))?;
@@ -505,7 +517,8 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                 .map_err(|e| not_controller(operator, e.to_string()))?;
         }
     }
-    Ok(AdminReply { offset: operator.state().applied_offset(), producer_id_start })
+    let (producer_id_start, elections) = producer_id_start;
+    Ok(AdminReply { offset: operator.state().applied_offset(), producer_id_start, elections })
 }
 
 /// Sends a broker RPC to the voter at `addr` within `timeout`.

@@ -67,7 +67,21 @@ pub struct QuorumStatus {
     /// Each member's Raft address, for DescribeQuorum's nodes.
     #[serde(default)]
     pub addresses: Vec<(NodeId, String)>,
+    /// How many partitions have an ISR smaller than their replicas, or no leader.
+    #[serde(default)]
+    pub under_replicated_count: usize,
+    /// The first [`UNDER_REPLICATED_LISTED_MAX`] of them: topic, partition, leader, replicas,
+    /// ISR.
+    #[serde(default)]
+    pub under_replicated: Vec<UnderReplicated>,
 }
+
+/// An under-replicated partition as `cluster status` lists it: topic, partition, leader,
+/// replicas, ISR.
+pub type UnderReplicated = (String, i32, i32, Vec<i32>, Vec<i32>);
+
+/// The most under-replicated partitions a status lists (the count covers them all).
+pub const UNDER_REPLICATED_LISTED_MAX: usize = 100;
 
 fn no_offset() -> i64 {
     -1
@@ -95,6 +109,24 @@ pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> Quoru
         }
     }
     let addresses = membership.nodes().map(|(id, node)| (*id, node.addr.clone())).collect();
+    let mut under_replicated_count = 0;
+    let mut under_replicated = Vec::new();
+    for topic in image.topics.values() {
+        for (partition, p) in &topic.partitions {
+            if p.isr.len() < p.replicas.len() || p.leader < 0 {
+                under_replicated_count += 1;
+                if under_replicated.len() < UNDER_REPLICATED_LISTED_MAX {
+                    under_replicated.push((
+                        topic.name.clone(),
+                        *partition,
+                        p.leader,
+                        p.replicas.clone(),
+                        p.isr.clone(),
+                    ));
+                }
+            }
+        }
+    }
     QuorumStatus {
         node_id: metrics.id,
         leader: metrics.current_leader,
@@ -109,6 +141,8 @@ pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> Quoru
         high_watermark: if leading { state.applied_offset() + 1 } else { -1 },
         progress,
         addresses,
+        under_replicated_count,
+        under_replicated,
     }
 }
 
