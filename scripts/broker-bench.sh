@@ -12,6 +12,7 @@ usage() {
 Usage: scripts/broker-bench.sh [-h]
        BENCH_MODE=transactional scripts/broker-bench.sh [-h]
        scripts/broker-bench.sh --security sasl_ssl [-h]
+       scripts/broker-bench.sh --cluster 3 --rf 3 [-h]
 
 Measures `seglog serve` and Tansu (in-memory storage) with librdkafka's
 rdkafka_performance: for record sizes 1024 B and 100 B, produce with acks=-1,
@@ -110,6 +111,25 @@ The target is 0.7 for both. It exits 1 if a run failed.
 Security mode's own environment:
   BENCH_SECURITY_ROUNDS  pairs of runs (default 3)
   BENCH_BYTES            defaults to 1073741824 (1 GiB) in this mode
+
+Cluster mode (--cluster 3 --rf R, or BENCH_MODE=cluster) measures what replication costs:
+three combined nodes of scripts/cluster.sh on 127.0.0.1 (docs/replication.md), and on the same
+brokers in the same run, interleaved for BENCH_CLUSTER_ROUNDS rounds, 1 KiB acks=-1 produce to
+a fresh one-partition topic of replication factor 1 and of R (`min.insync.replicas` 2 when R
+> 1): throughput (BENCH_BYTES per run) and a latency run (a quarter of the records, -l, with
+p50/p99). Then the follower catch-up: a topic of factor R, node 3 killed with SIGKILL,
+BENCH_CATCHUP_BYTES produced while it is down for BENCH_CATCHUP_DOWN_S seconds, and the time
+from its restart until no partition is under-replicated (`seglog cluster status`), its start
+and registration included. It prints the runs, and a last machine-readable line:
+
+  ratio_rfR_vs_rf1_produce_1k=X p99_rf1_ms=Y p99_rfR_ms=Z catchup_mbs=W catchup_s=V
+
+It exits 1 if a run failed.
+Cluster mode's own environment:
+  BENCH_CLUSTER_ROUNDS   pairs of runs (default 2)
+  BENCH_BYTES            defaults to 536870912 (512 MiB) in this mode
+  BENCH_CATCHUP_BYTES    produced while node 3 is down (default BENCH_BYTES)
+  BENCH_CATCHUP_DOWN_S   how long node 3 is down (default 60)
 EOF
 }
 
@@ -128,6 +148,15 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --security=sasl_ssl) BENCH_MODE=sasl_ssl ;;
+        --cluster | --rf)
+            [[ $# -ge 2 ]] || {
+                usage >&2
+                exit 2
+            }
+            BENCH_MODE=cluster
+            if [[ $1 == --cluster ]]; then BENCH_CLUSTER=$2; else BENCH_CLUSTER_RF=$2; fi
+            shift
+            ;;
         *)
             usage >&2
             exit 2
@@ -151,8 +180,14 @@ case $BENCH_MODE in
     default) BENCH_BYTES=${BENCH_BYTES:-4294967296} ;;
     transactional) BENCH_BYTES=${BENCH_BYTES:-536870912} ;;
     sasl_ssl) BENCH_BYTES=${BENCH_BYTES:-1073741824} ;;
-    *) die "BENCH_MODE must be 'default', 'transactional' or 'sasl_ssl', got '$BENCH_MODE'" ;;
+    cluster) BENCH_BYTES=${BENCH_BYTES:-536870912} ;;
+    *) die "BENCH_MODE must be 'default', 'transactional', 'sasl_ssl' or 'cluster', got '$BENCH_MODE'" ;;
 esac
+BENCH_CLUSTER=${BENCH_CLUSTER:-3}
+BENCH_CLUSTER_RF=${BENCH_CLUSTER_RF:-3}
+BENCH_CLUSTER_ROUNDS=${BENCH_CLUSTER_ROUNDS:-2}
+BENCH_CATCHUP_BYTES=${BENCH_CATCHUP_BYTES:-$BENCH_BYTES}
+BENCH_CATCHUP_DOWN_S=${BENCH_CATCHUP_DOWN_S:-60}
 BENCH_TXN_REPEATS=${BENCH_TXN_REPEATS:-3}
 BENCH_SECURITY_ROUNDS=${BENCH_SECURITY_ROUNDS:-3}
 BENCH_BYTES_100B=${BENCH_BYTES_100B:-$((BENCH_BYTES / 4))}
@@ -166,7 +201,8 @@ BENCH_RUN_TIMEOUT=${BENCH_RUN_TIMEOUT:-600}
 BENCH_LAT_WINDOW_KB=${BENCH_LAT_WINDOW_KB:-1024}
 
 for v in BENCH_BYTES BENCH_BYTES_100B BENCH_RAW_BYTES BENCH_LINGER_MS BENCH_BATCH_SIZE \
-    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB BENCH_TXN_REPEATS BENCH_SECURITY_ROUNDS; do
+    BENCH_RUN_TIMEOUT BENCH_LAT_WINDOW_KB BENCH_TXN_REPEATS BENCH_SECURITY_ROUNDS \
+    BENCH_CLUSTER BENCH_CLUSTER_RF BENCH_CLUSTER_ROUNDS BENCH_CATCHUP_BYTES BENCH_CATCHUP_DOWN_S; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a non-negative integer, got '${!v}'"
 done
 
@@ -851,6 +887,163 @@ run_security_mode() {
     ((sec_failed_runs == 0))
 }
 
+# ---------------------------------------------------------------- cluster mode
+
+declare -A CL # results: CL[rf,round,key]
+cl_failed_runs=0
+
+# cl_under_replicated -> the under-replicated partition count node 1 reports, or nothing
+cl_under_replicated() {
+    "$SEGLOG_BIN" cluster status --controller "127.0.0.1:${cl_ports[0]}" 2>/dev/null |
+        sed -nE 's/^UnderReplicated: +([0-9]+)$/\1/p'
+}
+
+# cl_create TOPIC RF: a one-partition topic of factor RF through node 1
+cl_create() {
+    local min_isr=1
+    (($2 > 1)) && min_isr=2
+    "$SEGLOG_BIN" topics create --bootstrap-server "127.0.0.1:${cl_broker_ports[0]}" \
+        --topic "$1" --replication-factor "$2" --config "min.insync.replicas=$min_isr" \
+        >>"$work_dir/cluster-create.log" 2>&1
+}
+
+# cl_run RF ROUND: throughput and latency of 1 KiB acks=-1 produce to a topic of factor RF
+cl_run() {
+    local rf=$1 round=$2 count=$count_1k lat_count=$((count_1k / 4)) line pcts=() n
+    local topic="bench-rf$rf-r$round-$RANDOM"
+    local plog=$work_dir/rf$rf-r$round-produce.log llog=$work_dir/rf$rf-r$round-latency.log
+    local lat=$work_dir/rf$rf-r$round-latency.txt
+    ((lat_count >= 1000)) || lat_count=$count
+    if ! cl_create "$topic" "$rf" || ! cl_create "$topic-lat" "$rf"; then
+        log "cannot create $topic: $(tail -n 1 "$work_dir/cluster-create.log")"
+        cl_failed_runs=$((cl_failed_runs + 1))
+        return
+    fi
+    log "cluster: round $round, RF=$rf: produce $count x 1024 B to $topic (acks=-1)"
+    line=$(produce "rf$rf" "${cl_broker_ports[0]}" "$topic" 1024 "$count" "$plog")
+    CL[$rf,$round,p_mbs]=$(sed -nE 's/.* msgs\/s and ([0-9.]+) MB\/s.*/\1/p' <<<"$line")
+    n=$(sed -nE 's/.*bytes\), ([0-9]+) delivered.*/\1/p' <<<"$line")
+    if [[ -z ${CL[$rf,$round,p_mbs]} || $n != "$count" ]]; then
+        log "RF=$rf round $round: the produce run failed or lost records (${n:-0} of $count acknowledged)"
+        CL[$rf,$round,p_mbs]=FAILED
+        cl_failed_runs=$((cl_failed_runs + 1))
+    fi
+    log "cluster: round $round, RF=$rf: latency run, $lat_count x 1024 B to $topic-lat"
+    line=$(produce "rf$rf" "${cl_broker_ports[0]}" "$topic-lat" 1024 "$lat_count" "$llog" \
+        -l -A "$lat" -X "queue.buffering.max.kbytes=$BENCH_LAT_WINDOW_KB")
+    read -r -a pcts <<<"$(percentiles "$lat")"
+    CL[$rf,$round,p50]=${pcts[0]}
+    CL[$rf,$round,p99]=${pcts[1]}
+    rm -f "$lat"
+}
+
+# cl_mean RF KEY -> the mean of CL[RF,*,KEY] over the rounds, or n/a
+cl_mean() {
+    local round
+    for round in $(seq 1 "$BENCH_CLUSTER_ROUNDS"); do printf '%s\n' "${CL[$1,$round,$2]:-n/a}"; done |
+        awk '$1 ~ /^[0-9.]+$/ { s += $1; n++ } END { if (n) printf "%.2f\n", s / n; else print "n/a" }'
+}
+
+# cl_script COMMAND [N]: scripts/cluster.sh on this run's directory and ports
+cl_script() {
+    SEGLOG_BIN=$SEGLOG_BIN bash "$script_dir/cluster.sh" "$@" --dir "$cl_dir" \
+        --ports "$(IFS=,; echo "${cl_ports[*]}")" --broker-ports "$(IFS=,; echo "${cl_broker_ports[*]}")"
+}
+
+# cl_catchup RF: node 3 down while BENCH_CATCHUP_BYTES are produced, then back; sets
+# catchup_s and catchup_mbs
+cl_catchup() {
+    local rf=$1 topic="bench-catchup-$RANDOM" count=$((BENCH_CATCHUP_BYTES / 1024)) line n
+    local down_at t0 t1 under=""
+    catchup_s=n/a
+    catchup_mbs=n/a
+    if ! cl_create "$topic" "$rf"; then
+        log "cannot create $topic: $(tail -n 1 "$work_dir/cluster-create.log")"
+        cl_failed_runs=$((cl_failed_runs + 1))
+        return
+    fi
+    cl_script kill 3 >/dev/null 2>&1
+    down_at=$SECONDS
+    log "cluster: node 3 killed; produce $count x 1024 B to $topic while it is down"
+    line=$(produce catchup "${cl_broker_ports[0]}" "$topic" 1024 "$count" "$work_dir/catchup-produce.log")
+    n=$(sed -nE 's/.*bytes\), ([0-9]+) delivered.*/\1/p' <<<"$line")
+    if [[ $n != "$count" ]]; then
+        log "catch-up: only ${n:-0} of $count records acknowledged"
+        cl_failed_runs=$((cl_failed_runs + 1))
+    fi
+    # The broker is down for its whole time (a fault's length, not a wait for a state).
+    while ((SECONDS - down_at < BENCH_CATCHUP_DOWN_S)); do sleep 1; done
+    t0=$(date +%s%N)
+    cl_script start 3 >/dev/null 2>&1
+    while :; do
+        under=$(cl_under_replicated)
+        [[ $under == 0 ]] && break
+        if (($(date +%s%N) - t0 > BENCH_RUN_TIMEOUT * 1000000000)); then
+            log "catch-up: still ${under:-?} under-replicated partitions after ${BENCH_RUN_TIMEOUT} s"
+            cl_failed_runs=$((cl_failed_runs + 1))
+            return
+        fi
+        sleep 0.1
+    done
+    t1=$(date +%s%N)
+    catchup_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+    catchup_mbs=$(awk -v n="${n:-0}" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", n * 1024 / ((b - a) / 1e3) }')
+}
+
+run_cluster_mode() {
+    ((BENCH_CLUSTER == 3)) || die "--cluster supports 3 nodes (scripts/cluster.sh)"
+    ((BENCH_CLUSTER_RF >= 2 && BENCH_CLUSTER_RF <= 3)) || die "--rf must be 2 or 3"
+    ((BENCH_CLUSTER_ROUNDS >= 1)) || die "BENCH_CLUSTER_ROUNDS must be at least 1"
+    local rf=$BENCH_CLUSTER_RF round order=() p used=" "
+    cl_dir=$data_parent/cluster
+    cl_ports=()
+    cl_broker_ports=()
+    while ((${#cl_ports[@]} < 3 || ${#cl_broker_ports[@]} < 3)); do
+        p=$(free_port)
+        [[ $used == *" $p "* ]] && continue
+        used+="$p "
+        if ((${#cl_ports[@]} < 3)); then cl_ports+=("$p"); else cl_broker_ports+=("$p"); fi
+    done
+    log "cluster: three nodes of scripts/cluster.sh under $cl_dir"
+    cl_script up >"$work_dir/cluster-up.log" 2>&1 ||
+        die "scripts/cluster.sh up failed: $(tail -n 5 "$work_dir/cluster-up.log")"
+    trap 'cl_script down >/dev/null 2>&1 || true; cleanup' EXIT
+    for round in $(seq 1 "$BENCH_CLUSTER_ROUNDS"); do
+        order=(1 "$rf")
+        ((round % 2 == 1)) || order=("$rf" 1)
+        for p in "${order[@]}"; do cl_run "$p" "$round"; done
+    done
+    cl_catchup "$rf"
+    cl_script down >/dev/null 2>&1 || true
+    trap cleanup EXIT
+
+    local elapsed=$((SECONDS - start_s)) fmt mbs1 mbsr
+    echo
+    echo "seglog: $SEGLOG_BIN"
+    echo "mode: cluster (three combined nodes of scripts/cluster.sh on 127.0.0.1; docs/replication.md)"
+    echo "records per run: 1024 B x $count_1k; producer acks=-1 linger.ms=$BENCH_LINGER_MS batch.size=$BENCH_BATCH_SIZE through node 1, one partition of a fresh topic per run; min.insync.replicas=2 for RF > 1"
+    echo "MB/s = 10^6 payload bytes/s; latency = send to delivery report, a quarter of the records, queue bound ${BENCH_LAT_WINDOW_KB} KiB"
+    echo
+    fmt='%5s %4s %10s %9s %9s\n'
+    # shellcheck disable=SC2059
+    printf "$fmt" round RF prod_MB/s p50_ms p99_ms
+    for round in $(seq 1 "$BENCH_CLUSTER_ROUNDS"); do
+        for p in 1 "$rf"; do
+            # shellcheck disable=SC2059
+            printf "$fmt" "$round" "$p" "${CL[$p,$round,p_mbs]:-n/a}" "${CL[$p,$round,p50]:-n/a}" "${CL[$p,$round,p99]:-n/a}"
+        done
+    done
+    mbs1=$(cl_mean 1 p_mbs)
+    mbsr=$(cl_mean "$rf" p_mbs)
+    echo
+    echo "RF=$rf/RF=1 produce MB/s: $(ratio "$mbsr" "$mbs1") (means $mbsr and $mbs1)"
+    echo "follower catch-up: $((BENCH_CATCHUP_BYTES / 1024)) x 1024 B produced while node 3 was down ${BENCH_CATCHUP_DOWN_S} s; back in every ISR ${catchup_s} s after its start (start and registration included): ${catchup_mbs} MB/s"
+    ((cl_failed_runs == 0)) || echo "FAILED runs: $cl_failed_runs (see the messages above)"
+    echo "elapsed: ${elapsed} s; load average at start: $load_start, at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') ($(nproc 2>/dev/null || echo '?') CPUs)"
+    echo "ratio_rf${rf}_vs_rf1_produce_1k=$(ratio "$mbsr" "$mbs1") p99_rf1_ms=$(cl_mean 1 p99) p99_rf${rf}_ms=$(cl_mean "$rf" p99) catchup_mbs=$catchup_mbs catchup_s=$catchup_s"
+    ((cl_failed_runs == 0))
+}
+
 # ---------------------------------------------------------------- main
 
 start_s=$SECONDS
@@ -874,6 +1067,11 @@ fi
 if [[ $BENCH_MODE == sasl_ssl ]]; then
     rc=0
     run_security_mode || rc=$?
+    exit "$rc"
+fi
+if [[ $BENCH_MODE == cluster ]]; then
+    rc=0
+    run_cluster_mode || rc=$?
     exit "$rc"
 fi
 

@@ -43,6 +43,14 @@ enum TopicsAction {
         /// A topic config, `key=value` (Kafka's names, e.g. retention.ms=3600000); repeatable.
         #[arg(long = "config", value_name = "KEY=VALUE")]
         configs: Vec<String>,
+        /// Create it through a running broker (`HOST:PORT`, CreateTopics), as kafka-topics.sh
+        /// does, instead of in the log directory: a cluster places its replicas.
+        #[arg(long, value_name = "HOST:PORT")]
+        bootstrap_server: Option<String>,
+        /// With `--bootstrap-server`: the replication factor (-1: the broker's
+        /// `default.replication.factor`).
+        #[arg(long, default_value_t = -1, requires = "bootstrap_server")]
+        replication_factor: i16,
     },
     /// Deletes a topic (renamed for deletion, then removed).
     Delete {
@@ -66,13 +74,25 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
         TopicsAction::Describe { topic, bucket } => {
             describe(dirs, topic.as_ref(), bucket, &mut out)?;
         }
-        TopicsAction::Create { topic, partitions, configs } => {
+        TopicsAction::Create {
+            topic,
+            partitions,
+            configs,
+            bootstrap_server,
+            replication_factor,
+        } => {
             let mut overrides = BTreeMap::new();
             for config in configs {
                 let (key, value) = config
                     .split_once('=')
                     .with_context(|| format!("--config {config:?} is not key=value"))?;
                 overrides.insert(key.trim().to_owned(), value.trim().to_owned());
+            }
+            if let Some(bootstrap) = bootstrap_server {
+                let request = (topic.as_str(), *partitions, *replication_factor);
+                let line = create_through(bootstrap, request, &overrides)?;
+                writeln!(out, "{line}")?;
+                return Ok(());
             }
             let (manager, _) = open_manager(dirs)?;
             let created = manager
@@ -91,6 +111,52 @@ pub(crate) fn run(args: &TopicsArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// CreateTopics (v5) of `topic` with `partitions` and `replication_factor` through the broker
+/// at `bootstrap`: what it created, or its refusal with Kafka's error name and message.
+fn create_through(
+    bootstrap: &str,
+    (topic, partitions, replication_factor): (&str, i32, i16),
+    overrides: &BTreeMap<String, String>,
+) -> Result<String> {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(vec![
+        CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
+            .with_num_partitions(partitions)
+            .with_replication_factor(replication_factor)
+            .with_configs(
+                overrides
+                    .iter()
+                    .map(|(key, value)| {
+                        CreatableTopicConfig::default()
+                            .with_name(StrBytes::from_string(key.clone()))
+                            .with_value(Some(StrBytes::from_string(value.clone())))
+                    })
+                    .collect(),
+            ),
+    ]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let response = runtime.block_on(async {
+        let mut client = seglog_broker::wire::Client::connect(bootstrap)
+            .await
+            .with_context(|| format!("cannot connect to {bootstrap}"))?;
+        client.send(&request, 5).await.with_context(|| format!("CreateTopics to {bootstrap}"))
+    })?;
+    let result = response.topics.first().context("the broker answered no topic")?;
+    if result.error_code != 0 {
+        let name = kafka_protocol::ResponseError::try_from_code(result.error_code)
+            .map_or_else(|| format!("error {}", result.error_code), |e| format!("{e:?}"));
+        let message = result.error_message.as_ref().map_or("", |m| m.as_str());
+        anyhow::bail!("cannot create topic {topic}: {name}: {message}");
+    }
+    Ok(format!(
+        "created topic {topic} with {} partitions and replication factor {}",
+        result.num_partitions, result.replication_factor
+    ))
 }
 
 /// `seglog topics describe`: one line per partition, and with `--bucket` its remote part.
