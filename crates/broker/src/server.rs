@@ -437,6 +437,9 @@ impl Server {
         while self.tasks.join_next().await.is_some() {}
         if let Some(link) = self.broker.cluster() {
             link.shutdown().await;
+            // No fetcher appends once the logs close.
+            let replication = Arc::clone(&self.broker.replication);
+            let _ = tokio::task::spawn_blocking(move || replication.shutdown()).await;
         }
         drop(self.background.take());
         let manager = Arc::clone(&self.broker.manager);

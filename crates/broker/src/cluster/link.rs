@@ -559,6 +559,9 @@ fn apply(
     removed: &[(String, [u8; 16])],
 ) -> bool {
     let Some(broker) = broker.upgrade() else { return false };
+    // The shutdown waits for this pass, and none starts after it: no replica is made in a
+    // closing log manager.
+    let Some(_pass) = broker.replication.begin_pass() else { return false };
     let mut complete = true;
     let mut checked = BTreeSet::new();
     for want in placed {

@@ -228,6 +228,11 @@ pub(crate) struct Replication {
     isr_changed: tokio::sync::Notify,
     /// The followers' fetchers.
     pub(crate) fetchers: fetcher::Fetchers,
+    /// Set at shutdown: no role is made any more.
+    stopped: std::sync::atomic::AtomicBool,
+    /// Held by each pass of the metadata applier (replicas made, roles taken), and by the
+    /// shutdown, which so waits for a pass under way before the logs close.
+    applying: Mutex<()>,
 }
 
 impl Replication {
@@ -244,6 +249,8 @@ impl Replication {
             isr_changes: Mutex::new(Vec::new()),
             isr_changed: tokio::sync::Notify::new(),
             fetchers: fetcher::Fetchers::default(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            applying: Mutex::new(()),
         }
     }
 
@@ -299,6 +306,9 @@ impl Replication {
     ) -> seglog_storage::Result<bool> {
         let partition = self.get_or_insert(tp, log);
         let mut role = partition.role.write().unwrap_or_else(PoisonError::into_inner);
+        if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(false);
+        }
         let new_leadership = match &mut *role {
             Role::Leader(leadership) if leadership.state.leader_epoch == state.leader_epoch => {
                 let mut followers =
@@ -367,6 +377,9 @@ impl Replication {
     ) -> bool {
         let partition = self.get_or_insert(tp, log);
         let mut role = partition.role.write().unwrap_or_else(PoisonError::into_inner);
+        if self.stopped.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
         let same = matches!(
             &*role,
             Role::Follower { leader_id: l, leader_epoch: e } if *l == leader_id && *e == leader_epoch
@@ -377,6 +390,25 @@ impl Replication {
         drop(role);
         partition.wake();
         !same
+    }
+
+    /// Ends every role before the logs close (a clean shutdown): each waits for the appends
+    /// under it, and none starts after, so no fetcher's append lands in a closed log.
+    pub(crate) fn shutdown(&self) {
+        self.stopped.store(true, std::sync::atomic::Ordering::SeqCst);
+        // A pass of the applier under way (making replicas) ends first.
+        let _passes = self.applying.lock().unwrap_or_else(PoisonError::into_inner);
+        for partition in self.partitions() {
+            *partition.role.write().unwrap_or_else(PoisonError::into_inner) = Role::None;
+            partition.wake();
+        }
+    }
+
+    /// Starts a pass of the metadata applier: `None` once the broker is stopping (no replica
+    /// is made or role taken any more).
+    pub(crate) fn begin_pass(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        let pass = self.applying.lock().unwrap_or_else(PoisonError::into_inner);
+        (!self.stopped.load(std::sync::atomic::Ordering::SeqCst)).then_some(pass)
     }
 
     /// Whether this broker leads `tp` now (its role, not the image): `Some(leader epoch)`.
