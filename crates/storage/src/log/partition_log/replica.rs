@@ -22,11 +22,28 @@ impl PartitionLog {
         now_ms: i64,
         guard: Option<u64>,
     ) -> Result<AppendInfo> {
+        self.append_at_latest_epoch(records, (origin, guard), now_ms, false)
+    }
+
+    /// A leader's append stamped with the latest leader epoch (0 for a new log), under one
+    /// lock; `sole` (the ISR is this replica alone) moves the high watermark to the log end in
+    /// the same lock. The durability mode is applied after it.
+    pub(super) fn append_at_latest_epoch(
+        &self,
+        records: &[u8],
+        (origin, guard): (AppendOrigin, Option<u64>),
+        now_ms: i64,
+        sole: bool,
+    ) -> Result<AppendInfo> {
         let (info, flush_messages) = {
             let mut state = self.write_state()?;
             let leader_epoch = state.epoch_cache.latest_epoch().unwrap_or(0).max(0);
             let mut info =
                 Self::append_locked(&mut state, records, leader_epoch, (origin, guard), now_ms)?;
+            if sole && state.high_watermark.message_offset < state.local.log_end_offset() {
+                let log_end = state.local.next_offset_metadata();
+                set_high_watermark(&mut state, log_end);
+            }
             info.high_watermark = state.high_watermark.message_offset;
             (info, state.config.flush_messages)
         };

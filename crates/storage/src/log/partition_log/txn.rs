@@ -30,19 +30,7 @@ impl PartitionLog {
         now_ms: i64,
         guard: Option<u64>,
     ) -> Result<AppendInfo> {
-        let (info, flush_messages) = {
-            let mut state = self.write_state()?;
-            let leader_epoch = state.epoch_cache.latest_epoch().unwrap_or(0).max(0);
-            let mut info =
-                Self::append_locked(&mut state, records, leader_epoch, (origin, guard), now_ms)?;
-            if state.high_watermark.message_offset < state.local.log_end_offset() {
-                let log_end = state.local.next_offset_metadata();
-                set_high_watermark(&mut state, log_end);
-            }
-            info.high_watermark = state.high_watermark.message_offset;
-            (info, state.config.flush_messages)
-        };
-        self.after_append(info, flush_messages, now_ms)
+        self.append_at_latest_epoch(records, (origin, guard), now_ms, true)
     }
 
     /// Starts the verification of a transactional write of `producer_id` with a remote
