@@ -33,6 +33,8 @@ pub(crate) struct Cluster {
     pub(crate) dir: std::path::PathBuf,
     ports: Vec<String>,
     broker_ports: Vec<String>,
+    /// More environment for the nodes (`SEGLOG_FSYNC_TRACE`).
+    env: Vec<(String, String)>,
 }
 
 impl Cluster {
@@ -43,10 +45,20 @@ impl Cluster {
 
     /// `up` with more of its options (`--secure`).
     pub(crate) fn up_with(root: &Path, options: &[&str]) -> (Self, String) {
+        Self::up_with_env(root, options, Vec::new())
+    }
+
+    /// `up_with`, the nodes started (now and by `start`) with `env` too.
+    pub(crate) fn up_with_env(
+        root: &Path,
+        options: &[&str],
+        env: Vec<(String, String)>,
+    ) -> (Self, String) {
         let cluster = Self {
             dir: root.join("cluster"),
             ports: (0..3).map(|_| free_port().to_string()).collect(),
             broker_ports: (0..3).map(|_| free_port().to_string()).collect(),
+            env,
         };
         let (ok, text) = cluster.run(&[&["up"], options].concat());
         assert!(ok, "{text}\n{}", cluster.logs());
@@ -63,6 +75,7 @@ impl Cluster {
             .args(["--ports", &self.ports.join(",")])
             .args(["--broker-ports", &self.broker_ports.join(",")])
             .env("SEGLOG_BIN", SEGLOG)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         let text = format!(

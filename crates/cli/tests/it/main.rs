@@ -13,6 +13,7 @@ mod inspect;
 mod kill;
 mod readme_secure;
 mod replication;
+mod replication_power;
 mod scale;
 mod security;
 mod serve;

@@ -49,7 +49,7 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    fn clean(&self) -> bool {
+    pub(crate) fn clean(&self) -> bool {
         self.lost == 0 && self.duplicated == 0 && self.moved == 0
     }
 }
@@ -57,6 +57,10 @@ impl Report {
 impl Checker {
     pub(crate) fn ack(&mut self, id: u64, partition: i32, offset: i64) {
         self.acked.insert(id, (partition, offset));
+    }
+
+    pub(crate) fn acked_count(&self) -> usize {
+        self.acked.len()
     }
 
     /// Reads `topic` back (read_committed, every partition from its start to its high
@@ -163,7 +167,7 @@ pub(crate) async fn produce_acked(
 }
 
 /// The ISR of each partition of `topic`, as Metadata through `bootstrap` shows it.
-fn isrs(bootstrap: &str, topic: &str) -> BTreeMap<i32, (i32, Vec<i32>)> {
+pub(crate) fn isrs(bootstrap: &str, topic: &str) -> BTreeMap<i32, (i32, Vec<i32>)> {
     let consumer: BaseConsumer =
         ClientConfig::new().set("bootstrap.servers", bootstrap).create().unwrap();
     let Ok(metadata) = consumer.fetch_metadata(Some(topic), Duration::from_secs(10)) else {
@@ -243,7 +247,7 @@ fn stop_and_wait(cluster: &Cluster) {
     });
 }
 
-fn properties(root: &Path, lines: &str) -> std::path::PathBuf {
+pub(crate) fn properties(root: &Path, lines: &str) -> std::path::PathBuf {
     let path = root.join("extra.properties");
     std::fs::write(&path, lines).unwrap();
     path

@@ -27,7 +27,7 @@ pub use nofile::{
 };
 #[cfg(any(test, feature = "sim"))]
 pub use sim::{FaultKind, FaultPlan, SimFs};
-pub use std_fs::StdFs;
+pub use std_fs::{FSYNC_TRACE_ENV, StdFs};
 
 /// How [`Fs::open`] opens a file. Every mode but [`OpenMode::Read`] opens for reading and writing;
 /// none truncates, and none appends (all writes are positional).

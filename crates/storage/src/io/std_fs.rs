@@ -7,6 +7,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{File, FileLock, Fs, FsSpace, OpenMode};
@@ -33,6 +34,12 @@ impl Fs for StdFs {
             }
         }
         let file = options.open(path)?;
+        if mode == OpenMode::CreateNew
+            && let Some(trace) = fsync_trace()
+        {
+            // A new file holds nothing durable yet (it may reuse a traced file's name).
+            trace_fsync(trace, 0, path);
+        }
         Ok(Box::new(StdFile { file, path: path.to_path_buf() }))
     }
 
@@ -105,6 +112,35 @@ impl Fs for StdFs {
     }
 }
 
+/// The environment variable naming the fsync trace (see [`fsync_trace`]).
+pub const FSYNC_TRACE_ENV: &str = "SEGLOG_FSYNC_TRACE";
+
+/// The fsync trace, for power-loss tests of real processes: when `SEGLOG_FSYNC_TRACE` names a
+/// file, every successful fsync of a file through [`StdFs`] appends a line
+/// `<length> <absolute path>` to it, the length the fsync made durable. After a SIGKILL (which
+/// keeps the page cache), truncating each file to its last line's length (and a file without
+/// one to nothing) leaves what a power loss at that moment could have left
+/// (docs/durability.md). Off (one relaxed load per fsync) unless the variable is set.
+fn fsync_trace() -> Option<&'static fs::File> {
+    static TRACE: OnceLock<Option<fs::File>> = OnceLock::new();
+    TRACE
+        .get_or_init(|| {
+            let path = std::env::var_os(FSYNC_TRACE_ENV)?;
+            fs::OpenOptions::new().create(true).append(true).open(path).ok()
+        })
+        .as_ref()
+}
+
+/// One line of the trace, in one `write` to a file opened with `O_APPEND`, so that the
+/// processes sharing a trace never interleave lines. A line that cannot be written is left out:
+/// the trace is a test's aid, and a test reads a missing line as a loss.
+fn trace_fsync(mut trace: &fs::File, len: u64, path: &Path) {
+    use std::io::Write as _;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let line = format!("{len} {}\n", absolute.display());
+    let _ = trace.write_all(line.as_bytes());
+}
+
 /// An OS file lock held through its open file; closing the file releases it.
 #[derive(Debug)]
 struct StdFileLock {
@@ -170,7 +206,13 @@ impl File for StdFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.file.sync_data()
+        let Some(trace) = fsync_trace() else { return self.file.sync_data() };
+        // The length before the fsync is what it made durable (a write racing with it may or
+        // may not be): a lower bound, as a power-loss model wants.
+        let len = self.file.metadata()?.len();
+        self.file.sync_data()?;
+        trace_fsync(trace, len, &self.path);
+        Ok(())
     }
 
     fn modified_ms(&self) -> io::Result<i64> {
