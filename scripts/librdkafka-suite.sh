@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run librdkafka's own integration test suite against `seglog serve`.
 #
-# Usage: scripts/librdkafka-suite.sh [--smoke] [--security MODE] [--cluster] [--build-only]
-#                                    [TEST...]
+# Usage: scripts/librdkafka-suite.sh [--smoke] [--security MODE] [--cluster [--rf N]]
+#                                    [--build-only] [TEST...]
 #
 #   --smoke       run a short subset of fast produce/consume tests (for CI)
 #   --security MODE
@@ -31,6 +31,12 @@
 #                 voter; PLAINTEXT only) instead of one broker: the tests bootstrap
 #                 from all three and their topics (replication factor 1) spread
 #                 over them
+#   --rf N        with --cluster: the tests' topics at replication factor N
+#                 (1 to 3) instead of 1: the test harness's CreateTopics
+#                 (test_create_topic*, the build's one change to test.c, read
+#                 from SEGLOG_TEST_REPLICATION_FACTOR) asks N where a test asks
+#                 1, and auto-created topics get default.replication.factor=N;
+#                 the few tests that call the Admin API themselves keep theirs
 #   --build-only  build librdkafka and its test-runner, then exit
 #   TEST...       run only these 4-digit test numbers (default: the list in
 #                 scripts/librdkafka-suite.list)
@@ -89,6 +95,7 @@ REAUTH_MS=10000
 
 smoke=0
 cluster=0
+rf=1
 build_only=0
 security=plaintext
 tests=()
@@ -97,6 +104,11 @@ while [ $# -gt 0 ]; do
         --smoke) smoke=1 ;;
         --build-only) build_only=1 ;;
         --cluster) cluster=1 ;;
+        --rf)
+            [ $# -ge 2 ] || { echo "--rf needs a replication factor" >&2; exit 2; }
+            rf=$2
+            shift
+            ;;
         --security)
             [ $# -ge 2 ] || { echo "--security needs plaintext or sasl_ssl" >&2; exit 2; }
             security=$2
@@ -117,6 +129,11 @@ while [ $# -gt 0 ]; do
 done
 [ "$cluster" = 0 ] || [ "$security" = plaintext ] ||
     { echo "--cluster runs over PLAINTEXT only" >&2; exit 2; }
+case "$rf" in
+    1) ;;
+    2 | 3) [ "$cluster" = 1 ] || { echo "--rf $rf needs --cluster" >&2; exit 2; } ;;
+    *) echo "--rf takes 1 to 3, not $rf" >&2; exit 2 ;;
+esac
 case "$security" in
     plaintext | sasl_ssl) ;;
     *)
@@ -170,6 +187,8 @@ build_id="$src (0103 at replication factor 1)"
 # 0142 and 0126 and rebuilding the test-runner alone, and build_id stays what it was, so that
 # builds and checkouts that do not know of them keep sharing the build directory.
 stamp_0142="$build_dir/.seglog-0126-0142-at-replication-factor-1"
+# The same for the harness's replication factor from the environment (--rf).
+stamp_rf="$build_dir/.seglog-harness-replication-factor-from-env-2"
 
 # seglog is one broker. 0103 (transactions), 0126 (OIDC) and 0142 (re-authentication) create
 # their topics with replication factor 3, which Kafka refuses on one broker too
@@ -184,6 +203,22 @@ patch_tests() {
             die "$f still asks for replication factor 3 (the test changed upstream)"
     done
     return 0
+}
+
+# test.c's CreateTopics (test_admin_create_topic, behind every test_create_topic*) asks
+# SEGLOG_TEST_REPLICATION_FACTOR where a test asks 1, when it is set (--rf), and says so in its
+# "Creating topic" line; unset, the harness is librdkafka's. Made from the source's test.c.
+patch_harness() {
+    local start='^void test_admin_create_topic('
+    local body='const char \*\*configs) {'
+    local env='getenv("SEGLOG_TEST_REPLICATION_FACTOR")'
+    cp "$src/tests/test.c" "$build_dir/tests/test.c"
+    grep -q "$start" "$build_dir/tests/test.c" ||
+        die "test.c no longer has test_admin_create_topic (the test changed upstream)"
+    sed -i "/$start/,/$body/ s/$body/&\n        if (replication_factor == 1 \&\& $env)\n                replication_factor = atoi($env);/" \
+        "$build_dir/tests/test.c"
+    grep -qF "replication_factor = atoi($env);" "$build_dir/tests/test.c" ||
+        die "patching test.c's replication factor failed"
 }
 
 # libcurl's headers (libcurl4-openssl-dev), without which librdkafka has no OIDC.
@@ -209,6 +244,15 @@ build_librdkafka() {
             }
             touch "$stamp_0142"
         fi
+        if [ ! -f "$stamp_rf" ]; then
+            log "patching test.c (the replication factor of --rf) and rebuilding the test-runner"
+            patch_harness
+            make -C "$build_dir/tests" -j2 build >"$build_dir.build.log" 2>&1 || {
+                tail -n 40 "$build_dir.build.log" >&2
+                die "test-runner build failed, see $build_dir.build.log"
+            }
+            touch "$stamp_rf"
+        fi
         log "reusing librdkafka build in $build_dir"
         return
     fi
@@ -218,6 +262,7 @@ build_librdkafka() {
     cp -R "$src/." "$build_dir/"
     chmod -R u+w "$build_dir"
     patch_tests
+    patch_harness
     (
         cd "$build_dir"
         # zstd, lz4, zlib, ssl and curl (OIDC, with ssl) are auto-detected
@@ -230,7 +275,7 @@ build_librdkafka() {
         die "librdkafka build failed, see $build_dir.build.log"
     }
     echo "$build_id" >"$stamp"
-    touch "$stamp_0142"
+    touch "$stamp_0142" "$stamp_rf"
 }
 
 build_librdkafka
@@ -532,16 +577,18 @@ if [ "$cluster" = 1 ]; then
     # The same settings as the single broker's, for every node.
     cat >"$work_dir/cluster-extra.properties" <<PROPS
 num.partitions=4
+default.replication.factor=$rf
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 allow.everyone.if.no.acl.found=true
 PROPS
+    [ "$rf" = 1 ] || export SEGLOG_TEST_REPLICATION_FACTOR=$rf
     cluster_cmd() {
         RUST_LOG="${SEGLOG_RUST_LOG:-info,seglog_broker=debug}" SEGLOG_BIN="$seglog_bin" \
             bash "$script_dir/cluster.sh" "$@" --dir "$cluster_dir" --ports "$cluster_ports" \
             --broker-ports "$broker_ports" --extra-properties "$work_dir/cluster-extra.properties"
     }
     start_broker() {
-        log "starting three nodes of scripts/cluster.sh, brokers on $broker_list (logs: $cluster_dir/node-*/node.log)"
+        log "starting three nodes of scripts/cluster.sh (topics at replication factor $rf), brokers on $broker_list (logs: $cluster_dir/node-*/node.log)"
         cluster_cmd up >>"$broker_log" 2>&1 || {
             tail -n 20 "$cluster_dir"/node-*/node.log >&2
             die "the cluster did not start"

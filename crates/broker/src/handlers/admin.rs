@@ -756,29 +756,30 @@ pub(crate) async fn create_partitions(
                         topic.count, broker.config.topic_partitions_max
                     ),
                 )),
-                Some(_)
-                    if topic.assignments.as_ref().is_some_and(|assignments| {
-                        broker.cluster().is_some()
-                            || assignments.iter().any(|a| a.broker_ids != [node])
-                    }) =>
-                {
-                    Err((
-                        ResponseError::InvalidReplicaAssignment.code(),
-                        if broker.cluster().is_some() {
-                            "a cluster places new partitions itself: assignments are not taken yet".to_owned()
-                        } else {
-                            format!("new partitions must be assigned to broker {} alone", node.0)
-                        },
-                    ))
-                }
                 Some(_) if let Some(link) = broker.cluster() => super::cluster::forward(
                     link,
                     crate::cluster::raft::network::AdminRequest::CreatePartitions {
                         name: name.clone(),
                         total: topic.count,
+                        assignments: topic.assignments.as_ref().map(|assignments| {
+                            assignments
+                                .iter()
+                                .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+                                .collect()
+                        }),
                         validate_only: request.validate_only,
                     },
                 ),
+                Some(_)
+                    if topic.assignments.as_ref().is_some_and(|assignments| {
+                        assignments.iter().any(|a| a.broker_ids != [node])
+                    }) =>
+                {
+                    Err((
+                        ResponseError::InvalidReplicaAssignment.code(),
+                        format!("new partitions must be assigned to broker {} alone", node.0),
+                    ))
+                }
                 Some(_) if request.validate_only => Ok(()),
                 Some(_) => broker
                     .manager

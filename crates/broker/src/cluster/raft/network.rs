@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::node::{Operator, QuorumError, QuorumStatus, quorum_status};
+use super::node::{Operator, QuorumError, QuorumStatus};
 use super::transport::{QuorumStream, QuorumTransport};
 use super::{MetadataRaftConfig, NodeId};
 use crate::cluster::controller::{BrokerRegistrationRequest, HeartbeatReply, HeartbeatRequest};
@@ -68,6 +68,9 @@ pub enum AdminRequest {
     CreatePartitions {
         name: String,
         total: i32,
+        /// A manual assignment: each new partition's replicas.
+        #[serde(default)]
+        assignments: Option<Vec<Vec<i32>>>,
         validate_only: bool,
     },
     DeleteTopic {
@@ -340,7 +343,7 @@ async fn serve_connection(mut stream: QuorumStream, operator: Operator) {
             Request::Append(rpc) => Response::Append(raft.append_entries(rpc).await),
             Request::Vote(rpc) => Response::Vote(raft.vote(rpc).await),
             Request::Snapshot(rpc) => Response::Snapshot(raft.install_snapshot(rpc).await),
-            Request::Status => Response::Status(quorum_status(&raft, operator.state())),
+            Request::Status => Response::Status(operator.status()),
             Request::RegisterBroker(rpc) => {
                 Response::Registered(register_broker(&operator, rpc).await)
             }
@@ -466,9 +469,10 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                     )?,
                     *validate_only,
                 ),
-                AdminRequest::CreatePartitions { name, total, validate_only } => {
-                    (c.create_partitions(name, *total, start)?, *validate_only)
-                }
+                AdminRequest::CreatePartitions { name, total, assignments, validate_only } => (
+                    c.create_partitions(name, *total, assignments.as_deref(), start)?,
+                    *validate_only,
+                ),
                 AdminRequest::DeleteTopic { name } => (c.delete_topic(name)?, false),
                 AdminRequest::SetTopicConfigs { name, overrides } => {
                     (c.set_topic_configs(name, overrides)?, false)
