@@ -13,6 +13,8 @@ mod inspect;
 mod kill;
 mod readme_secure;
 mod replication;
+mod replication_chaos;
+mod replication_clients;
 mod replication_power;
 mod scale;
 mod security;

@@ -112,7 +112,7 @@ fn check_values(read: &[&str], want: &BTreeSet<&str>, aborted: &BTreeSet<&str>) 
 }
 
 /// SplitMix64: the seeded choices of the kill loop.
-pub(crate) struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -365,8 +365,15 @@ fn eos_loop_under_sigkill_loses_duplicates_and_tears_nothing() {
     let data = dir.path().join("data");
     let mut broker = Broker::start(&data);
     let addr = broker.addr.clone();
-    let run =
-        EosRun { python: &python, bootstrap: &addr, dir: dir.path(), n_records, min_kills: 10 };
+    let run = EosRun {
+        python: &python,
+        bootstrap: &addr,
+        dir: dir.path(),
+        n_records,
+        min_kills: 10,
+        replication_factor: 1,
+        filled: false,
+    };
     run.check(&mut |_| {
         broker.child.kill().expect("SIGKILL");
         broker.child.wait().expect("reaped");
@@ -386,9 +393,35 @@ pub(crate) struct EosRun<'a> {
     pub(crate) dir: &'a Path,
     pub(crate) n_records: u64,
     pub(crate) min_kills: usize,
+    /// The input and output topics' replication factor.
+    pub(crate) replication_factor: u8,
+    /// The input was filled already ([`EosRun::fill`]).
+    pub(crate) filled: bool,
 }
 
 impl EosRun<'_> {
+    /// One step of `eos.py` (`fill`, `check`): its standard output.
+    fn step(&self, seed: u64, step: &str, extra: &[String]) -> String {
+        let output = Command::new(self.python)
+            .arg(python_script("eos.py"))
+            .args([self.bootstrap, "eos", step])
+            .args(extra)
+            .env("EOS_REPLICATION_FACTOR", self.replication_factor.to_string())
+            .output()
+            .expect("python runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "seed {seed}: {step}: {stderr}");
+        stdout
+    }
+
+    /// Creates the input and output topics and fills the input (before faults begin, when
+    /// `filled` says so).
+    pub(crate) fn fill(&self, seed: u64) {
+        let filled = self.step(seed, "fill", &[self.n_records.to_string()]);
+        assert_eq!(filled.trim(), format!("FILLED {}", self.n_records));
+    }
+
     /// Fills the input, runs the loop to its DONE with `kill_and_restart` at the seeded kill
     /// points (`SEED`, else the clock; printed), and asserts no anomaly and `min_kills` kills.
     pub(crate) fn check(&self, kill_and_restart: &mut dyn FnMut(&mut Rng)) {
@@ -402,20 +435,10 @@ impl EosRun<'_> {
             |seed| seed.parse().expect("SEED is a number"),
         );
         eprintln!("eos: seed {seed} (SEED={seed} repeats the kill plan), {n_records} records");
-        let eos = |step: &str, extra: &[String]| {
-            let output = Command::new(self.python)
-                .arg(python_script("eos.py"))
-                .args([self.bootstrap, "eos", step])
-                .args(extra)
-                .output()
-                .expect("python runs");
-            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(output.status.success(), "seed {seed}: {step}: {stderr}");
-            stdout
-        };
-        let filled = eos("fill", &[n_records.to_string()]);
-        assert_eq!(filled.trim(), format!("FILLED {n_records}"));
+        let eos = |step: &str, extra: &[String]| self.step(seed, step, extra);
+        if !self.filled {
+            self.fill(seed);
+        }
 
         // About 150 transactions whatever the size, so that the kills (every 3 to 9 commits)
         // number well over 10.

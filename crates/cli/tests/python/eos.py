@@ -105,7 +105,9 @@ def bounded(call):
 
 def fill(bootstrap, prefix, n_records):
     admin = AdminClient({"bootstrap.servers": bootstrap, **COMMON})
-    topics = [NewTopic(f"{prefix}-{kind}", PARTITIONS, 1) for kind in ("in", "out")]
+    # EOS_REPLICATION_FACTOR: the topics' replication factor (1; a cluster's scenario, 3).
+    factor = int(os.environ.get("EOS_REPLICATION_FACTOR", "1"))
+    topics = [NewTopic(f"{prefix}-{kind}", PARTITIONS, factor) for kind in ("in", "out")]
     for future in admin.create_topics(topics).values():
         future.result(30)
     producer = Producer({"bootstrap.servers": bootstrap, **COMMON, "enable.idempotence": True,
