@@ -287,6 +287,8 @@ impl Server {
             seglog_storage::Error::InvalidArgument(format!("log manager open panicked: {error}"))
         })??;
         let manager = Arc::new(manager);
+        // KIP-966: an unclean restart leaves the ELRs.
+        let clean_shutdown = report.clean_dirs.len() == config.log.log_dirs.len();
         // This node becomes leader of every partition it loaded, the only replica of each
         // (Kafka's `Partition.makeLeader`): the high watermark moves to the log end, so that
         // every record a restart finds is served without waiting for a new produce.
@@ -323,7 +325,7 @@ impl Server {
             recovery,
         ));
         if let Some(join) = join {
-            join_cluster(&broker, join, &local_addrs).await?;
+            join_cluster(&broker, join, &local_addrs, clean_shutdown).await?;
         }
         restore_from_bucket(&broker).await;
         let loading = Arc::clone(&broker);
@@ -556,12 +558,14 @@ async fn join_cluster(
     broker: &Arc<Broker>,
     join: crate::cluster::link::ClusterJoin,
     bound: &[SocketAddr],
+    clean_shutdown: bool,
 ) -> Result<(), ServeError> {
     broker.groups.use_cluster_metadata();
     broker.replicas.use_replication(Arc::clone(&broker.replication));
     broker.groups.use_replication(Arc::clone(&broker.replication));
     broker.txns.use_replication(Arc::clone(&broker.replication));
-    let link = Arc::new(join.start(broker, bound).await.map_err(ServeError::Cluster)?);
+    let link =
+        Arc::new(join.start(broker, bound, clean_shutdown).await.map_err(ServeError::Cluster)?);
     tokio::spawn(crate::replication::run_isr_changes(Arc::downgrade(broker)));
     broker.txns.use_cluster(Arc::clone(&link));
     broker.security.use_cluster(Arc::clone(&link));

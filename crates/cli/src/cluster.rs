@@ -226,13 +226,19 @@ pub(crate) fn run_cluster(args: &ClusterArgs) -> Result<()> {
     }
     writeln!(out, "UnderReplicated:  {}", status.under_replicated_count)?;
     let list = |ids: &[i32]| ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
-    for (topic, partition, leader, replicas, isr) in &status.under_replicated {
+    for (topic, partition, leader, replicas, isr, elr) in &status.under_replicated {
         writeln!(
             out,
-            "Partition:        {topic}-{partition} leader {leader} replicas [{}] isr [{}]",
+            "Partition:        {topic}-{partition} leader {leader} replicas [{}] isr [{}] elr [{}]",
             list(replicas),
-            list(isr)
+            list(isr),
+            list(elr)
         )?;
+    }
+    // The followers of what this node's broker leads (each node answers for its own).
+    writeln!(out, "Lagging:          {}", status.lagging_count)?;
+    for (topic, partition, follower, behind) in &status.lagging {
+        writeln!(out, "Lag:              {topic}-{partition} follower {follower} behind {behind}")?;
     }
     crate::common::print_to_stdout(&out)
 }

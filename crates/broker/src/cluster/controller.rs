@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::ResponseError;
 
-use super::image::{BrokerState, MetadataImage, PartitionState, ReplayError};
+use super::image::{BrokerState, MetadataImage, PartitionState, ReplayError, TopicState};
+use super::partition_change::ChangeBuilder;
 use super::placement::{self, PlacementBroker};
 use super::records::{
     BrokerRegistrationChange, CONFIG_RESOURCE_TOPIC, Endpoint, METADATA_VERSION_LEVEL,
-    MetadataRecord, NO_LEADER, NO_LEADER_CHANGE, PartitionChange, PartitionRecord, RegisterBroker,
+    MetadataRecord, NO_LEADER, PartitionChange, PartitionRecord, RegisterBroker,
 };
 
 /// The controller's settings (Kafka's keys).
@@ -22,12 +23,26 @@ use super::records::{
 pub struct ControllerConfig {
     /// `broker.session.timeout.ms`: a broker silent this long is fenced.
     pub session_timeout_ms: i64,
+    /// `eligible.leader.replicas.enable`: KIP-966's eligible leader replicas
+    /// (`partition_change`); seglog's default is on.
+    pub eligible_leader_replicas: bool,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        Self { session_timeout_ms: 9_000 }
+        Self { session_timeout_ms: 9_000, eligible_leader_replicas: true }
     }
+}
+
+/// A broker's change that moves leaderships and ISRs (`leader_and_isr_updates`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BrokerChange {
+    /// Fenced, shutting down or re-registered: it leaves the ISRs and cannot lead.
+    Remove(i32),
+    /// Restarted without a clean shutdown: it leaves the ISRs and the ELRs.
+    UncleanShutdown(i32),
+    /// Unfenced: it may lead partitions without a leader.
+    Add(i32),
 }
 
 /// BrokerRegistration's request, as the controller uses it.
@@ -38,6 +53,11 @@ pub struct BrokerRegistrationRequest {
     pub incarnation_id: [u8; 16],
     pub endpoints: Vec<Endpoint>,
     pub rack: Option<String>,
+    /// Every log directory held the clean-shutdown marker when this incarnation opened them
+    /// (Kafka sends the broker epoch the marker holds, `PreviousBrokerEpoch`): an unclean
+    /// restart leaves every ISR and ELR it was in.
+    #[serde(default)]
+    pub clean_shutdown: bool,
 }
 
 /// BrokerHeartbeat's request.
@@ -162,9 +182,19 @@ impl Controller {
         }
         self.last_contact_ms.insert(request.broker_id, now_ms);
         let mut records = Vec::new();
-        // A re-registration replaces the old one, whose partitions first lose it.
-        if self.image.brokers.contains_key(&request.broker_id) {
-            records.extend(self.leader_and_isr_updates(Some(request.broker_id), None));
+        // A re-registration replaces the old one, whose partitions first lose it; a restart
+        // without a clean shutdown (Kafka's `ClusterControlManager.registerBroker` with
+        // KAFKA-18635's rule) also takes it out of every ELR (`handleBrokerUncleanShutdown`).
+        let existing = self.image.brokers.get(&request.broker_id);
+        let unclean = existing
+            .is_none_or(|b| b.incarnation_id != request.incarnation_id && !request.clean_shutdown);
+        if existing.is_some() || (unclean && self.config.eligible_leader_replicas) {
+            let change = if unclean {
+                BrokerChange::UncleanShutdown(request.broker_id)
+            } else {
+                BrokerChange::Remove(request.broker_id)
+            };
+            records.extend(self.leader_and_isr_updates(change));
         }
         records.push(MetadataRecord::RegisterBroker(RegisterBroker {
             broker_id: request.broker_id,
@@ -230,7 +260,7 @@ impl Controller {
                 reply.should_shutdown = true;
             } else if !request.want_fence && is_caught_up {
                 records.push(change(-1, 0));
-                records.extend(self.leader_and_isr_updates(None, Some(id)));
+                records.extend(self.leader_and_isr_updates(BrokerChange::Add(id)));
                 reply.is_fenced = false;
             }
         } else if broker.in_controlled_shutdown {
@@ -244,7 +274,7 @@ impl Controller {
             reply.is_fenced = true;
         } else if request.want_shutdown {
             records.push(change(0, 1));
-            records.extend(self.leader_and_isr_updates(Some(id), None));
+            records.extend(self.leader_and_isr_updates(BrokerChange::Remove(id)));
             // The next heartbeat finds it leading nothing and tells it to stop.
         }
         Ok((reply, records))
@@ -253,7 +283,7 @@ impl Controller {
     /// Kafka's `handleBrokerFenced`: the broker leaves every ISR it can and leads nothing.
     fn fence(&self, broker_id: i32) -> Vec<MetadataRecord> {
         let Some(broker) = self.image.brokers.get(&broker_id) else { return Vec::new() };
-        let mut records = self.leader_and_isr_updates(Some(broker_id), None);
+        let mut records = self.leader_and_isr_updates(BrokerChange::Remove(broker_id));
         records.push(MetadataRecord::BrokerRegistrationChange(BrokerRegistrationChange {
             broker_id,
             broker_epoch: broker.epoch,
@@ -274,47 +304,46 @@ impl Controller {
         stale.map(|b| self.fence(b.id)).unwrap_or_default()
     }
 
-    /// Kafka's `generateLeaderAndIsrUpdates` over every partition: `remove` leaves each ISR
-    /// (never the last member: the partition is then leaderless, its ISR kept, so the last
-    /// replica can lead again without an unclean election) and cannot lead; `add` may lead
-    /// partitions that have no leader though it is not active yet.
-    fn leader_and_isr_updates(&self, remove: Option<i32>, add: Option<i32>) -> Vec<MetadataRecord> {
-        let acceptable = |r: i32| Some(r) != remove && (Some(r) == add || self.image.is_active(r));
+    /// Kafka's `generateLeaderAndIsrUpdates` over every partition the change touches: a
+    /// removed broker leaves each ISR (the last member too when the ELR is on: the partition
+    /// then has no leader and an empty ISR) and cannot lead; an uncleanly restarted one leaves
+    /// the ELRs too; an added one may lead partitions without a leader though it is not active
+    /// yet. Each partition's change is [`ChangeBuilder`]'s.
+    fn leader_and_isr_updates(&self, change: BrokerChange) -> Vec<MetadataRecord> {
+        let (removed, added, unclean_shutdown) = match change {
+            BrokerChange::Remove(id) => (Some(id), None, None),
+            BrokerChange::UncleanShutdown(id) => (Some(id), None, Some(id)),
+            BrokerChange::Add(id) => (None, Some(id), None),
+        };
+        let acceptable =
+            |r: i32| Some(r) != removed && (Some(r) == added || self.image.is_active(r));
         let mut records = Vec::new();
         for topic in self.image.topics.values() {
-            let unclean = self.unclean_election_enabled(&topic.name);
+            // An unclean restart costs nothing under the fsync durability modes: a replica's
+            // log end counted only what it had fsynced, so its log still holds every record
+            // it helped commit (docs/replication.md).
+            let unclean_shutdown = unclean_shutdown.filter(|_| !self.fsyncs(&topic.name));
             for (partition_id, p) in &topic.partitions {
-                let touches = remove.is_some_and(|r| p.isr.contains(&r))
-                    || add.is_some_and(|a| {
-                        p.leader == NO_LEADER
-                            && (p.isr.contains(&a) || (unclean && p.replicas.contains(&a)))
-                    });
+                let touches = match change {
+                    BrokerChange::Remove(r) => p.isr.contains(&r),
+                    BrokerChange::UncleanShutdown(r) => p.isr.contains(&r) || p.elr.contains(&r),
+                    BrokerChange::Add(_) => p.leader == NO_LEADER,
+                };
                 if !touches {
                     continue;
                 }
-                let target_isr: Vec<i32> =
-                    p.isr.iter().copied().filter(|r| Some(*r) != remove).collect();
-                let mut change =
-                    partition_change(topic.id, *partition_id, p, &target_isr, &acceptable);
-                let leader_after = change.as_ref().map_or(p.leader, |c| {
-                    if c.leader == NO_LEADER_CHANGE { p.leader } else { c.leader }
-                });
-                if leader_after == NO_LEADER && unclean {
-                    // Kafka's unclean election: no ISR member can lead, and the topic lets any
-                    // live replica do so; it alone is the ISR, and what the ISR had beyond its
-                    // log is lost.
-                    if let Some(chosen) = p.replicas.iter().copied().find(|r| acceptable(*r)) {
-                        tracing::warn!(topic = %topic.name, partition = partition_id, leader = chosen, isr = ?p.isr, "unclean leader election: a replica outside the ISR leads");
-                        change = Some(PartitionChange {
-                            topic_id: topic.id,
-                            partition_id: *partition_id,
-                            isr: Some(vec![chosen]),
-                            leader: chosen,
-                            replicas: None,
-                        });
-                    }
-                }
-                if let Some(change) = change {
+                let builder = ChangeBuilder {
+                    topic_id: topic.id,
+                    partition_id: *partition_id,
+                    partition: p,
+                    target_isr: p.isr.iter().copied().filter(|r| Some(*r) != removed).collect(),
+                    acceptable: &acceptable,
+                    min_isr: self.min_isr(topic, p),
+                    elr_enabled: self.config.eligible_leader_replicas,
+                    unclean_allowed: self.unclean_election_enabled(&topic.name),
+                    unclean_shutdown,
+                };
+                if let Some(change) = builder.build() {
                     records.push(MetadataRecord::PartitionChange(change));
                 }
             }
@@ -322,15 +351,37 @@ impl Controller {
         records
     }
 
+    /// A topic config, else the cluster's broker default.
+    fn topic_config(&self, topic: &str, key: &str) -> Option<&String> {
+        let of = |kind: i8, name: &str| {
+            self.image.configs.get(&(kind, name.to_owned())).and_then(|c| c.get(key))
+        };
+        of(CONFIG_RESOURCE_TOPIC, topic).or_else(|| of(super::records::CONFIG_RESOURCE_BROKER, ""))
+    }
+
+    /// The topic's `min.insync.replicas` (else the cluster default, else 1), at most the
+    /// partition's replication factor (Kafka's `getTopicEffectiveMinIsr`).
+    fn min_isr(&self, topic: &TopicState, p: &PartitionState) -> usize {
+        let min_isr = self
+            .topic_config(&topic.name, "min.insync.replicas")
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(1);
+        min_isr.min(p.replicas.len())
+    }
+
+    /// Whether the topic's `seglog.durability` (its own, else the cluster's dynamic default)
+    /// fsyncs what its replicas acknowledge: `group-commit` or `fsync-every-append`. A
+    /// broker's static default is not in the metadata, so a topic without either is taken as
+    /// `page-cache`.
+    fn fsyncs(&self, topic: &str) -> bool {
+        self.topic_config(topic, "seglog.durability")
+            .is_some_and(|mode| mode == "group-commit" || mode == "fsync-every-append")
+    }
+
     /// `unclean.leader.election.enable` of `topic`: its own config, else the cluster's broker
     /// default, else Kafka's default (false).
     fn unclean_election_enabled(&self, topic: &str) -> bool {
-        const KEY: &str = "unclean.leader.election.enable";
-        let of = |kind: i8, name: &str| {
-            self.image.configs.get(&(kind, name.to_owned())).and_then(|c| c.get(KEY)).cloned()
-        };
-        of(CONFIG_RESOURCE_TOPIC, topic)
-            .or_else(|| of(super::records::CONFIG_RESOURCE_BROKER, ""))
+        self.topic_config(topic, "unclean.leader.election.enable")
             .is_some_and(|value| value.eq_ignore_ascii_case("true"))
     }
 
@@ -367,7 +418,7 @@ impl Controller {
                 self.image.topic(name).and_then(|t| t.partitions.get(partition_id).map(|p| (t, p)));
             let outcome = match found {
                 None => Err(ResponseError::UnknownTopicOrPartition),
-                Some((topic, p)) => self.elect_one(topic.id, *partition_id, p, election_type),
+                Some((topic, p)) => self.elect_one(topic, *partition_id, p, election_type),
             };
             let code = match outcome {
                 Ok(change) => {
@@ -382,39 +433,48 @@ impl Controller {
         Ok((records, results))
     }
 
+    /// One partition's election: a preferred one (type 0) moves leadership to the first
+    /// replica, in the ISR and active; an unclean one (type 1) gives a leaderless partition a
+    /// leader: an ISR member, else an ELR member, else the last known leader, else any active
+    /// replica (then its ISR alone).
     fn elect_one(
         &self,
-        topic_id: [u8; 16],
+        topic: &TopicState,
         partition_id: i32,
         p: &PartitionState,
         election_type: i8,
     ) -> Result<PartitionChange, ResponseError> {
-        let change = |leader: i32, isr: Option<Vec<i32>>| PartitionChange {
-            topic_id,
-            partition_id,
-            isr,
-            leader,
-            replicas: None,
-        };
+        let active = |r: i32| self.image.is_active(r);
         if election_type == 0 {
             let preferred = p.replicas.first().copied().unwrap_or(NO_LEADER);
             if p.leader == preferred {
                 return Err(ResponseError::ElectionNotNeeded);
             }
-            if !p.isr.contains(&preferred) || !self.image.is_active(preferred) {
+            if !p.isr.contains(&preferred) || !active(preferred) {
                 return Err(ResponseError::PreferredLeaderNotAvailable);
             }
-            return Ok(change(preferred, None));
+            let mut change = PartitionChange::new(topic.id, partition_id);
+            change.leader = preferred;
+            return Ok(change);
         }
         if p.leader != NO_LEADER {
             return Err(ResponseError::ElectionNotNeeded);
         }
-        let active = |r: &i32| self.image.is_active(*r);
-        if let Some(clean) = p.replicas.iter().copied().filter(active).find(|r| p.isr.contains(r)) {
-            return Ok(change(clean, None));
-        }
-        let unclean = p.replicas.iter().copied().find(active);
-        unclean.map(|r| change(r, Some(vec![r]))).ok_or(ResponseError::EligibleLeadersNotAvailable)
+        let builder = ChangeBuilder {
+            topic_id: topic.id,
+            partition_id,
+            partition: p,
+            target_isr: p.isr.clone(),
+            acceptable: &active,
+            min_isr: self.min_isr(topic, p),
+            elr_enabled: self.config.eligible_leader_replicas,
+            unclean_allowed: true,
+            unclean_shutdown: None,
+        };
+        builder
+            .build()
+            .filter(|change| change.leader >= 0)
+            .ok_or(ResponseError::EligibleLeadersNotAvailable)
     }
 
     /// The brokers new replicas may go to: registered, unfenced, not shutting down.
@@ -497,11 +557,16 @@ impl Controller {
         Ok(records)
     }
 
-    /// CreatePartitions: raises `name`'s partition count to `total`.
+    /// CreatePartitions (Kafka's `ReplicationControlManager.createPartitions`): raises `name`'s
+    /// partition count to `total`, the new partitions placed, or assigned by `assignments` (one
+    /// replica set per new partition, each of the topic's replication factor, of distinct
+    /// registered brokers: else INVALID_REPLICA_ASSIGNMENT, as
+    /// `validateManualPartitionAssignment`).
     pub fn create_partitions(
         &self,
         name: &str,
         total: i32,
+        assignments: Option<&[Vec<i32>]>,
         start: usize,
     ) -> Result<Vec<MetadataRecord>, ResponseError> {
         let topic = self.image.topic(name).ok_or(ResponseError::UnknownTopicOrPartition)?;
@@ -511,10 +576,22 @@ impl Controller {
             return Err(ResponseError::InvalidPartitions);
         }
         let rf = topic.partitions.values().next().map_or(1, |p| p.replicas.len());
-        let rf = i16::try_from(rf).unwrap_or(i16::MAX);
-        let placed =
+        let placed = if let Some(assignments) = assignments {
+            let valid = |set: &Vec<i32>| {
+                let distinct: std::collections::BTreeSet<&i32> = set.iter().collect();
+                set.len() == rf
+                    && distinct.len() == set.len()
+                    && set.iter().all(|b| self.image.brokers.contains_key(b))
+            };
+            if assignments.len() != total - existing || !assignments.iter().all(valid) {
+                return Err(ResponseError::InvalidReplicaAssignment);
+            }
+            assignments.to_vec()
+        } else {
+            let rf = i16::try_from(rf).unwrap_or(i16::MAX);
             placement::place(&self.usable_brokers(), existing, total - existing, rf, start)
-                .map_err(|_| ResponseError::InvalidReplicationFactor)?;
+                .map_err(|_| ResponseError::InvalidReplicationFactor)?
+        };
         let first = i32::try_from(existing).unwrap_or(i32::MAX);
         Ok((first..)
             .zip(placed)
@@ -528,7 +605,7 @@ impl Controller {
     pub fn unregister_broker(&self, broker_id: i32) -> Result<Vec<MetadataRecord>, ResponseError> {
         let broker =
             self.image.brokers.get(&broker_id).ok_or(ResponseError::BrokerIdNotRegistered)?;
-        let mut records = self.leader_and_isr_updates(Some(broker_id), None);
+        let mut records = self.leader_and_isr_updates(BrokerChange::Remove(broker_id));
         records.push(MetadataRecord::UnregisterBroker { broker_id, broker_epoch: broker.epoch });
         Ok(records)
     }
@@ -654,13 +731,21 @@ impl Controller {
         if request.new_isr == p.isr {
             return Ok(Vec::new());
         }
-        Ok(vec![MetadataRecord::PartitionChange(PartitionChange {
+        // The leader stays (it is in the ISR it asks for); a shrink below the minimum moves
+        // the members it drops into the ELR.
+        let acceptable = |r: i32| r == p.leader || self.image.is_active(r);
+        let builder = ChangeBuilder {
             topic_id: request.topic_id,
             partition_id: request.partition_id,
-            isr: Some(request.new_isr.clone()),
-            leader: NO_LEADER_CHANGE,
-            replicas: None,
-        })])
+            partition: p,
+            target_isr: request.new_isr.clone(),
+            acceptable: &acceptable,
+            min_isr: self.min_isr(topic, p),
+            elr_enabled: self.config.eligible_leader_replicas,
+            unclean_allowed: false,
+            unclean_shutdown: None,
+        };
+        Ok(builder.build().into_iter().map(MetadataRecord::PartitionChange).collect())
     }
 
     /// Preferred leader election: every partition whose first replica is in its ISR, active
@@ -674,13 +759,9 @@ impl Controller {
                     && p.isr.contains(&preferred)
                     && self.image.is_active(preferred)
                 {
-                    records.push(MetadataRecord::PartitionChange(PartitionChange {
-                        topic_id: topic.id,
-                        partition_id: *partition_id,
-                        isr: None,
-                        leader: preferred,
-                        replicas: None,
-                    }));
+                    let mut change = PartitionChange::new(topic.id, *partition_id);
+                    change.leader = preferred;
+                    records.push(MetadataRecord::PartitionChange(change));
                 }
             }
         }
@@ -697,35 +778,8 @@ fn new_partition(topic_id: [u8; 16], partition_id: i32, replicas: Vec<i32>) -> M
         replicas,
         leader_epoch: 0,
         partition_epoch: 0,
-    })
-}
-
-/// Kafka's `PartitionChangeBuilder.build` without reassignment or ELR: the current leader stays
-/// if it is still in the ISR and acceptable, else the first acceptable ISR member in replica
-/// order leads, else nobody; the ISR changes only to a non-empty target. `None` when nothing
-/// changes.
-fn partition_change(
-    topic_id: [u8; 16],
-    partition_id: i32,
-    p: &PartitionState,
-    target_isr: &[i32],
-    acceptable: &dyn Fn(i32) -> bool,
-) -> Option<PartitionChange> {
-    let valid = |r: i32| target_isr.contains(&r) && acceptable(r);
-    let leader = if p.leader != NO_LEADER && valid(p.leader) {
-        p.leader
-    } else {
-        p.replicas.iter().copied().find(|r| valid(*r)).unwrap_or(NO_LEADER)
-    };
-    let isr =
-        (!target_isr.is_empty() && target_isr != p.isr.as_slice()).then(|| target_isr.to_vec());
-    let leader = if leader == p.leader { NO_LEADER_CHANGE } else { leader };
-    (isr.is_some() || leader != NO_LEADER_CHANGE).then_some(PartitionChange {
-        topic_id,
-        partition_id,
-        isr,
-        leader,
-        replicas: None,
+        elr: Vec::new(),
+        last_known_elr: Vec::new(),
     })
 }
 
@@ -738,7 +792,7 @@ mod tests {
     /// session passes in silence.
     #[test]
     fn a_new_active_controller_gives_every_broker_a_fresh_session() {
-        let config = ControllerConfig { session_timeout_ms: 1_000 };
+        let config = ControllerConfig { session_timeout_ms: 1_000, ..ControllerConfig::default() };
         let mut old = Controller::new(config);
         let mut offset = 0;
         let mut commit = |controller: &mut Controller,
@@ -757,6 +811,7 @@ mod tests {
                 incarnation_id: [u8::try_from(id).unwrap(); 16],
                 endpoints: Vec::new(),
                 rack: None,
+                clean_shutdown: false,
             };
             let records =
                 old.register_broker(&request, i64::try_from(log.len()).unwrap(), 0).unwrap();
@@ -795,16 +850,23 @@ mod tests {
 
     impl World {
         /// Brokers 1 to 3 registered and unfenced, topic `t` with one partition on all three
-        /// (1 leads); `configs` are the topic's.
+        /// (1 leads); `configs` are the topic's; the ELR on (the default).
         fn new(configs: &[(&str, &str)]) -> Self {
-            let mut world =
-                Self { controller: Controller::new(ControllerConfig::default()), offset: 0 };
+            Self::with(true, configs)
+        }
+
+        /// [`World::new`] with the ELR on or off.
+        fn with(elr: bool, configs: &[(&str, &str)]) -> Self {
+            let config =
+                ControllerConfig { eligible_leader_replicas: elr, ..ControllerConfig::default() };
+            let mut world = Self { controller: Controller::new(config), offset: 0 };
             for id in 1..=3 {
                 let request = BrokerRegistrationRequest {
                     broker_id: id,
                     incarnation_id: [u8::try_from(id).unwrap(); 16],
                     endpoints: Vec::new(),
                     rack: None,
+                    clean_shutdown: false,
                 };
                 let records = world.controller.register_broker(&request, world.offset, 0).unwrap();
                 world.commit(records);
@@ -818,6 +880,29 @@ mod tests {
                 .unwrap();
             world.commit(records);
             world
+        }
+
+        /// A new incarnation of broker `id` registers (fenced until its heartbeat), after a
+        /// clean shutdown or not.
+        fn register_again(&mut self, id: i32, clean_shutdown: bool) {
+            let incarnation = self.controller.image().brokers[&id].incarnation_id[0] + 10;
+            let request = BrokerRegistrationRequest {
+                broker_id: id,
+                incarnation_id: [incarnation; 16],
+                endpoints: Vec::new(),
+                rack: None,
+                clean_shutdown,
+            };
+            // Its old session is over (the tests' clock stands still at 0).
+            let now_ms = ControllerConfig::default().session_timeout_ms + 1;
+            let records = self.controller.register_broker(&request, self.offset, now_ms).unwrap();
+            self.commit(records);
+        }
+
+        /// The partition's (leader, ISR, ELR, last known leader).
+        fn state(&self) -> (i32, Vec<i32>, Vec<i32>, Vec<i32>) {
+            let p = self.partition();
+            (p.leader, p.isr, p.elr, p.last_known_elr)
         }
 
         fn commit(&mut self, records: Vec<MetadataRecord>) {
@@ -874,7 +959,7 @@ mod tests {
     /// an unclean ElectLeaders.
     #[test]
     fn an_unclean_election_needs_the_topic_config_or_an_operator() {
-        let mut clean = World::new(&[]);
+        let mut clean = World::with(false, &[]);
         clean.set_isr(&[1]);
         clean.beat(1, true);
         let p = clean.partition();
@@ -889,12 +974,98 @@ mod tests {
         assert_eq!((p.leader, p.isr), (2, vec![2]), "an operator's unclean election");
         assert_eq!(clean.elect(1, true), vec![("t".to_owned(), 0, 84)], "it has a leader");
 
-        let mut unclean = World::new(&[("unclean.leader.election.enable", "true")]);
+        let mut unclean = World::with(false, &[("unclean.leader.election.enable", "true")]);
         unclean.set_isr(&[1]);
         let epoch = unclean.partition().leader_epoch;
         unclean.beat(1, true);
         let p = unclean.partition();
         assert_eq!((p.leader, p.isr, p.leader_epoch), (2, vec![2], epoch + 1), "at once");
+    }
+
+    /// KIP-966: with `min.insync.replicas`=2, the members an ISR loses below the minimum stay
+    /// eligible. When the last ISR member is lost too, the partition has no leader and an empty
+    /// ISR, and the first ELR member back leads: the window in which only the last member
+    /// standing could lead (and, back from a power loss, lose what the others had) is closed.
+    /// Without the ELR the same steps wait for broker 1.
+    #[test]
+    fn an_eligible_replica_leads_when_the_last_isr_member_is_lost() {
+        let min_isr = [("min.insync.replicas", "2")];
+        let mut world = World::new(&min_isr);
+        world.set_isr(&[1, 2]);
+        assert_eq!(world.state(), (1, vec![1, 2], vec![], vec![]), "at the minimum: no ELR");
+        world.beat(2, true);
+        assert_eq!(world.state(), (1, vec![1], vec![2], vec![]), "below it: 2 stays eligible");
+        let epoch = world.partition().leader_epoch;
+        world.beat(1, true);
+        assert_eq!(world.state(), (NO_LEADER, vec![], vec![1, 2], vec![1]));
+        assert_eq!(world.partition().leader_epoch, epoch + 1);
+        world.beat(2, false);
+        assert_eq!(world.state(), (2, vec![2], vec![1], vec![]), "2 leads from the ELR");
+        // The ELR empties once the ISR reaches the minimum again.
+        world.beat(1, false);
+        world.set_isr(&[2, 1]);
+        assert_eq!(world.state(), (2, vec![2, 1], vec![], vec![]));
+
+        let mut without = World::with(false, &min_isr);
+        without.set_isr(&[1, 2]);
+        without.beat(2, true);
+        without.beat(1, true);
+        without.beat(2, false);
+        assert_eq!(without.state(), (NO_LEADER, vec![1], vec![], vec![]), "waits for 1");
+    }
+
+    /// An unclean restart (no clean-shutdown marker) leaves the ELR, as Kafka's
+    /// `handleBrokerUncleanShutdown`; a clean one keeps the broker eligible. Under an fsync
+    /// durability mode an unclean restart keeps it eligible too: its log still holds every
+    /// record it helped commit. With the ISR and ELR empty, the last known leader leads once
+    /// it is back (an election counted unclean).
+    #[test]
+    fn an_unclean_restart_leaves_the_elr_unless_the_topic_fsyncs() {
+        let min_isr = ("min.insync.replicas", "2");
+        let lost = |world: &mut World| {
+            world.set_isr(&[1, 2]);
+            world.beat(2, true);
+            world.beat(1, true);
+            assert_eq!(world.state(), (NO_LEADER, vec![], vec![1, 2], vec![1]));
+        };
+        let mut world = World::new(&[min_isr]);
+        lost(&mut world);
+        world.register_again(1, false);
+        assert_eq!(world.state(), (NO_LEADER, vec![], vec![2], vec![1]), "1 restarted uncleanly");
+        world.register_again(2, true);
+        assert_eq!(world.state(), (NO_LEADER, vec![], vec![2], vec![1]), "2 cleanly");
+        world.register_again(2, false);
+        assert_eq!(world.state(), (NO_LEADER, vec![], vec![], vec![1]), "2 uncleanly");
+        world.beat(2, false);
+        assert_eq!(world.state(), (NO_LEADER, vec![], vec![], vec![1]), "2 is not eligible");
+        world.beat(1, false);
+        assert_eq!(world.state(), (1, vec![1], vec![], vec![]), "the last known leader");
+
+        let mut durable = World::new(&[min_isr, ("seglog.durability", "group-commit")]);
+        lost(&mut durable);
+        durable.register_again(1, false);
+        durable.register_again(2, false);
+        assert_eq!(durable.state(), (NO_LEADER, vec![], vec![1, 2], vec![1]), "both eligible");
+        durable.beat(2, false);
+        assert_eq!(durable.state(), (2, vec![2], vec![1], vec![]));
+    }
+
+    /// A replica that left an ISR already below the minimum stays eligible: with
+    /// `min.insync.replicas`=3, 3 leaves first, then 1 and 2 are lost; 3 leads when it is back.
+    #[test]
+    fn a_replica_that_left_below_the_minimum_stays_eligible() {
+        let mut world = World::new(&[("min.insync.replicas", "3")]);
+        world.set_isr(&[1, 2]);
+        assert_eq!(world.state(), (1, vec![1, 2], vec![3], vec![]), "3 left below the minimum");
+        world.beat(3, true);
+        world.beat(1, true);
+        assert_eq!(world.state(), (2, vec![2], vec![1, 3], vec![]));
+        world.beat(2, true);
+        assert_eq!(world.state(), (NO_LEADER, vec![], vec![1, 2, 3], vec![2]));
+        assert_eq!(world.elect(1, true), vec![("t".to_owned(), 0, 83)], "none is active");
+        world.beat(3, false);
+        assert_eq!(world.state(), (3, vec![3], vec![1, 2], vec![]), "clean, from the ELR");
+        assert_eq!(world.elect(1, true), vec![("t".to_owned(), 0, 84)], "it has a leader");
     }
 
     /// A preferred election gives the first replica its leadership back once it is in the ISR.
@@ -912,5 +1083,45 @@ mod tests {
         assert_eq!(world.partition().leader, 1);
         let (_, unknown) = world.controller.elect_leaders(0, Some(&[("u".to_owned(), 0)])).unwrap();
         assert_eq!(unknown, vec![("u".to_owned(), 0, 3)]);
+    }
+
+    /// CreatePartitions with a manual assignment: one replica set per new partition, of the
+    /// topic's replication factor and of distinct registered brokers, the first its leader;
+    /// anything else is INVALID_REPLICA_ASSIGNMENT and changes nothing.
+    #[test]
+    fn create_partitions_takes_a_manual_assignment_of_the_topics_replication_factor() {
+        let mut world = World::new(&[]);
+        let refused = |world: &World, total: i32, sets: &[Vec<i32>]| {
+            world.controller.create_partitions("t", total, Some(sets), 0).unwrap_err()
+        };
+        for (total, sets) in [
+            (3, vec![vec![2, 3, 1]]), // two partitions added, one set
+            (2, vec![vec![2, 3]]),    // not the topic's replication factor
+            (2, vec![vec![2, 2, 1]]), // a broker twice
+            (2, vec![vec![2, 3, 9]]), // broker 9 is not registered
+        ] {
+            assert_eq!(
+                refused(&world, total, &sets),
+                ResponseError::InvalidReplicaAssignment,
+                "{total} {sets:?}"
+            );
+        }
+        let records =
+            world.controller.create_partitions("t", 3, Some(&[vec![2, 3, 1], vec![3, 1, 2]]), 0);
+        world.commit(records.unwrap());
+        let topic = world.controller.image().topic("t").unwrap().clone();
+        let placed: Vec<(i32, Vec<i32>, Vec<i32>)> = topic
+            .partitions
+            .values()
+            .map(|p| (p.leader, p.replicas.clone(), p.isr.clone()))
+            .collect();
+        assert_eq!(
+            placed,
+            vec![
+                (1, vec![1, 2, 3], vec![1, 2, 3]),
+                (2, vec![2, 3, 1], vec![2, 3, 1]),
+                (3, vec![3, 1, 2], vec![3, 1, 2]),
+            ]
+        );
     }
 }

@@ -81,7 +81,10 @@ impl ControllerProcess {
         let listener = TcpListener::bind((host.as_str(), port))
             .await
             .map_err(|e| ControllerStartError::Quorum(QuorumError::Bind(e)))?;
-        let controller = ControllerConfig { session_timeout_ms: config.broker_session_timeout_ms };
+        let controller = ControllerConfig {
+            session_timeout_ms: config.broker_session_timeout_ms,
+            eligible_leader_replicas: config.eligible_leader_replicas,
+        };
         let id = NodeId::try_from(config.node_id).unwrap_or_default();
         let transport = (listener, Arc::clone(transport));
         let node = MetadataNode::start(id, fs, dir, transport, config.timings, controller).await?;

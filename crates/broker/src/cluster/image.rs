@@ -42,6 +42,12 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Bumped by every change (AlterPartition's compare-and-set).
     pub partition_epoch: i32,
+    /// KIP-966's eligible leader replicas: members of an ISR that fell below
+    /// `min.insync.replicas`, which hold every committed record and may lead when the ISR is
+    /// empty.
+    pub elr: Vec<i32>,
+    /// KIP-966's last known leader (one replica), kept while the ISR and ELR are empty.
+    pub last_known_elr: Vec<i32>,
 }
 
 /// A topic and its partitions.
@@ -134,6 +140,8 @@ impl MetadataImage {
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
                     partition_epoch: p.partition_epoch,
+                    elr: p.elr.clone(),
+                    last_known_elr: p.last_known_elr.clone(),
                 }));
             }
         }
@@ -308,6 +316,8 @@ impl MetadataImage {
                 leader: p.leader,
                 leader_epoch: p.leader_epoch,
                 partition_epoch: p.partition_epoch,
+                elr: p.elr.clone(),
+                last_known_elr: p.last_known_elr.clone(),
             },
         );
         Ok(())
@@ -327,6 +337,12 @@ impl MetadataImage {
         }
         if let Some(replicas) = &c.replicas {
             partition.replicas.clone_from(replicas);
+        }
+        if let Some(elr) = &c.elr {
+            partition.elr.clone_from(elr);
+        }
+        if let Some(last_known_elr) = &c.last_known_elr {
+            partition.last_known_elr.clone_from(last_known_elr);
         }
         if c.leader != NO_LEADER_CHANGE {
             partition.leader = c.leader;
@@ -385,5 +401,53 @@ mod tests {
             replayed += 1;
         }
         assert_eq!(replayed, 3);
+    }
+
+    /// KIP-966's fields: a PartitionRecord with an ELR or a last known leader is version 2
+    /// and reads back whole; without, it keeps version 0's bytes. A PartitionChange carries
+    /// them as tags (version 2); a snapshot of the image holds them.
+    #[test]
+    fn eligible_leader_replicas_round_trip() {
+        let version = |record: &MetadataRecord| {
+            seglog_format::schema::metadata::read_record(&record.encode()).unwrap().version
+        };
+        let mut p = PartitionRecord {
+            topic_id: [1; 16],
+            partition_id: 0,
+            replicas: vec![1, 2, 3],
+            isr: Vec::new(),
+            leader: super::super::records::NO_LEADER,
+            leader_epoch: 3,
+            partition_epoch: 5,
+            elr: vec![1, 2],
+            last_known_elr: vec![1],
+        };
+        let record = MetadataRecord::Partition(p.clone());
+        assert_eq!(MetadataRecord::decode(&record.encode()).unwrap(), record);
+        assert_eq!(version(&record), 2);
+        p.elr.clear();
+        p.last_known_elr.clear();
+        assert_eq!(version(&MetadataRecord::Partition(p.clone())), 0);
+        let mut change = PartitionChange::new([1; 16], 0);
+        change.elr = Some(vec![2]);
+        change.last_known_elr = Some(Vec::new());
+        let record = MetadataRecord::PartitionChange(change.clone());
+        assert_eq!(MetadataRecord::decode(&record.encode()).unwrap(), record);
+        assert_eq!(version(&record), 2);
+        let mut image = MetadataImage::empty();
+        image
+            .replay(0, &MetadataRecord::Topic { name: "t".to_owned(), topic_id: [1; 16] })
+            .unwrap();
+        image.replay(1, &MetadataRecord::Partition(p)).unwrap();
+        image.replay(2, &record).unwrap();
+        assert_eq!(image.topic("t").unwrap().partitions[&0].elr, vec![2]);
+        let mut copy = MetadataImage::empty();
+        for (offset, record) in (0..).zip(image.to_records()) {
+            copy.replay(offset, &record).unwrap();
+        }
+        assert_eq!(
+            copy.topic("t").unwrap().partitions[&0],
+            image.topic("t").unwrap().partitions[&0]
+        );
     }
 }

@@ -46,6 +46,9 @@ pub struct KraftConfig {
     pub metadata_log_dir: PathBuf,
     /// `broker.session.timeout.ms` (9000).
     pub broker_session_timeout_ms: i64,
+    /// `eligible.leader.replicas.enable`: KIP-966's eligible leader replicas (seglog's
+    /// default true; Kafka's false before 4.1's feature).
+    pub eligible_leader_replicas: bool,
     /// `metadata.max.idle.interval.ms` (500): how often an idle leader appends a `NoOpRecord`,
     /// so that followers see the log advance; 0 turns it off.
     pub metadata_max_idle_interval_ms: u64,
@@ -189,6 +192,21 @@ fn controller_listener(
     ))
 }
 
+/// A boolean key, `true` or `false` in any case (Kafka's `ConfigDef.Type.BOOLEAN`).
+fn boolean(
+    properties: &BTreeMap<String, String>,
+    key: &str,
+    default: bool,
+) -> Result<bool, KraftConfigError> {
+    properties.get(key).map_or(Ok(default), |value| {
+        value
+            .trim()
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(|_| KraftConfigError(format!("Invalid value {value} for configuration {key}")))
+    })
+}
+
 fn int<T: std::str::FromStr>(
     properties: &BTreeMap<String, String>,
     key: &str,
@@ -306,6 +324,7 @@ impl KraftConfig {
             controller_listener,
             metadata_log_dir: PathBuf::from(metadata_log_dir),
             broker_session_timeout_ms: int(properties, "broker.session.timeout.ms", 9_000)?,
+            eligible_leader_replicas: boolean(properties, "eligible.leader.replicas.enable", true)?,
             metadata_max_idle_interval_ms: int(properties, "metadata.max.idle.interval.ms", 500)?,
             snapshot_after_bytes: int(
                 properties,

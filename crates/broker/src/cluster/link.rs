@@ -64,6 +64,10 @@ impl ClusterLink {
         security: crate::ClientSecurity,
     ) -> Self {
         let broker_id = broker.config.node_id;
+        let replication = Arc::downgrade(&broker.replication);
+        member.node().operator().set_lag_source(Arc::new(move |listed_max| {
+            replication.upgrade().map(|r| r.follower_lags(listed_max)).unwrap_or_default()
+        }));
         let materialized_offset = Arc::new(AtomicI64::new(-1));
         let applier = tokio::spawn(apply_images(
             broker_id,
@@ -284,6 +288,7 @@ impl ClusterJoin {
         self,
         broker: &Arc<crate::Broker>,
         bound: &[std::net::SocketAddr],
+        clean_shutdown: bool,
     ) -> Result<ClusterLink, QuorumError> {
         let broker_id = broker.config.node_id;
         let endpoints = broker
@@ -313,8 +318,13 @@ impl ClusterJoin {
             .collect();
         let mut incarnation_id = [0u8; 16];
         getrandom::fill(&mut incarnation_id).map_err(|e| QuorumError::Raft(e.to_string()))?;
-        let registration =
-            BrokerRegistrationRequest { broker_id, incarnation_id, endpoints, rack: self.rack };
+        let registration = BrokerRegistrationRequest {
+            broker_id,
+            incarnation_id,
+            endpoints,
+            rack: self.rack,
+            clean_shutdown,
+        };
         let member = match self.source {
             MetadataSource::Learner { fs, metadata_dir, raft_listener, transport } => {
                 BrokerMember::start(

@@ -11,6 +11,7 @@ pub mod controller_process;
 pub mod image;
 pub mod kraft_config;
 pub mod link;
+mod partition_change;
 pub mod peers;
 pub mod placement;
 pub mod raft;

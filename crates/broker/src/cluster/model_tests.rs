@@ -55,7 +55,11 @@ impl Sim {
             step: 0,
             rng: Rng(seed),
             now_ms: 1_000_000,
-            controller: Controller::new(ControllerConfig { session_timeout_ms: SESSION_MS }),
+            // KIP-966's ELR on for half the seeds.
+            controller: Controller::new(ControllerConfig {
+                session_timeout_ms: SESSION_MS,
+                eligible_leader_replicas: seed % 2 == 1,
+            }),
             follower: MetadataImage::empty(),
             log: Vec::new(),
             brokers: BTreeMap::new(),
@@ -108,7 +112,22 @@ impl Sim {
         for topic in image.topics.values() {
             for (partition_id, p) in &topic.partitions {
                 let at = format!("{ctx}: {}-{partition_id} {p:?}", topic.name);
-                assert!(!p.isr.is_empty(), "{at}: empty ISR");
+                let elr_on = self.seed % 2 == 1;
+                assert!(!p.isr.is_empty() || (elr_on && p.leader == NO_LEADER), "{at}: empty ISR");
+                assert!(elr_on || p.elr.is_empty(), "{at}: an ELR with the ELR off");
+                assert!(
+                    p.elr.iter().all(|r| p.replicas.contains(r) && !p.isr.contains(r)),
+                    "{at}: ELR"
+                );
+                let min_isr = image
+                    .configs
+                    .get(&(crate::cluster::records::CONFIG_RESOURCE_TOPIC, topic.name.clone()))
+                    .and_then(|c| c.get("min.insync.replicas"))
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(1)
+                    .min(p.replicas.len());
+                assert!(p.elr.is_empty() || p.isr.len() < min_isr, "{at}: ELR with a full ISR");
+                assert!(p.last_known_elr.len() <= 1, "{at}: more than one last known leader");
                 assert!(p.isr.iter().all(|r| p.replicas.contains(r)), "{at}: ISR not in replicas");
                 if p.leader != NO_LEADER {
                     assert!(p.isr.contains(&p.leader), "{at}: leader outside the ISR");
@@ -153,6 +172,7 @@ impl Sim {
                 security_protocol: 0,
             }],
             rack,
+            clean_shutdown: self.rng.below(2) == 0,
         };
         // A fenced registration has no session (Kafka's heartbeat manager untracks it).
         let old_session_alive = self.brokers.get(&id).is_some_and(|b| !b.alive)
@@ -247,7 +267,8 @@ impl Sim {
         topic_id[15] = 1;
         let start = usize::try_from(self.rng.below(1000)).unwrap_or(0);
         let active = self.controller.image().brokers.values().filter(|b| b.is_active()).count();
-        match self.controller.create_topic(&name, partitions, rf, &[], topic_id, start) {
+        let configs = [("min.insync.replicas".to_owned(), (1 + self.rng.below(3)).to_string())];
+        match self.controller.create_topic(&name, partitions, rf, &configs, topic_id, start) {
             Ok(records) => {
                 self.commit(records);
                 self.count("topics created");

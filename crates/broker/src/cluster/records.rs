@@ -47,6 +47,10 @@ pub struct PartitionRecord {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// KIP-966's eligible leader replicas (written as version 2 when not empty).
+    pub elr: Vec<i32>,
+    /// KIP-966's last known leader, when the ISR became empty.
+    pub last_known_elr: Vec<i32>,
 }
 
 /// `PartitionChangeRecord`: what changes of a partition; `None` keeps the current value.
@@ -58,6 +62,25 @@ pub struct PartitionChange {
     /// The new leader, or [`NO_LEADER_CHANGE`]; a change bumps the leader epoch.
     pub leader: i32,
     pub replicas: Option<Vec<i32>>,
+    /// KIP-966's eligible leader replicas (version 2 when set).
+    pub elr: Option<Vec<i32>>,
+    /// KIP-966's last known leader (version 2 when set).
+    pub last_known_elr: Option<Vec<i32>>,
+}
+
+impl PartitionChange {
+    /// A change of nothing yet: no ISR, leader, replicas or ELR change.
+    pub fn new(topic_id: [u8; 16], partition_id: i32) -> Self {
+        Self {
+            topic_id,
+            partition_id,
+            isr: None,
+            leader: NO_LEADER_CHANGE,
+            replicas: None,
+            elr: None,
+            last_known_elr: None,
+        }
+    }
 }
 
 /// `BrokerRegistrationChangeRecord`'s tri-states: 1 sets, -1 clears, 0 keeps.
@@ -231,6 +254,60 @@ fn opt_str(text: Option<&String>) -> Value {
     text.map_or(Value::Null, |text| Value::Str(text.clone()))
 }
 
+/// A `PartitionRecord`'s version and fields: version 0's bytes unless an ELR field holds
+/// something (Kafka's `PartitionRegistration.toRecord`: the tags only when not empty); version
+/// 2 carries `directories`, empty (Kafka reads it as unassigned, "migrating").
+fn partition_value(p: &PartitionRecord) -> (i16, Value) {
+    let mut fields = vec![
+        ("partitionId", Value::Int(i64::from(p.partition_id))),
+        ("topicId", Value::Uuid(p.topic_id)),
+        ("replicas", int32s_value(&p.replicas)),
+        ("isr", int32s_value(&p.isr)),
+        ("removingReplicas", Value::Array(Vec::new())),
+        ("addingReplicas", Value::Array(Vec::new())),
+        ("leader", Value::Int(i64::from(p.leader))),
+        ("leaderEpoch", Value::Int(i64::from(p.leader_epoch))),
+        ("partitionEpoch", Value::Int(i64::from(p.partition_epoch))),
+    ];
+    if p.elr.is_empty() && p.last_known_elr.is_empty() {
+        return (0, Value::Object(fields));
+    }
+    fields.push(("directories", Value::Array(Vec::new())));
+    if !p.elr.is_empty() {
+        fields.push(("eligibleLeaderReplicas", int32s_value(&p.elr)));
+    }
+    if !p.last_known_elr.is_empty() {
+        fields.push(("lastKnownElr", int32s_value(&p.last_known_elr)));
+    }
+    (2, Value::Object(fields))
+}
+
+/// A `PartitionChangeRecord`'s version and fields. Versions 1 and 2 add tagged fields only:
+/// version 0's bytes, plus the ELR's tags (version 2) when set.
+fn partition_change_value(c: &PartitionChange) -> (i16, Value) {
+    let mut fields = vec![
+        ("partitionId", Value::Int(i64::from(c.partition_id))),
+        ("topicId", Value::Uuid(c.topic_id)),
+        ("leader", Value::Int(i64::from(c.leader))),
+    ];
+    if let Some(isr) = &c.isr {
+        fields.push(("isr", int32s_value(isr)));
+    }
+    if let Some(replicas) = &c.replicas {
+        fields.push(("replicas", int32s_value(replicas)));
+    }
+    let mut version = 0;
+    if let Some(elr) = &c.elr {
+        fields.push(("eligibleLeaderReplicas", int32s_value(elr)));
+        version = 2;
+    }
+    if let Some(last_known_elr) = &c.last_known_elr {
+        fields.push(("lastKnownElr", int32s_value(last_known_elr)));
+        version = 2;
+    }
+    (version, Value::Object(fields))
+}
+
 impl MetadataRecord {
     /// Kafka's framed bytes of this record, at the versions of [`METADATA_VERSION_LEVEL`].
     pub fn encode(&self) -> Vec<u8> {
@@ -264,34 +341,13 @@ impl MetadataRecord {
                     ("topicId", Value::Uuid(*topic_id)),
                 ]),
             ),
-            Self::Partition(p) => (
-                api_key::PARTITION,
-                0,
-                object(vec![
-                    ("partitionId", Value::Int(i64::from(p.partition_id))),
-                    ("topicId", Value::Uuid(p.topic_id)),
-                    ("replicas", int32s_value(&p.replicas)),
-                    ("isr", int32s_value(&p.isr)),
-                    ("removingReplicas", Value::Array(Vec::new())),
-                    ("addingReplicas", Value::Array(Vec::new())),
-                    ("leader", Value::Int(i64::from(p.leader))),
-                    ("leaderEpoch", Value::Int(i64::from(p.leader_epoch))),
-                    ("partitionEpoch", Value::Int(i64::from(p.partition_epoch))),
-                ]),
-            ),
+            Self::Partition(p) => {
+                let (version, value) = partition_value(p);
+                (api_key::PARTITION, version, value)
+            }
             Self::PartitionChange(c) => {
-                let mut fields = vec![
-                    ("partitionId", Value::Int(i64::from(c.partition_id))),
-                    ("topicId", Value::Uuid(c.topic_id)),
-                    ("leader", Value::Int(i64::from(c.leader))),
-                ];
-                if let Some(isr) = &c.isr {
-                    fields.push(("isr", int32s_value(isr)));
-                }
-                if let Some(replicas) = &c.replicas {
-                    fields.push(("replicas", int32s_value(replicas)));
-                }
-                (api_key::PARTITION_CHANGE, 0, object(fields))
+                let (version, value) = partition_change_value(c);
+                (api_key::PARTITION_CHANGE, version, value)
             }
             Self::Config { resource_type, resource_name, name, value } => (
                 api_key::CONFIG,
@@ -386,6 +442,8 @@ impl MetadataRecord {
                 leader: narrow(v, "leader"),
                 leader_epoch: narrow(v, "leaderEpoch"),
                 partition_epoch: narrow(v, "partitionEpoch"),
+                elr: int32s(v, "eligibleLeaderReplicas").unwrap_or_default(),
+                last_known_elr: int32s(v, "lastKnownElr").unwrap_or_default(),
             }),
             api_key::PARTITION_CHANGE => Self::PartitionChange(PartitionChange {
                 topic_id: uuid(v, "topicId"),
@@ -398,6 +456,8 @@ impl MetadataRecord {
                     .and_then(|n| i32::try_from(n).ok())
                     .unwrap_or(NO_LEADER_CHANGE),
                 replicas: int32s(v, "replicas"),
+                elr: int32s(v, "eligibleLeaderReplicas"),
+                last_known_elr: int32s(v, "lastKnownElr"),
             }),
             api_key::CONFIG => Self::Config {
                 resource_type: narrow(v, "resourceType"),

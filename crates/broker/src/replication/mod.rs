@@ -205,6 +205,17 @@ impl Partition {
 
     /// Raises the leader's high watermark as far as the ISR allows, and publishes it.
     fn maybe_raise(&self, leadership: &Leadership, self_id: i32) -> seglog_storage::Result<i64> {
+        // KAFKA-15583: the high watermark stands still while the ISR is smaller than
+        // `min.insync.replicas` (at most the replication factor), so that every member the ISR
+        // lost below the minimum (KIP-966's eligible leader replicas) holds every committed
+        // record. acks=1 records written meanwhile become visible once the ISR recovers.
+        let min_isr = self.log.config().map_or(1, |c| c.min_insync_replicas);
+        let min_isr = usize::try_from(min_isr).unwrap_or(usize::MAX);
+        if leadership.state.isr.len() < min_isr.min(leadership.state.replicas.len()) {
+            let high_watermark = self.log.high_watermark()?;
+            self.publish_high_watermark(high_watermark);
+            return Ok(high_watermark);
+        }
         let log_end = self.log.log_end_offset()?;
         let high_watermark = match Self::high_watermark_candidate(leadership, self_id, log_end) {
             Some(candidate) => self.log.maybe_raise_high_watermark(candidate)?,
@@ -236,6 +247,40 @@ pub(crate) struct Replication {
 }
 
 impl Replication {
+    /// The followers of the partitions this broker leads that are behind its log end (Kafka's
+    /// per-follower `FetcherLagMetrics`, seen from the leader): how many, and the
+    /// `listed_max` most behind (topic, partition, follower, records behind; a follower that
+    /// has not fetched in this epoch counts the whole log end).
+    pub(crate) fn follower_lags(
+        &self,
+        listed_max: usize,
+    ) -> (usize, Vec<crate::cluster::raft::node::ReplicaLag>) {
+        let partitions: Vec<Arc<Partition>> = self
+            .partitions
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        let mut lags = Vec::new();
+        for partition in partitions {
+            let role = partition.role.read().unwrap_or_else(PoisonError::into_inner);
+            let Role::Leader(leadership) = &*role else { continue };
+            let Ok(log_end) = partition.log.log_end_offset() else { continue };
+            let followers = leadership.followers.lock().unwrap_or_else(PoisonError::into_inner);
+            for (id, follower) in &followers.by_id {
+                let behind = log_end - follower.log_end_offset.max(0);
+                if *id != self.broker_id && behind > 0 {
+                    lags.push((partition.tp.topic.clone(), partition.tp.partition, *id, behind));
+                }
+            }
+        }
+        let count = lags.len();
+        lags.sort_by(|a, b| b.3.cmp(&a.3).then_with(|| (&a.0, a.1, a.2).cmp(&(&b.0, b.1, b.2))));
+        lags.truncate(listed_max);
+        (count, lags)
+    }
+
     pub(crate) fn new(
         broker_id: i32,
         config: ReplicationConfig,

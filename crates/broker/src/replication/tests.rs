@@ -100,6 +100,24 @@ fn the_high_watermark_is_the_minimum_log_end_of_the_isr() {
     assert_eq!(fetched(4, 0), Err(ResponseError::NotLeaderOrFollower));
 }
 
+/// `cluster status`'s lags: each follower of a led partition behind the leader's log end,
+/// most behind first; one that has not fetched counts the whole log end; a caught-up one none.
+#[test]
+fn follower_lags_count_the_records_behind_the_leaders_log_end() {
+    let w = world(&[1, 2, 3], &[1, 2, 3], 1);
+    w.replicas
+        .append_within(&w.tp, &batch(0, 10), (AppendOrigin::Client, None), Acks::Leader, WAIT, 0)
+        .unwrap();
+    assert_eq!(
+        w.replication.follower_lags(10),
+        (2, vec![("t".to_owned(), 0, 2, 10), ("t".to_owned(), 0, 3, 10)])
+    );
+    w.replication.follower_fetched(&w.tp, 2, 0, 7, 0).unwrap();
+    w.replication.follower_fetched(&w.tp, 3, 0, 10, 0).unwrap();
+    assert_eq!(w.replication.follower_lags(10), (1, vec![("t".to_owned(), 0, 2, 3)]));
+    assert_eq!(w.replication.follower_lags(0), (1, vec![]), "the count beyond the list");
+}
+
 /// The checker of scenario 3 found this: a leader cut off from its followers answered a
 /// producer's retry of an unreplicated batch, a duplicate, with its original offsets at once.
 #[test]
@@ -122,7 +140,19 @@ fn acks_all_needs_min_insync_replicas() {
     w.replicas
         .append_within(&w.tp, &batch(0, 1), (AppendOrigin::Client, None), Acks::Leader, WAIT, 0)
         .unwrap();
-    // The ISR alone is the leader: the high watermark follows its log end.
+    // Below `min.insync.replicas` the high watermark stands still (KAFKA-15583), so that the
+    // replicas the ISR lost (KIP-966's ELR) hold every committed record.
+    assert_eq!(w.log.high_watermark().unwrap(), 0);
+    // The ISR back at the minimum (the controller's answer, applied): it moves again.
+    let state = LeaderAndIsr {
+        topic_id: [7; 16],
+        leader_epoch: 0,
+        partition_epoch: 1,
+        replicas: vec![1, 2, 3],
+        isr: vec![1, 2],
+    };
+    w.replication.make_leader(&w.tp, &w.log, state, 0).unwrap();
+    w.replication.follower_fetched(&w.tp, 2, 0, 1, 0).unwrap();
     assert_eq!(w.log.high_watermark().unwrap(), 1);
 }
 

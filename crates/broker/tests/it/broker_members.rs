@@ -38,6 +38,7 @@ fn config(id: i32, voters: &BTreeMap<i32, Voter>, dir: &std::path::Path) -> Kraf
         controller_listener: Some(("127.0.0.1".to_owned(), port)),
         metadata_log_dir: dir.to_owned(),
         broker_session_timeout_ms: SESSION_MS,
+        eligible_leader_replicas: true,
         metadata_max_idle_interval_ms: 500,
         snapshot_after_bytes: 1 << 20,
         snapshot_interval_ms: 3_600_000,

@@ -96,6 +96,7 @@ pub(crate) fn registration(id: i32) -> BrokerRegistrationRequest {
             security_protocol: 0,
         }],
         rack: None,
+        clean_shutdown: false,
     }
 }
 

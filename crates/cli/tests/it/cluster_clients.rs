@@ -86,6 +86,25 @@ impl Cluster {
         (output.status.success(), text)
     }
 
+    /// The command line of `scripts/cluster.sh VERB NODE` for this cluster (for a client
+    /// script that runs it itself; NODE may be a placeholder the script fills in).
+    pub(crate) fn command(&self, verb: &str, node: &str) -> Vec<String> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/cluster.sh");
+        [
+            "bash".to_owned(),
+            script.display().to_string(),
+            verb.to_owned(),
+            node.to_owned(),
+            "--dir".to_owned(),
+            self.dir.display().to_string(),
+            "--ports".to_owned(),
+            self.ports.join(","),
+            "--broker-ports".to_owned(),
+            self.broker_ports.join(","),
+        ]
+        .to_vec()
+    }
+
     pub(crate) fn bootstrap(&self, node: usize) -> String {
         format!("127.0.0.1:{}", self.broker_ports[node - 1])
     }
@@ -804,6 +823,8 @@ fn exactly_once_survives_killed_nodes() {
         dir: root.path(),
         n_records: 1_000,
         min_kills: 3,
+        replication_factor: 1,
+        filled: false,
     };
     let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run.check(&mut |rng| {

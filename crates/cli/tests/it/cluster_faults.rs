@@ -33,7 +33,7 @@ use crate::cluster::{
 const SEGLOG: &str = env!("CARGO_BIN_EXE_seglog");
 const PORT: u16 = 19093;
 /// Each node's Kafka listener, on its namespace's address.
-const BROKER_PORT: u16 = 9092;
+pub(crate) const BROKER_PORT: u16 = 9092;
 
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n")
@@ -210,6 +210,41 @@ impl Net {
         }
     }
 
+    /// Drops `percent` of every frame the bridge forwards, at random (nftables' `numgen`, as
+    /// this kernel has no netem): each packet between two nodes, or a node and the clients,
+    /// crosses the bridge once.
+    pub(crate) fn lossy(&self, percent: u32) {
+        let bridge = self.bridge();
+        must(&["ip", "netns", "exec", &bridge, "nft", "add", "table", "bridge", "loss"]);
+        must(&[
+            "ip",
+            "netns",
+            "exec",
+            &bridge,
+            "nft",
+            "add chain bridge loss drops { type filter hook forward priority 0; policy accept; }",
+        ]);
+        let rule = format!("add rule bridge loss drops numgen random mod 100 < {percent} drop");
+        must(&["ip", "netns", "exec", &bridge, "nft", &rule]);
+    }
+
+    /// Ends [`lossy`](Self::lossy).
+    pub(crate) fn lossless(&self) {
+        must(&["ip", "netns", "exec", &self.bridge(), "nft", "delete", "table", "bridge", "loss"]);
+    }
+
+    /// Drops what node `id` receives on `port` from the nodes `others` (their replica fetches
+    /// when `port` is the broker port); the quorum's port and the clients are untouched.
+    pub(crate) fn block_port_from(&self, id: u32, others: &[u32], port: u16) {
+        let ns = self.ns(id);
+        let set = others.iter().map(|o| self.ip(*o)).collect::<Vec<_>>().join(", ");
+        must(&["ip", "netns", "exec", &ns, "nft", "add", "table", "inet", "fault"]);
+        let chain = "add chain inet fault in { type filter hook input priority 0; policy accept; }";
+        must(&["ip", "netns", "exec", &ns, "nft", chain]);
+        let rule = format!("add rule inet fault in ip saddr {{ {set} }} tcp dport {port} drop");
+        must(&["ip", "netns", "exec", &ns, "nft", &rule]);
+    }
+
     pub(crate) fn heal(&self, id: u32) {
         must(&["ip", "netns", "exec", &self.ns(id), "nft", "delete", "table", "inet", "fault"]);
     }
@@ -241,6 +276,8 @@ impl Voter {
         let child = privileged(&["ip", "netns", "exec", &self.ns, SEGLOG, "serve", "--config"])
             .arg(&self.config)
             .env("RUST_LOG", "info")
+            // Where a power-loss test finds what each file's last fsync made durable.
+            .env(seglog_storage::io::FSYNC_TRACE_ENV, self.dir.join("fsync-trace"))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -252,6 +289,14 @@ impl Voter {
     pub(crate) fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             must(&["kill", "-TERM", &child.id().to_string()]);
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the node with SIGKILL and waits until it is gone.
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            must(&["kill", "-KILL", &child.id().to_string()]);
             let _ = child.wait();
         }
     }

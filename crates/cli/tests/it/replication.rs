@@ -94,7 +94,7 @@ impl Checker {
 }
 
 /// Every record of `topic` up to each partition's high watermark: (partition, offset, id).
-fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<(i32, i64, u64)> {
+pub(crate) fn read_all(bootstrap: &str, topic: &str, partitions: i32) -> Vec<(i32, i64, u64)> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "replication-checker")
@@ -414,6 +414,16 @@ fn killed_leaders_lose_no_acknowledged_record() {
             || cluster.logs(),
             || checker.lock().unwrap().acked.len() > acked_before,
         );
+        if kill == 0 {
+            // `cluster status` shows the dead follower falling behind the new leader.
+            let behind = format!("follower {leader} behind");
+            poll_until(
+                "cluster status lists the killed node's lag",
+                Duration::from_secs(30),
+                || cluster.run(&["status"]).1,
+                || cluster.run(&["status"]).1.lines().any(|l| l.contains(&behind)),
+            );
+        }
         let (ok, text) = cluster.run(&["start", &leader.to_string()]);
         assert!(ok, "{text}");
         poll_until(
@@ -436,7 +446,7 @@ fn killed_leaders_lose_no_acknowledged_record() {
 
 /// Produces ids from `first` in chunks of 1000 until `stop`, through `bootstrap`; returns the
 /// next id and how many were not acknowledged.
-fn producing(
+pub(crate) fn producing(
     bootstrap: String,
     topic: &'static str,
     first: u64,
@@ -519,7 +529,7 @@ fn send_all(
 }
 
 /// What each node's log says of leadership, following, truncation, the ISR and fencing.
-fn story(nodes: &[crate::cluster_faults::Voter]) -> String {
+pub(crate) fn story(nodes: &[crate::cluster_faults::Voter]) -> String {
     nodes
         .iter()
         .map(|n| {
@@ -621,17 +631,17 @@ fn a_partitioned_leader_is_fenced_and_truncates_its_writes() {
 
 /// Three combined nodes in network namespaces, the test's clients linked to them, and one
 /// replicated topic (one partition, RF=3, `min.insync.replicas`=2) with a full ISR.
-struct Namespaced {
-    net: crate::cluster_faults::Net,
-    nodes: Vec<crate::cluster_faults::Voter>,
-    bootstrap: String,
-    runtime: tokio::runtime::Runtime,
+pub(crate) struct Namespaced {
+    pub(crate) net: crate::cluster_faults::Net,
+    pub(crate) nodes: Vec<crate::cluster_faults::Voter>,
+    pub(crate) bootstrap: String,
+    pub(crate) runtime: tokio::runtime::Runtime,
     _root: tempfile::TempDir,
 }
 
 impl Namespaced {
     /// `None` when namespaces cannot be made here (outside CI).
-    fn up(topic: &str, extra: &str) -> Option<Self> {
+    pub(crate) fn up(topic: &str, extra: &str) -> Option<Self> {
         use crate::cluster_faults::{Net, netns_available, voters_with};
         if !netns_available() {
             return None;
@@ -662,7 +672,7 @@ impl Namespaced {
     }
 
     /// The two nodes but `old`, as a bootstrap list.
-    fn majority(&self, old: i32) -> String {
+    pub(crate) fn majority(&self, old: i32) -> String {
         (1..=3).filter(|n| *n != old).map(|n| self.address(n)).collect::<Vec<_>>().join(",")
     }
 
@@ -901,6 +911,6 @@ fn committed_offsets_survive_their_coordinators_death() {
 }
 
 /// Partition 0's leader and ISR as the brokers of `bootstrap` see it.
-fn isr_of(bootstrap: &str, topic: &str) -> (i32, Vec<i32>) {
+pub(crate) fn isr_of(bootstrap: &str, topic: &str) -> (i32, Vec<i32>) {
     isrs(bootstrap, topic).remove(&0).unwrap_or((-1, Vec::new()))
 }

@@ -215,3 +215,94 @@ fn a_power_loss_of_the_whole_isr_loses_nothing_acknowledged_under_the_fsync_mode
         }
     }
 }
+
+/// One run of the last-member-standing window (`an_eligible_replica_leads_when_the_last_isr_member_loses_power`) with the ELR on
+/// or off: the checker's report once the partition has a leader again and a full ISR, the
+/// bytes the power loss cut, and (ELR on) how long after the kill another replica led. `None`
+/// when network namespaces cannot be made here.
+fn last_member_loses_power(
+    elr: bool,
+) -> Option<(crate::replication::Report, u64, Option<Duration>)> {
+    use crate::cluster_faults::BROKER_PORT;
+    use crate::replication::{Namespaced, isr_of, story};
+    const TOPIC: &str = "standing";
+    let extra = format!(
+        "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n\
+         replica.lag.time.max.ms=3000\neligible.leader.replicas.enable={elr}\n"
+    );
+    // One partition, RF=3, `min.insync.replicas`=2, Kafka's durability (page-cache).
+    let mut cluster = Namespaced::up(TOPIC, &extra)?;
+    let checker = Mutex::new(Checker::default());
+    let failed =
+        cluster.runtime.block_on(produce_acked(&cluster.bootstrap, TOPIC, (0, 2000), &checker));
+    assert_eq!(failed, 0, "every record acknowledged by the full ISR");
+    let (leader, _) = isr_of(&cluster.bootstrap, TOPIC);
+    let leader_id = u32::try_from(leader).unwrap();
+    let followers: Vec<u32> = (1..=3).filter(|n| *n != leader_id).collect();
+    // The followers' fetches dropped (the quorum's traffic passes): the ISR shrinks to the
+    // leader alone, below the minimum.
+    cluster.net.block_port_from(leader_id, &followers, BROKER_PORT);
+    poll_until(
+        "the ISR down to its leader",
+        Duration::from_secs(30),
+        || story(&cluster.nodes),
+        || isr_of(&cluster.bootstrap, TOPIC) == (leader, vec![leader]),
+    );
+    // The last ISR member loses power: SIGKILL, then its logs cut to their last fsync.
+    let node = &mut cluster.nodes[usize::try_from(leader - 1).unwrap()];
+    node.kill();
+    let durable = durable_lengths(&node.dir.join("fsync-trace"));
+    let cut: u64 = cut_to_last_fsync(&node.dir.join("data"), &durable).values().map(|c| c.1).sum();
+    cluster.net.heal(leader_id);
+    let majority = cluster.majority(leader);
+    let mut elected = None;
+    if elr {
+        elected = Some(poll_until(
+            "an eligible replica leads",
+            Duration::from_secs(30),
+            || story(&cluster.nodes),
+            || {
+                let (now, _) = isr_of(&majority, TOPIC);
+                now > 0 && now != leader
+            },
+        ));
+    } else {
+        // Fenced, the last member stays the ISR: nobody else may lead.
+        poll_until("the partition without a leader", Duration::from_secs(30), String::new, || {
+            isr_of(&majority, TOPIC) == (-1, vec![leader])
+        });
+    }
+    cluster.nodes[usize::try_from(leader - 1).unwrap()].start();
+    poll_until(
+        "a full ISR again",
+        Duration::from_mins(1),
+        || story(&cluster.nodes),
+        || {
+            let (now, isr) = isr_of(&cluster.bootstrap, TOPIC);
+            now > 0 && isr.len() == 3
+        },
+    );
+    let report = checker.lock().unwrap().check(&cluster.bootstrap, TOPIC, 1);
+    Some((report, cut, elected))
+}
+
+/// KIP-966's window, on real processes: RF=3, `min.insync.replicas`=2, `page-cache`. The
+/// followers' fetches are cut, so the ISR shrinks to the leader alone; then the leader loses
+/// power (SIGKILL, its logs cut to their last fsync: all of them, under page-cache). With
+/// eligible leader replicas, a follower that left the ISR below the minimum leads at once,
+/// with every acknowledged record: the checker is clean. Without them (Kafka before KIP-966),
+/// nobody else may lead; the old leader comes back with an empty log, leads, and the others
+/// truncate to it: the acknowledged records are lost, which the test also asserts.
+#[test]
+fn an_eligible_replica_leads_when_the_last_isr_member_loses_power() {
+    let Some((with, cut, elected)) = last_member_loses_power(true) else { return };
+    println!(
+        "ELR on: an eligible replica led {elected:?} after the kill; the power loss cut {cut} \
+         bytes; checker {with:?}"
+    );
+    assert!(with.clean(), "{with:?}");
+    assert_eq!((with.acked, with.read), (2000, 2000), "{with:?}");
+    let Some((without, cut, _)) = last_member_loses_power(false) else { return };
+    println!("ELR off: the power loss cut {cut} bytes; checker {without:?}");
+    assert_eq!(without.lost, 2000, "the window KIP-966 closes is real: {without:?}");
+}

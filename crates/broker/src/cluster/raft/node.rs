@@ -71,14 +71,29 @@ pub struct QuorumStatus {
     #[serde(default)]
     pub under_replicated_count: usize,
     /// The first [`UNDER_REPLICATED_LISTED_MAX`] of them: topic, partition, leader, replicas,
-    /// ISR.
+    /// ISR, eligible leader replicas (KIP-966).
     #[serde(default)]
     pub under_replicated: Vec<UnderReplicated>,
+    /// How many followers of the partitions this node's broker leads are behind its log end.
+    #[serde(default)]
+    pub lagging_count: usize,
+    /// The first [`UNDER_REPLICATED_LISTED_MAX`] of them, most behind first: topic, partition,
+    /// follower, records behind.
+    #[serde(default)]
+    pub lagging: Vec<ReplicaLag>,
 }
 
+/// A follower behind its leader, as `cluster status` lists it: topic, partition, follower,
+/// records behind the leader's log end (the whole log end while it has not fetched).
+pub type ReplicaLag = (String, i32, i32, i64);
+
+/// Where a node's status finds its broker's followers' lags: how many lag, and the most behind
+/// (at most the given count).
+pub type LagSource = Arc<dyn Fn(usize) -> (usize, Vec<ReplicaLag>) + Send + Sync>;
+
 /// An under-replicated partition as `cluster status` lists it: topic, partition, leader,
-/// replicas, ISR.
-pub type UnderReplicated = (String, i32, i32, Vec<i32>, Vec<i32>);
+/// replicas, ISR, ELR.
+pub type UnderReplicated = (String, i32, i32, Vec<i32>, Vec<i32>, Vec<i32>);
 
 /// The most under-replicated partitions a status lists (the count covers them all).
 pub const UNDER_REPLICATED_LISTED_MAX: usize = 100;
@@ -122,6 +137,7 @@ pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> Quoru
                         p.leader,
                         p.replicas.clone(),
                         p.isr.clone(),
+                        p.elr.clone(),
                     ));
                 }
             }
@@ -143,6 +159,8 @@ pub fn quorum_status(raft: &MetadataRaft, state: &MetadataStateMachine) -> Quoru
         addresses,
         under_replicated_count,
         under_replicated,
+        lagging_count: 0,
+        lagging: Vec::new(),
     }
 }
 
@@ -209,6 +227,8 @@ pub struct Operator {
     raft: MetadataRaft,
     state: MetadataStateMachine,
     one_at_a_time: Arc<tokio::sync::Mutex<()>>,
+    /// The lags of the followers of what this node's broker leads (set once it runs).
+    lags: Arc<std::sync::OnceLock<LagSource>>,
 }
 
 impl std::fmt::Debug for Operator {
@@ -218,6 +238,21 @@ impl std::fmt::Debug for Operator {
 }
 
 impl Operator {
+    /// This node's status ([`quorum_status`]), with its broker's followers' lags.
+    pub fn status(&self) -> QuorumStatus {
+        let mut status = quorum_status(&self.raft, &self.state);
+        if let Some(lags) = self.lags.get() {
+            (status.lagging_count, status.lagging) = lags(UNDER_REPLICATED_LISTED_MAX);
+        }
+        status
+    }
+
+    /// Where [`status`](Self::status) finds the followers' lags: the broker of this node
+    /// (combined, or a broker's learner), once.
+    pub fn set_lag_source(&self, source: LagSource) {
+        let _ = self.lags.set(source);
+    }
+
     /// The Raft handle.
     pub fn raft(&self) -> &MetadataRaft {
         &self.raft
@@ -311,6 +346,7 @@ impl MetadataNode {
             raft: raft.clone(),
             state: state.clone(),
             one_at_a_time: Arc::new(tokio::sync::Mutex::new(())),
+            lags: Arc::default(),
         };
         let server = tokio::spawn(serve(listener, operator.clone(), Arc::clone(&transport)));
         Ok(Self { id, addr, raft, log, state, server, operator, transport })
@@ -431,7 +467,7 @@ impl MetadataNode {
 
     /// How this node sees the quorum.
     pub fn status(&self) -> QuorumStatus {
-        quorum_status(&self.raft, &self.state)
+        self.operator.status()
     }
 
     /// How long to wait for a quorum event in tests and tools.
