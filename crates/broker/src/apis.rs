@@ -113,6 +113,11 @@ apis! {
     Broker ElectLeaders 0..=2 => |broker, request| {
         handlers::elect_leaders(broker, &request.session, request.decode()?, request.version).await
     };
+    Broker AlterPartitionReassignments 0..=1 => |broker, request| {
+        handlers::alter_partition_reassignments(broker, &request.session, request.decode()?, request.version).await
+    };
+    Broker ListPartitionReassignments 0..=0 =>
+        |broker, request| handlers::list_partition_reassignments(broker, &request.session, &request.decode()?, request.version);
     Broker UnregisterBroker 0..=0 => |broker, request| {
         handlers::unregister_broker(broker, &request.session, &request.decode()?, request.version).await
     };

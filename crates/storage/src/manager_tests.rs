@@ -170,6 +170,31 @@ fn topic_delete_renames_then_removes_and_survives_a_crash_at_each_step() {
     }
 }
 
+/// One partition deleted (a replica a reassignment moved away): the others, the topic's id
+/// and its configs stay, and a restart does not bring it back; the last one takes the id.
+#[test]
+fn a_partition_is_deleted_alone() {
+    let fs = SimFs::new();
+    let manager = open(&fs);
+    let overrides = BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]);
+    manager.create_topic("t", 2, overrides.clone()).unwrap();
+    produce(&manager, &tp("t", 0), 3);
+    produce(&manager, &tp("t", 1), 3);
+    let id = manager.topic_id("t");
+    assert_eq!(manager.delete_partition(&tp("t", 1)).unwrap(), 1);
+    manager.tick(1_000_000);
+    assert_eq!(manager.partitions(), vec![tp("t", 0)]);
+    assert_eq!((manager.topic_id("t"), manager.topic_overrides("t")), (id, overrides));
+    manager.shutdown().unwrap();
+    drop(manager);
+    let manager = open(&fs);
+    assert_eq!(manager.partitions(), vec![tp("t", 0)], "gone for good");
+    assert_eq!(manager.get_log(&tp("t", 0)).unwrap().log_end_offset().unwrap(), 3);
+    assert_eq!(manager.delete_partition(&tp("t", 0)).unwrap(), 1);
+    assert_eq!(manager.topic_id("t"), None, "the last partition takes the topic's id");
+    assert!(manager.delete_partition(&tp("t", 0)).is_err(), "nothing left to delete");
+}
+
 #[test]
 fn a_failed_directory_goes_offline_and_the_other_keeps_working() {
     let fs = SimFs::new();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use kafka_protocol::ResponseError;
 
 use super::image::{BrokerState, MetadataImage, PartitionState, ReplayError, TopicState};
-use super::partition_change::ChangeBuilder;
+use super::partition_change::{Assignment, ChangeBuilder};
 use super::placement::{self, PlacementBroker};
 use super::records::{
     BrokerRegistrationChange, CONFIG_RESOURCE_TOPIC, Endpoint, METADATA_VERSION_LEVEL,
@@ -342,6 +342,7 @@ impl Controller {
                     elr_enabled: self.config.eligible_leader_replicas,
                     unclean_allowed: self.unclean_election_enabled(&topic.name),
                     unclean_shutdown,
+                    target_assignment: None,
                 };
                 if let Some(change) = builder.build() {
                     records.push(MetadataRecord::PartitionChange(change));
@@ -470,11 +471,128 @@ impl Controller {
             elr_enabled: self.config.eligible_leader_replicas,
             unclean_allowed: true,
             unclean_shutdown: None,
+            target_assignment: None,
         };
         builder
             .build()
             .filter(|change| change.leader >= 0)
             .ok_or(ResponseError::EligibleLeadersNotAvailable)
+    }
+
+    /// AlterPartitionReassignments (Kafka's `ReplicationControlManager.alterPartitionReassignments`,
+    /// KIP-455): for each asked partition a new replica set (started, or replacing one under
+    /// way), or `None` to cancel. Returns the records of every partition that succeeded (one
+    /// batch) and each partition's code: 0, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR
+    /// (a factor change that `allow_replication_factor_change` forbids, KIP-860),
+    /// NO_REASSIGNMENT_IN_PROGRESS or UNKNOWN_TOPIC_OR_PARTITION.
+    pub fn alter_partition_reassignments(
+        &self,
+        asked: &[(String, i32, Option<Vec<i32>>)],
+        allow_replication_factor_change: bool,
+    ) -> (Vec<MetadataRecord>, Vec<ElectionResult>) {
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        for (name, partition_id, target) in asked {
+            let found =
+                self.image.topic(name).and_then(|t| t.partitions.get(partition_id).map(|p| (t, p)));
+            let outcome = match (found, target) {
+                (None, _) => Err(ResponseError::UnknownTopicOrPartition),
+                (Some((topic, p)), None) => self.cancel_reassignment(topic, *partition_id, p),
+                (Some((topic, p)), Some(target)) => {
+                    self.reassign(topic, *partition_id, p, target, allow_replication_factor_change)
+                }
+            };
+            let code = match outcome {
+                Ok(change) => {
+                    records.extend(change.map(MetadataRecord::PartitionChange));
+                    0
+                }
+                Err(error) => error.code(),
+            };
+            results.push((name.clone(), *partition_id, code));
+        }
+        (records, results)
+    }
+
+    /// Kafka's `changePartitionReassignment`: the target validated (non-empty, distinct,
+    /// registered brokers), then the replicas become the target and the ones it drops, the
+    /// new ones being added. Completes at once when the ISR already holds the target.
+    fn reassign(
+        &self,
+        topic: &TopicState,
+        partition_id: i32,
+        p: &PartitionState,
+        target: &[i32],
+        allow_replication_factor_change: bool,
+    ) -> Result<Option<PartitionChange>, ResponseError> {
+        let distinct: std::collections::BTreeSet<&i32> = target.iter().collect();
+        if target.is_empty()
+            || distinct.len() != target.len()
+            || target.iter().any(|b| !self.image.brokers.contains_key(b))
+        {
+            return Err(ResponseError::InvalidReplicaAssignment);
+        }
+        if !allow_replication_factor_change
+            && target.len() != p.replicas.len() - p.removing_replicas.len()
+        {
+            return Err(ResponseError::InvalidReplicationFactor);
+        }
+        let active = |r: i32| self.image.is_active(r);
+        let builder = ChangeBuilder {
+            topic_id: topic.id,
+            partition_id,
+            partition: p,
+            target_isr: p.isr.clone(),
+            acceptable: &active,
+            min_isr: self.min_isr(topic, p),
+            elr_enabled: self.config.eligible_leader_replicas,
+            unclean_allowed: false,
+            unclean_shutdown: None,
+            target_assignment: Some(Assignment::moving(&p.replicas, target)),
+        };
+        Ok(builder.build())
+    }
+
+    /// Kafka's `cancelPartitionReassignment` with `PartitionReassignmentRevert`: the replicas
+    /// and ISR without the ones being added (in their order); when no ISR member is left, the
+    /// first replica alone, which needs an unclean election the topic allows.
+    fn cancel_reassignment(
+        &self,
+        topic: &TopicState,
+        partition_id: i32,
+        p: &PartitionState,
+    ) -> Result<Option<PartitionChange>, ResponseError> {
+        if !p.reassigning() {
+            return Err(ResponseError::NoReassignmentInProgress);
+        }
+        let kept = |r: &i32| !p.adding_replicas.contains(r);
+        let replicas: Vec<i32> = p.replicas.iter().copied().filter(kept).collect();
+        let mut isr: Vec<i32> = p.isr.iter().copied().filter(kept).collect();
+        let unclean_allowed = self.unclean_election_enabled(&topic.name);
+        if isr.is_empty() {
+            if !unclean_allowed {
+                return Err(ResponseError::InvalidReplicaAssignment);
+            }
+            isr = replicas.first().copied().into_iter().collect();
+        }
+        let active = |r: i32| self.image.is_active(r);
+        let builder = ChangeBuilder {
+            topic_id: topic.id,
+            partition_id,
+            partition: p,
+            target_isr: isr,
+            acceptable: &active,
+            min_isr: self.min_isr(topic, p),
+            elr_enabled: self.config.eligible_leader_replicas,
+            unclean_allowed,
+            unclean_shutdown: None,
+            target_assignment: Some(Assignment {
+                replicas,
+                adding: Vec::new(),
+                removing: Vec::new(),
+            }),
+        };
+        Ok(builder.build())
     }
 
     /// The brokers new replicas may go to: registered, unfenced, not shutting down.
@@ -744,6 +862,7 @@ impl Controller {
             elr_enabled: self.config.eligible_leader_replicas,
             unclean_allowed: false,
             unclean_shutdown: None,
+            target_assignment: None,
         };
         Ok(builder.build().into_iter().map(MetadataRecord::PartitionChange).collect())
     }
@@ -780,6 +899,8 @@ fn new_partition(topic_id: [u8; 16], partition_id: i32, replicas: Vec<i32>) -> M
         partition_epoch: 0,
         elr: Vec::new(),
         last_known_elr: Vec::new(),
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     })
 }
 
@@ -897,6 +1018,35 @@ mod tests {
             let now_ms = ControllerConfig::default().session_timeout_ms + 1;
             let records = self.controller.register_broker(&request, self.offset, now_ms).unwrap();
             self.commit(records);
+        }
+
+        /// Registers broker `id` (a first incarnation) and unfences it.
+        fn add_broker(&mut self, id: i32) {
+            let request = BrokerRegistrationRequest {
+                broker_id: id,
+                incarnation_id: [u8::try_from(id).unwrap(); 16],
+                endpoints: Vec::new(),
+                rack: None,
+                clean_shutdown: false,
+            };
+            let records = self.controller.register_broker(&request, self.offset, 0).unwrap();
+            self.commit(records);
+            self.beat(id, false);
+        }
+
+        /// AlterPartitionReassignments of `t-0` (`None` cancels): its code.
+        fn reassign(&mut self, target: Option<&[i32]>, allow_rf_change: bool) -> i16 {
+            let asked = [("t".to_owned(), 0, target.map(<[i32]>::to_vec))];
+            let (records, results) =
+                self.controller.alter_partition_reassignments(&asked, allow_rf_change);
+            self.commit(records);
+            results[0].2
+        }
+
+        /// The partition's (replicas, adding, removing, leader, ISR).
+        fn assignment(&self) -> (Vec<i32>, Vec<i32>, Vec<i32>, i32, Vec<i32>) {
+            let p = self.partition();
+            (p.replicas, p.adding_replicas, p.removing_replicas, p.leader, p.isr)
         }
 
         /// The partition's (leader, ISR, ELR, last known leader).
@@ -1066,6 +1216,63 @@ mod tests {
         world.beat(3, false);
         assert_eq!(world.state(), (3, vec![3], vec![1, 2], vec![]), "clean, from the ELR");
         assert_eq!(world.elect(1, true), vec![("t".to_owned(), 0, 84)], "it has a leader");
+    }
+
+    /// KIP-455: a reassignment first adds the new replicas (the target, then the ones being
+    /// removed), and completes once every new replica is in the ISR: the removed ones leave
+    /// the replicas and the ISR, a removed leader hands over to the target's first ISR member,
+    /// and the leader epoch goes up.
+    #[test]
+    fn a_reassignment_adds_then_drops_replicas() {
+        let mut world = World::new(&[]);
+        world.add_broker(4);
+        let epoch = world.partition().leader_epoch;
+        assert_eq!(world.reassign(Some(&[2, 3, 4]), false), 0);
+        assert_eq!(world.assignment(), (vec![2, 3, 4, 1], vec![4], vec![1], 1, vec![1, 2, 3]));
+        assert_eq!(world.partition().leader_epoch, epoch, "nothing left yet: the leader stays");
+        assert_eq!(world.reassign(Some(&[2, 3, 4]), false), 0, "the same target again");
+        world.set_isr(&[1, 2, 3, 4]);
+        assert_eq!(world.assignment(), (vec![2, 3, 4], vec![], vec![], 2, vec![2, 3, 4]));
+        assert_eq!(world.partition().leader_epoch, epoch + 1);
+        assert_eq!(world.reassign(None, false), 85, "nothing under way to cancel");
+    }
+
+    /// A reorder keeps the leader and its epoch; a shrink completes at once; a cancel reverts
+    /// to the replicas without the ones being added, in their order.
+    #[test]
+    fn reorders_shrinks_and_cancels_of_reassignments() {
+        let mut world = World::new(&[]);
+        world.add_broker(4);
+        let epoch = world.partition().leader_epoch;
+        assert_eq!(world.reassign(Some(&[3, 2, 1]), false), 0);
+        assert_eq!(world.assignment(), (vec![3, 2, 1], vec![], vec![], 1, vec![1, 2, 3]));
+        assert_eq!(world.partition().leader_epoch, epoch);
+        assert_eq!(world.reassign(Some(&[2, 4, 3]), false), 0);
+        assert_eq!(world.assignment(), (vec![2, 4, 3, 1], vec![4], vec![1], 1, vec![1, 2, 3]));
+        assert_eq!(world.reassign(None, false), 0);
+        assert_eq!(world.assignment(), (vec![2, 3, 1], vec![], vec![], 1, vec![1, 2, 3]));
+        assert_eq!(world.partition().leader_epoch, epoch + 1, "4 left the replicas");
+        assert_eq!(world.reassign(Some(&[2, 3]), true), 0, "a shrink");
+        assert_eq!(world.assignment(), (vec![2, 3], vec![], vec![], 2, vec![2, 3]));
+    }
+
+    /// Kafka's refusals: INVALID_REPLICA_ASSIGNMENT for an empty, repeated or unregistered
+    /// target, INVALID_REPLICATION_FACTOR for a factor change v1 forbids,
+    /// UNKNOWN_TOPIC_OR_PARTITION; a refused partition changes nothing.
+    #[test]
+    fn reassignment_refusals() {
+        let mut world = World::new(&[]);
+        let before = world.assignment();
+        for (target, code) in
+            [(vec![], 39), (vec![1, 1, 2], 39), (vec![1, 2, 9], 39), (vec![1, 2], 38)]
+        {
+            assert_eq!(world.reassign(Some(&target), false), code, "{target:?}");
+        }
+        assert_eq!(world.assignment(), before);
+        let asked = [("u".to_owned(), 0, None), ("t".to_owned(), 7, Some(vec![1]))];
+        let (records, results) = world.controller.alter_partition_reassignments(&asked, true);
+        assert!(records.is_empty());
+        assert_eq!(results.iter().map(|r| r.2).collect::<Vec<_>>(), vec![3, 3]);
     }
 
     /// A preferred election gives the first replica its leadership back once it is in the ISR.

@@ -48,6 +48,17 @@ pub struct PartitionState {
     pub elr: Vec<i32>,
     /// KIP-966's last known leader (one replica), kept while the ISR and ELR are empty.
     pub last_known_elr: Vec<i32>,
+    /// A reassignment under way (KIP-455): `replicas` is the target then the replicas being
+    /// removed; these are the ones being added and removed.
+    pub adding_replicas: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
+}
+
+impl PartitionState {
+    /// Whether a reassignment is under way.
+    pub fn reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
 }
 
 /// A topic and its partitions.
@@ -142,6 +153,8 @@ impl MetadataImage {
                     partition_epoch: p.partition_epoch,
                     elr: p.elr.clone(),
                     last_known_elr: p.last_known_elr.clone(),
+                    adding_replicas: p.adding_replicas.clone(),
+                    removing_replicas: p.removing_replicas.clone(),
                 }));
             }
         }
@@ -318,6 +331,8 @@ impl MetadataImage {
                 partition_epoch: p.partition_epoch,
                 elr: p.elr.clone(),
                 last_known_elr: p.last_known_elr.clone(),
+                adding_replicas: p.adding_replicas.clone(),
+                removing_replicas: p.removing_replicas.clone(),
             },
         );
         Ok(())
@@ -343,6 +358,12 @@ impl MetadataImage {
         }
         if let Some(last_known_elr) = &c.last_known_elr {
             partition.last_known_elr.clone_from(last_known_elr);
+        }
+        if let Some(adding) = &c.adding_replicas {
+            partition.adding_replicas.clone_from(adding);
+        }
+        if let Some(removing) = &c.removing_replicas {
+            partition.removing_replicas.clone_from(removing);
         }
         if c.leader != NO_LEADER_CHANGE {
             partition.leader = c.leader;
@@ -421,6 +442,8 @@ mod tests {
             partition_epoch: 5,
             elr: vec![1, 2],
             last_known_elr: vec![1],
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         };
         let record = MetadataRecord::Partition(p.clone());
         assert_eq!(MetadataRecord::decode(&record.encode()).unwrap(), record);
@@ -441,6 +464,16 @@ mod tests {
         image.replay(1, &MetadataRecord::Partition(p)).unwrap();
         image.replay(2, &record).unwrap();
         assert_eq!(image.topic("t").unwrap().partitions[&0].elr, vec![2]);
+        // A reassignment's fields are version 0's (tags 3 and 4 of the change).
+        let mut moving = PartitionChange::new([1; 16], 0);
+        moving.replicas = Some(vec![2, 3, 4, 1]);
+        moving.adding_replicas = Some(vec![4]);
+        moving.removing_replicas = Some(vec![1]);
+        let moving = MetadataRecord::PartitionChange(moving);
+        assert_eq!(MetadataRecord::decode(&moving.encode()).unwrap(), moving);
+        assert_eq!(version(&moving), 0);
+        image.replay(3, &moving).unwrap();
+        assert!(image.topic("t").unwrap().partitions[&0].reassigning());
         let mut copy = MetadataImage::empty();
         for (offset, record) in (0..).zip(image.to_records()) {
             copy.replay(offset, &record).unwrap();

@@ -462,9 +462,14 @@ async fn apply_images(
                 return Some((image.offset, None));
             }
             let mut placed = Vec::new();
+            // Replicas placed elsewhere (a reassignment moved them away): their local logs go.
+            let mut elsewhere = Vec::new();
             for topic in image.topics.values() {
                 for (partition, state) in &topic.partitions {
                     if !state.replicas.contains(&broker_id) {
+                        let tp =
+                            TopicPartition { topic: topic.name.clone(), partition: *partition };
+                        elsewhere.push((tp, topic.id));
                         continue;
                     }
                     placed.push(Placed {
@@ -491,7 +496,7 @@ async fn apply_images(
                 image.topics.clone(),
                 topic_configs.iter().map(|(k, v)| ((*k).clone(), (*v).clone())).collect(),
             );
-            Some((image.offset, Some((placed, removed, applied))))
+            Some((image.offset, Some((placed, (removed, elsewhere), applied))))
         });
         let offset = match pass {
             None => last_offset.unwrap_or(-1),
@@ -503,7 +508,7 @@ async fn apply_images(
                 let manager = Arc::clone(&manager);
                 let broker = broker.clone();
                 let applied = tokio::task::spawn_blocking(move || {
-                    apply(broker_id, (&manager, &broker), &placed, &removed)
+                    apply(broker_id, (&manager, &broker), &placed, (&removed.0, &removed.1))
                 })
                 .await;
                 let complete = applied.unwrap_or_else(|error| {
@@ -562,11 +567,16 @@ fn move_strays_aside(manager: &LogManager, known: &BTreeSet<[u8; 16]>) -> bool {
 /// removed topics' logs deleted. A local topic of a placed name with another topic id is an
 /// older incarnation (deleted and created again while this broker was away): its logs go
 /// before the new ones are made. Failures are logged; returns whether there were none.
+/// A topic the metadata no longer has: its name and id.
+type RemovedTopic = (String, [u8; 16]);
+/// A partition of a topic (by id) whose replicas no longer include this broker.
+type PlacedElsewhere = (TopicPartition, [u8; 16]);
+
 fn apply(
     broker_id: i32,
     (manager, broker): (&LogManager, &std::sync::Weak<crate::Broker>),
     placed: &[Placed],
-    removed: &[(String, [u8; 16])],
+    (removed, elsewhere): (&[RemovedTopic], &[PlacedElsewhere]),
 ) -> bool {
     let Some(broker) = broker.upgrade() else { return false };
     // The shutdown waits for this pass, and none starts after it: no replica is made in a
@@ -604,6 +614,9 @@ fn apply(
             }
         }
     }
+    if !remove_replicas_placed_elsewhere((manager, &broker), elsewhere) {
+        complete = false;
+    }
     let local: BTreeSet<TopicPartition> = manager.partitions().into_iter().collect();
     // Config changes of the topics with replicas here.
     let mut configured = BTreeSet::new();
@@ -631,6 +644,33 @@ fn apply(
         if let Err(error) = take_role(&broker, want) {
             tracing::error!(partition = %want.tp, %error, "cannot take the partition's role");
             complete = false;
+        }
+    }
+    complete
+}
+
+/// Kafka's `ReplicaManager.applyDelta` for `localChanges.deletes`: a local replica of a topic
+/// the image still has (same id) but places elsewhere stops (fetcher, role, coordinators) and
+/// its log is deleted. Returns whether that went without a failure.
+fn remove_replicas_placed_elsewhere(
+    (manager, broker): (&LogManager, &Arc<crate::Broker>),
+    elsewhere: &[PlacedElsewhere],
+) -> bool {
+    let local: BTreeSet<TopicPartition> = manager.partitions().into_iter().collect();
+    let mut complete = true;
+    for (tp, topic_id) in elsewhere {
+        if !local.contains(tp) || manager.topic_id(&tp.topic) != Some(*topic_id) {
+            continue;
+        }
+        broker.replication.fetchers.unfollow(tp);
+        coordinators_resigned(broker, tp);
+        broker.replication.remove(tp);
+        match manager.delete_partition(tp) {
+            Ok(_) => tracing::info!(partition = %tp, "replica moved away: its log deleted"),
+            Err(error) => {
+                tracing::error!(partition = %tp, %error, "cannot delete a replica moved away");
+                complete = false;
+            }
         }
     }
     complete

@@ -128,6 +128,16 @@ impl Sim {
                     .min(p.replicas.len());
                 assert!(p.elr.is_empty() || p.isr.len() < min_isr, "{at}: ELR with a full ISR");
                 assert!(p.last_known_elr.len() <= 1, "{at}: more than one last known leader");
+                let distinct: std::collections::BTreeSet<&i32> = p.replicas.iter().collect();
+                assert_eq!(distinct.len(), p.replicas.len(), "{at}: a replica twice");
+                assert!(
+                    p.adding_replicas
+                        .iter()
+                        .chain(&p.removing_replicas)
+                        .all(|r| p.replicas.contains(r))
+                        && !p.adding_replicas.iter().any(|r| p.removing_replicas.contains(r)),
+                    "{at}: adding and removing"
+                );
                 assert!(p.isr.iter().all(|r| p.replicas.contains(r)), "{at}: ISR not in replicas");
                 if p.leader != NO_LEADER {
                     assert!(p.isr.contains(&p.leader), "{at}: leader outside the ISR");
@@ -285,6 +295,39 @@ impl Sim {
         }
     }
 
+    /// AlterPartitionReassignments of a random partition: a new replica set of registered
+    /// brokers (its factor kept, or not), or a cancel.
+    fn reassign(&mut self) {
+        let image = self.controller.image().clone();
+        let partitions: Vec<(String, i32, usize)> = image
+            .topics
+            .values()
+            .flat_map(|t| {
+                t.partitions.iter().map(|(id, p)| (t.name.clone(), *id, p.replicas.len()))
+            })
+            .collect();
+        let Some((name, partition_id, rf)) = self.pick(&partitions) else { return };
+        let registered: Vec<i32> = image.brokers.keys().copied().collect();
+        let target = (self.rng.below(4) != 0).then(|| {
+            let mut target = Vec::new();
+            for _ in 0..rf + usize::try_from(self.rng.below(2)).unwrap_or(0) {
+                if let Some(b) = self.pick(&registered)
+                    && !target.contains(&b)
+                {
+                    target.push(b);
+                }
+            }
+            target
+        });
+        let asked = [(name, partition_id, target)];
+        let (records, results) = self.controller.alter_partition_reassignments(&asked, true);
+        self.commit(records);
+        self.count(match results[0].2 {
+            0 => "reassigned",
+            _ => "reassignment refused",
+        });
+    }
+
     fn alter_partition(&mut self) {
         let image = self.controller.image().clone();
         let led: Vec<([u8; 16], i32)> = image
@@ -343,7 +386,15 @@ impl Sim {
                     .get(&topic_id)
                     .and_then(|t| t.partitions.get(&partition_id))
                     .cloned();
-                assert_eq!(after.map(|a| a.isr), Some(new_isr), "{}", self.ctx());
+                // A reassignment completed by this ISR drops the replicas being removed.
+                let expected: Vec<i32> = if p.reassigning()
+                    && after.as_ref().is_some_and(|a| !a.reassigning())
+                {
+                    new_isr.iter().copied().filter(|r| !p.removing_replicas.contains(r)).collect()
+                } else {
+                    new_isr
+                };
+                assert_eq!(after.map(|a| a.isr), Some(expected), "{}", self.ctx());
                 self.count("AlterPartition");
             }
             Err(ResponseError::IneligibleReplica) => {
@@ -402,6 +453,7 @@ impl Sim {
                 let records = self.controller.elect_preferred_leaders();
                 self.commit(records);
             }
+            14 => self.reassign(),
             _ => {
                 self.now_ms += i64::try_from(self.rng.below(4_000)).unwrap_or(0);
                 self.heartbeat_all();
@@ -450,6 +502,8 @@ fn random_joins_deaths_restarts_and_isr_changes_keep_the_invariants() {
         "ineligible refused",
         "topics deleted",
         "fenced by session",
+        "reassigned",
+        "reassignment refused",
     ] {
         assert!(totals.get(what).copied().unwrap_or(0) > 0, "never: {what} ({totals:?})");
     }

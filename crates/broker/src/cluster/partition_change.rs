@@ -1,5 +1,6 @@
-//! One partition's change (Kafka's `PartitionChangeBuilder`, without reassignments): the ISR
-//! the caller asks for, KIP-966's eligible leader replicas (ELR) and last known leader, and the
+//! One partition's change (Kafka's `PartitionChangeBuilder`): the ISR and (a reassignment's)
+//! replicas the caller asks for, a reassignment completed once every replica being added is in
+//! the ISR (KIP-455), KIP-966's eligible leader replicas (ELR) and last known leader, and the
 //! election that follows, as one `PartitionChangeRecord`, or none when nothing changes.
 //!
 //! With the ELR on (`eligible.leader.replicas.enable`, seglog's default):
@@ -18,6 +19,40 @@ use std::collections::BTreeSet;
 
 use super::image::PartitionState;
 use super::records::{NO_LEADER, NO_LEADER_CHANGE, PartitionChange};
+
+/// A partition's replicas as a reassignment sets them (Kafka's `PartitionReassignmentReplicas`):
+/// the target then the replicas being removed, and the ones being added and removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Assignment {
+    pub(crate) replicas: Vec<i32>,
+    pub(crate) adding: Vec<i32>,
+    pub(crate) removing: Vec<i32>,
+}
+
+impl Assignment {
+    /// A move from `current` to `target`: `target` then what it drops, adding what is new.
+    pub(crate) fn moving(current: &[i32], target: &[i32]) -> Self {
+        let removing: Vec<i32> = current.iter().copied().filter(|r| !target.contains(r)).collect();
+        let adding: Vec<i32> = target.iter().copied().filter(|r| !current.contains(r)).collect();
+        let replicas = target.iter().chain(&removing).copied().collect();
+        Self { replicas, adding, removing }
+    }
+
+    /// Kafka's `maybeCompleteReassignment`: done once the ISR (less the replicas being removed,
+    /// never empty) holds every remaining replica. Returns the final replicas and ISR.
+    fn complete(&self, target_isr: &[i32]) -> Option<(Vec<i32>, Vec<i32>)> {
+        if self.adding.is_empty() && self.removing.is_empty() {
+            return None;
+        }
+        let kept = |r: &i32| !self.removing.contains(r);
+        let isr: Vec<i32> = target_isr.iter().copied().filter(kept).collect();
+        let replicas: Vec<i32> = self.replicas.iter().copied().filter(kept).collect();
+        if isr.is_empty() || replicas.is_empty() || !replicas.iter().all(|r| isr.contains(r)) {
+            return None;
+        }
+        Some((replicas, isr))
+    }
+}
 
 /// What a change of one partition is built from.
 pub(crate) struct ChangeBuilder<'a> {
@@ -38,6 +73,8 @@ pub(crate) struct ChangeBuilder<'a> {
     pub(crate) unclean_allowed: bool,
     /// A broker that restarted uncleanly: it leaves the ISR and may not join the ELR.
     pub(crate) unclean_shutdown: Option<i32>,
+    /// A reassignment's new replicas, else the partition's own.
+    pub(crate) target_assignment: Option<Assignment>,
 }
 
 impl ChangeBuilder<'_> {
@@ -45,9 +82,19 @@ impl ChangeBuilder<'_> {
     /// when the record would change nothing.
     pub(crate) fn build(self) -> Option<PartitionChange> {
         let p = self.partition;
+        let mut target = self.target_assignment.clone().unwrap_or_else(|| Assignment {
+            replicas: p.replicas.clone(),
+            adding: p.adding_replicas.clone(),
+            removing: p.removing_replicas.clone(),
+        });
         let mut target_isr = self.target_isr.clone();
-        let mut target_elr = self.target_elr();
-        let (leader, unclean) = self.elect(&target_isr, &target_elr);
+        // Kafka's `completeReassignmentIfNeeded`.
+        if let Some((replicas, isr)) = target.complete(&target_isr) {
+            target = Assignment { replicas, adding: Vec::new(), removing: Vec::new() };
+            target_isr = isr;
+        }
+        let mut target_elr = self.target_elr(&target_isr, &target.replicas);
+        let (leader, unclean) = self.elect(&target_isr, &target_elr, &target.replicas);
         let mut change = PartitionChange::new(self.topic_id, self.partition_id);
         if leader != p.leader {
             if target_elr.contains(&leader) {
@@ -66,6 +113,13 @@ impl ChangeBuilder<'_> {
                 change.isr = Some(vec![leader]);
             }
         }
+        // Kafka's `triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`: a replica leaving bumps
+        // the leader epoch, the leader staying.
+        if change.leader == NO_LEADER_CHANGE
+            && !p.replicas.iter().all(|r| target.replicas.contains(r))
+        {
+            change.leader = p.leader;
+        }
         // Kafka's `maybeUpdateRecordElr`: an unclean election or a disabled ELR empties it.
         if change.isr.is_some() || !self.elr_enabled {
             target_elr.clear();
@@ -80,27 +134,45 @@ impl ChangeBuilder<'_> {
             change.isr = Some(target_isr);
         }
         self.update_last_known_leader(&mut change);
+        // Kafka's `setAssignmentChanges`.
+        if target.replicas != p.replicas {
+            change.replicas = Some(target.replicas);
+        }
+        if target.removing != p.removing_replicas {
+            change.removing_replicas = Some(target.removing);
+        }
+        if target.adding != p.adding_replicas {
+            change.adding_replicas = Some(target.adding);
+        }
         let nothing = change.isr.is_none()
             && change.leader == NO_LEADER_CHANGE
+            && change.replicas.is_none()
+            && change.adding_replicas.is_none()
+            && change.removing_replicas.is_none()
             && change.elr.is_none()
             && change.last_known_elr.is_none();
         (!nothing).then_some(change)
     }
 
     /// Kafka's `maybePopulateTargetElr`: empty when the target ISR reaches the minimum, else
-    /// the ELR and the current ISR, less the target ISR and an uncleanly restarted broker.
-    fn target_elr(&self) -> Vec<i32> {
+    /// the ELR and the current ISR, less the target ISR, an uncleanly restarted broker and
+    /// replicas a reassignment removed.
+    fn target_elr(&self, target_isr: &[i32], target_replicas: &[i32]) -> Vec<i32> {
         let p = self.partition;
         if !self.elr_enabled {
             return p.elr.clone();
         }
-        if self.target_isr.len() >= self.min_isr {
+        if target_isr.len() >= self.min_isr {
             return Vec::new();
         }
         let candidates: BTreeSet<i32> = p.elr.iter().chain(&p.isr).copied().collect();
         candidates
             .into_iter()
-            .filter(|r| !self.target_isr.contains(r) && Some(*r) != self.unclean_shutdown)
+            .filter(|r| {
+                !target_isr.contains(r)
+                    && target_replicas.contains(r)
+                    && Some(*r) != self.unclean_shutdown
+            })
             .collect()
     }
 
@@ -108,7 +180,7 @@ impl ChangeBuilder<'_> {
     /// replica (an ISR member; an ELR member when the ISR is empty), else the last known
     /// leader, else (when allowed) any acceptable replica. Returns the leader and whether the
     /// election was unclean.
-    fn elect(&self, target_isr: &[i32], target_elr: &[i32]) -> (i32, bool) {
+    fn elect(&self, target_isr: &[i32], target_elr: &[i32], replicas: &[i32]) -> (i32, bool) {
         let p = self.partition;
         let valid = |r: i32| {
             (target_isr.contains(&r) || (target_isr.is_empty() && target_elr.contains(&r)))
@@ -117,7 +189,7 @@ impl ChangeBuilder<'_> {
         if p.leader != NO_LEADER && valid(p.leader) {
             return (p.leader, false);
         }
-        if let Some(leader) = p.replicas.iter().copied().find(|r| valid(*r)) {
+        if let Some(leader) = replicas.iter().copied().find(|r| valid(*r)) {
             return (leader, false);
         }
         if self.elr_enabled
@@ -130,7 +202,7 @@ impl ChangeBuilder<'_> {
             return (last_known, true);
         }
         if self.unclean_allowed
-            && let Some(leader) = p.replicas.iter().copied().find(|r| (self.acceptable)(*r))
+            && let Some(leader) = replicas.iter().copied().find(|r| (self.acceptable)(*r))
         {
             return (leader, true);
         }

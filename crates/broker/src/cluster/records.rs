@@ -51,6 +51,9 @@ pub struct PartitionRecord {
     pub elr: Vec<i32>,
     /// KIP-966's last known leader, when the ISR became empty.
     pub last_known_elr: Vec<i32>,
+    /// A reassignment under way (KIP-455): the replicas being added and removed.
+    pub adding_replicas: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
 }
 
 /// `PartitionChangeRecord`: what changes of a partition; `None` keeps the current value.
@@ -66,6 +69,9 @@ pub struct PartitionChange {
     pub elr: Option<Vec<i32>>,
     /// KIP-966's last known leader (version 2 when set).
     pub last_known_elr: Option<Vec<i32>>,
+    /// A reassignment's replicas being added and removed (tags 3 and 4, every version).
+    pub adding_replicas: Option<Vec<i32>>,
+    pub removing_replicas: Option<Vec<i32>>,
 }
 
 impl PartitionChange {
@@ -79,6 +85,8 @@ impl PartitionChange {
             replicas: None,
             elr: None,
             last_known_elr: None,
+            adding_replicas: None,
+            removing_replicas: None,
         }
     }
 }
@@ -263,8 +271,8 @@ fn partition_value(p: &PartitionRecord) -> (i16, Value) {
         ("topicId", Value::Uuid(p.topic_id)),
         ("replicas", int32s_value(&p.replicas)),
         ("isr", int32s_value(&p.isr)),
-        ("removingReplicas", Value::Array(Vec::new())),
-        ("addingReplicas", Value::Array(Vec::new())),
+        ("removingReplicas", int32s_value(&p.removing_replicas)),
+        ("addingReplicas", int32s_value(&p.adding_replicas)),
         ("leader", Value::Int(i64::from(p.leader))),
         ("leaderEpoch", Value::Int(i64::from(p.leader_epoch))),
         ("partitionEpoch", Value::Int(i64::from(p.partition_epoch))),
@@ -295,6 +303,12 @@ fn partition_change_value(c: &PartitionChange) -> (i16, Value) {
     }
     if let Some(replicas) = &c.replicas {
         fields.push(("replicas", int32s_value(replicas)));
+    }
+    if let Some(removing) = &c.removing_replicas {
+        fields.push(("removingReplicas", int32s_value(removing)));
+    }
+    if let Some(adding) = &c.adding_replicas {
+        fields.push(("addingReplicas", int32s_value(adding)));
     }
     let mut version = 0;
     if let Some(elr) = &c.elr {
@@ -444,6 +458,8 @@ impl MetadataRecord {
                 partition_epoch: narrow(v, "partitionEpoch"),
                 elr: int32s(v, "eligibleLeaderReplicas").unwrap_or_default(),
                 last_known_elr: int32s(v, "lastKnownElr").unwrap_or_default(),
+                adding_replicas: int32s(v, "addingReplicas").unwrap_or_default(),
+                removing_replicas: int32s(v, "removingReplicas").unwrap_or_default(),
             }),
             api_key::PARTITION_CHANGE => Self::PartitionChange(PartitionChange {
                 topic_id: uuid(v, "topicId"),
@@ -458,6 +474,8 @@ impl MetadataRecord {
                 replicas: int32s(v, "replicas"),
                 elr: int32s(v, "eligibleLeaderReplicas"),
                 last_known_elr: int32s(v, "lastKnownElr"),
+                adding_replicas: int32s(v, "addingReplicas"),
+                removing_replicas: int32s(v, "removingReplicas"),
             }),
             api_key::CONFIG => Self::Config {
                 resource_type: narrow(v, "resourceType"),

@@ -265,6 +265,7 @@ pub(crate) fn forward(link: &ClusterLink, request: AdminRequest) -> Result<(), (
         | AdminRequest::Security(_)
         | AdminRequest::AlterPartition(_)
         | AdminRequest::ElectLeaders { .. }
+        | AdminRequest::AlterPartitionReassignments { .. }
         | AdminRequest::SetBrokerConfigs { .. } => String::new(),
     };
     let factor = match &request {

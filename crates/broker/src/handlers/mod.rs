@@ -11,6 +11,8 @@ mod dynamic_configs;
 pub(crate) mod groups;
 mod log_dirs;
 mod produce;
+mod reassignments;
+pub(crate) use reassignments::{alter_partition_reassignments, list_partition_reassignments};
 pub(crate) mod security;
 mod txn;
 

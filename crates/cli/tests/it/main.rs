@@ -12,6 +12,7 @@ mod hostile;
 mod inspect;
 mod kill;
 mod readme_secure;
+mod reassignment;
 mod replication;
 mod replication_chaos;
 mod replication_clients;

@@ -105,10 +105,16 @@ pub enum AdminRequest {
         election_type: i8,
         partitions: Option<Vec<(String, i32)>>,
     },
+    /// AlterPartitionReassignments: each partition's new replicas, or `None` to cancel.
+    AlterPartitionReassignments {
+        partitions: Vec<(String, i32, Option<Vec<i32>>)>,
+        allow_replication_factor_change: bool,
+    },
 }
 
 /// A forwarded change's answer: the metadata offset it is applied at on the controller, for
-/// AllocateProducerIds the block's first id, for ElectLeaders each partition's result.
+/// AllocateProducerIds the block's first id, for ElectLeaders and AlterPartitionReassignments
+/// each partition's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdminReply {
     pub offset: i64,
@@ -490,6 +496,16 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                         c.elect_leaders(*election_type, partitions.as_deref())?;
                     return Ok(((None, results), records));
                 }
+                AdminRequest::AlterPartitionReassignments {
+                    partitions,
+                    allow_replication_factor_change,
+                } => {
+                    let (records, results) = c.alter_partition_reassignments(
+                        partitions,
+                        *allow_replication_factor_change,
+                    );
+                    return Ok(((None, results), records));
+                }
                 AdminRequest::AllocateProducerIds { broker_id, broker_epoch } => {
                     let (start, records) = c.allocate_producer_ids(*broker_id, *broker_epoch)?;
                     return Ok(((Some(start), Vec::new()), records));
@@ -499,9 +515,17 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
         })
         .await
         .map_err(|e| refusal(operator, e))?;
-    if let AdminRequest::UnregisterBroker { broker_id } = request
-        && let Ok(id) = NodeId::try_from(broker_id)
-    {
+    if let AdminRequest::UnregisterBroker { broker_id } = request {
+        remove_learner(operator, broker_id).await?;
+    }
+    let (producer_id_start, elections) = producer_id_start;
+    Ok(AdminReply { offset: operator.state().applied_offset(), producer_id_start, elections })
+}
+
+/// An unregistered broker's learner stops getting the metadata; a voter (a combined node)
+/// stays one.
+async fn remove_learner(operator: &Operator, broker_id: i32) -> Result<(), Refusal> {
+    if let Ok(id) = NodeId::try_from(broker_id) {
         // Its learner stops getting the metadata; a voter (a combined node) stays one.
         let learner = operator
             .raft()
@@ -521,8 +545,7 @@ async fn admin(operator: &Operator, request: AdminRequest) -> Result<AdminReply,
                 .map_err(|e| not_controller(operator, e.to_string()))?;
         }
     }
-    let (producer_id_start, elections) = producer_id_start;
-    Ok(AdminReply { offset: operator.state().applied_offset(), producer_id_start, elections })
+    Ok(())
 }
 
 /// Sends a broker RPC to the voter at `addr` within `timeout`.
