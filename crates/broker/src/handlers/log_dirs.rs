@@ -101,9 +101,22 @@ pub(crate) async fn describe_log_dirs(
     encode(&response, version)
 }
 
+/// A partition the cluster's metadata has but this broker holds no log of (its replica not
+/// created yet, or placed elsewhere): Kafka answers REPLICA_NOT_AVAILABLE, which
+/// `kafka-reassign-partitions.sh` retries while a reassignment creates the replica.
+fn not_created_yet(broker: &Broker, tp: &TopicPartition, error: &seglog_storage::Error) -> bool {
+    let seglog_storage::Error::UnknownTopicOrPartition { .. } = error else { return false };
+    broker.cluster().is_some_and(|link| {
+        link.with_image(|image| {
+            image.topic(&tp.topic).is_some_and(|t| t.partitions.contains_key(&tp.partition))
+        })
+    })
+}
+
 /// AlterReplicaLogDirs: for each partition, starts its move to the directory given, with
 /// Kafka's per-partition errors: `LOG_DIR_NOT_FOUND` for a path that is not a log directory,
-/// `KAFKA_STORAGE_ERROR` while a directory is offline, `UNKNOWN_TOPIC_OR_PARTITION`. A partition
+/// `KAFKA_STORAGE_ERROR` while a directory is offline, `UNKNOWN_TOPIC_OR_PARTITION`, in a
+/// cluster `REPLICA_NOT_AVAILABLE` for a partition whose replica is not here. A partition
 /// already in that directory succeeds.
 pub(crate) async fn alter_replica_log_dirs(
     broker: &Arc<Broker>,
@@ -129,7 +142,11 @@ pub(crate) async fn alter_replica_log_dirs(
                         result.error_code = ResponseError::ClusterAuthorizationFailed.code();
                     } else if let Err(error) = broker.manager.alter_log_dir(&tp, path) {
                         tracing::info!(%tp, dir = %path.display(), %error, "log dir move refused");
-                        result.error_code = storage_error(&error).code();
+                        result.error_code = if not_created_yet(&broker, &tp, &error) {
+                            ResponseError::ReplicaNotAvailable.code()
+                        } else {
+                            storage_error(&error).code()
+                        };
                     }
                     by_topic.entry(name.clone()).or_default().push(result);
                 }

@@ -209,7 +209,7 @@ impl Partition {
         // `min.insync.replicas` (at most the replication factor), so that every member the ISR
         // lost below the minimum (KIP-966's eligible leader replicas) holds every committed
         // record. acks=1 records written meanwhile become visible once the ISR recovers.
-        let min_isr = self.log.config().map_or(1, |c| c.min_insync_replicas);
+        let min_isr = self.log.min_insync_replicas().unwrap_or(1);
         let min_isr = usize::try_from(min_isr).unwrap_or(usize::MAX);
         if leadership.state.isr.len() < min_isr.min(leadership.state.replicas.len()) {
             let high_watermark = self.log.high_watermark()?;
@@ -485,7 +485,7 @@ impl Replication {
             return Err(AppendRefused::Code(ResponseError::NotLeaderOrFollower));
         };
         if acks_all {
-            let min_isr = partition.log.config()?.min_insync_replicas;
+            let min_isr = partition.log.min_insync_replicas()?;
             if leadership.state.isr.len() < usize::try_from(min_isr).unwrap_or(usize::MAX) {
                 return Err(AppendRefused::Code(ResponseError::NotEnoughReplicas));
             }
@@ -531,7 +531,7 @@ impl Replication {
         let Role::Leader(leadership) = &*role else {
             return Err(ResponseError::NotLeaderOrFollower);
         };
-        let min_isr = partition.log.config().map_or(1, |c| c.min_insync_replicas);
+        let min_isr = partition.log.min_insync_replicas().unwrap_or(1);
         if leadership.state.isr.len() < usize::try_from(min_isr).unwrap_or(usize::MAX) {
             return Err(ResponseError::NotEnoughReplicasAfterAppend);
         }

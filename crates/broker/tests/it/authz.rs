@@ -611,6 +611,7 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         | ApiKey::DescribeQuorum
         | ApiKey::DescribeLogDirs
         | ApiKey::DescribeAcls
+        | ApiKey::ListPartitionReassignments
         | ApiKey::DescribeUserScramCredentials => vec![("Cluster", "kafka-cluster", "Describe")],
         ApiKey::InitProducerId => vec![
             ("TransactionalId", "init-pid", "Write"),
@@ -658,6 +659,7 @@ fn grants(api: ApiKey) -> Vec<Grant> {
         ApiKey::AlterReplicaLogDirs
         | ApiKey::UnregisterBroker
         | ApiKey::ElectLeaders
+        | ApiKey::AlterPartitionReassignments
         | ApiKey::CreateAcls
         | ApiKey::DeleteAcls
         | ApiKey::AlterUserScramCredentials => {
@@ -767,6 +769,16 @@ async fn deny(h: &Harness, api: ApiKey) {
         ApiKey::ElectLeaders => {
             let request = kafka_protocol::messages::ElectLeadersRequest::default();
             let response = h.call(ALICE, &request, 2).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+        }
+        ApiKey::AlterPartitionReassignments => {
+            let response = h.call(ALICE, &reassign_request(), 1).await;
+            assert_eq!(response.error_code, CLUSTER_DENIED);
+            assert_eq!(response.responses[0].partitions[0].error_code, CLUSTER_DENIED);
+        }
+        ApiKey::ListPartitionReassignments => {
+            let request = kafka_protocol::messages::ListPartitionReassignmentsRequest::default();
+            let response = h.call(ALICE, &request, 0).await;
             assert_eq!(response.error_code, CLUSTER_DENIED);
         }
         ApiKey::WriteTxnMarkers => {
@@ -1041,6 +1053,17 @@ async fn allow(h: &Harness, api: ApiKey) {
             // Allowed: every partition asked, none needs an election on a single node.
             assert_eq!(response.error_code, NONE);
             assert!(response.replica_election_results.is_empty());
+        }
+        ApiKey::AlterPartitionReassignments => {
+            let response = h.call(ALICE, &reassign_request(), 1).await;
+            // Allowed, and answered: there is no such partition.
+            assert_eq!(response.error_code, NONE);
+            assert_eq!(response.responses[0].partitions[0].error_code, 3);
+        }
+        ApiKey::ListPartitionReassignments => {
+            let request = kafka_protocol::messages::ListPartitionReassignmentsRequest::default();
+            let response = h.call(ALICE, &request, 0).await;
+            assert_eq!((response.error_code, response.topics.len()), (NONE, 0));
         }
         ApiKey::WriteTxnMarkers => {
             let response = h.call(ALICE, &write_markers("write-markers"), 1).await;
@@ -1509,4 +1532,16 @@ async fn metadata_reveals_no_topic_without_describe() {
     let offsets = h.snapshot().await.offsets;
     assert_eq!(offsets, [("oc".to_owned(), "visible".to_owned(), 0, 1)]);
     h.server.take().expect("running").shutdown().await.expect("shutdown");
+}
+
+/// AlterPartitionReassignments v1 cancelling `reassign`-0's reassignment.
+fn reassign_request() -> kafka_protocol::messages::AlterPartitionReassignmentsRequest {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    kafka_protocol::messages::AlterPartitionReassignmentsRequest::default().with_topics(vec![
+        ReassignableTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("reassign")))
+            .with_partitions(vec![ReassignablePartition::default().with_partition_index(0)]),
+    ])
 }

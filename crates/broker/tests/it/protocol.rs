@@ -316,6 +316,39 @@ async fn every_api_answers_at_every_advertised_version() {
                     // A single node leads its partitions: ELECTION_NOT_NEEDED; no partition 5.
                     assert_eq!(codes, vec![84, 3], "v{version}");
                 }
+                ApiKey::AlterPartitionReassignments => {
+                    use kafka_protocol::messages::AlterPartitionReassignmentsRequest;
+                    use kafka_protocol::messages::alter_partition_reassignments_request::{
+                        ReassignablePartition, ReassignableTopic,
+                    };
+                    let partition = |index: i32, replicas: Option<Vec<BrokerId>>| {
+                        ReassignablePartition::default()
+                            .with_partition_index(index)
+                            .with_replicas(replicas)
+                    };
+                    let node = BrokerId(1);
+                    let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                        ReassignableTopic::default()
+                            .with_name(TopicName(s("all")))
+                            .with_partitions(vec![
+                                partition(0, Some(vec![node])),
+                                partition(0, None),
+                                partition(5, None),
+                            ]),
+                    ]);
+                    let response = client.send(&request, version).await;
+                    assert_eq!(response.error_code, 0, "v{version}");
+                    let codes: Vec<i16> =
+                        response.responses[0].partitions.iter().map(|p| p.error_code).collect();
+                    // A single node: its own replica is in place, nothing to cancel, no 5.
+                    assert_eq!(codes, vec![0, 85, 3], "v{version}");
+                }
+                ApiKey::ListPartitionReassignments => {
+                    use kafka_protocol::messages::ListPartitionReassignmentsRequest;
+                    let response =
+                        client.send(&ListPartitionReassignmentsRequest::default(), version).await;
+                    assert_eq!((response.error_code, response.topics.len()), (0, 0), "v{version}");
+                }
                 ApiKey::DescribeQuorum => {
                     let response = client.send(&describe_quorum_request(), version).await;
                     // A single node has no metadata quorum, so no `__cluster_metadata-0`.

@@ -65,10 +65,31 @@ async fn under_way(bootstrap: &str) -> Vec<(i32, Vec<i32>, Vec<i32>, Vec<i32>)> 
         .collect()
 }
 
+/// AlterReplicaLogDirs v2 of `moving-0` to `dir` through `bootstrap`: the partition's code.
+async fn move_between_dirs(bootstrap: &str, dir: &std::path::Path) -> i16 {
+    use kafka_protocol::messages::AlterReplicaLogDirsRequest;
+    use kafka_protocol::messages::alter_replica_log_dirs_request::{
+        AlterReplicaLogDir, AlterReplicaLogDirTopic,
+    };
+    let mut client = Client::connect(bootstrap).await.unwrap();
+    let request = AlterReplicaLogDirsRequest::default().with_dirs(vec![
+        AlterReplicaLogDir::default()
+            .with_path(StrBytes::from_string(dir.display().to_string()))
+            .with_topics(vec![
+                AlterReplicaLogDirTopic::default()
+                    .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+                    .with_partitions(vec![0]),
+            ]),
+    ]);
+    let response = client.send(&request, 2).await.unwrap();
+    response.results[0].partitions[0].error_code
+}
+
 /// A partition of node 1 alone, with 5,000 acknowledged records, reassigned to nodes 2 and 3:
 /// the new replicas catch up, the reassignment completes (ListPartitionReassignments empties,
 /// Metadata names 2 and 3 only), node 1's log of it is deleted, and every acknowledged record
-/// is read from the new leader. A second cancel has nothing to cancel (85).
+/// is read from the new leader. A second cancel has nothing to cancel (85), and node 1 answers
+/// AlterReplicaLogDirs of it with REPLICA_NOT_AVAILABLE.
 #[test]
 fn a_partition_moves_to_other_brokers_with_its_records() {
     let root = tempfile::tempdir().unwrap();
@@ -105,6 +126,10 @@ fn a_partition_moves_to_other_brokers_with_its_records() {
         || !old_log.exists(),
     );
     assert_eq!(runtime.block_on(reassign(&bootstrap, None)), 85, "nothing to cancel");
+    // Node 1 holds no replica of it now: moving it between node 1's directories is
+    // REPLICA_NOT_AVAILABLE (9), as Kafka answers while a replica is not created yet.
+    let data = std::path::absolute(cluster.dir.join("node-1/data")).unwrap();
+    assert_eq!(runtime.block_on(move_between_dirs(&cluster.bootstrap(1), &data)), 9);
     let report = checker.lock().unwrap().check(&cluster.bootstrap(3), TOPIC, 1);
     println!(
         "reassignment: 5,000 records moved from [1] to [2, 3] in {moved:?}; checker {report:?}"

@@ -334,6 +334,15 @@ impl PartitionLog {
         Ok(self.read_state()?.config.clone())
     }
 
+    /// The topic's `min.insync.replicas`, without copying the config (a replicated leader
+    /// reads it at every append and follower fetch).
+    pub fn min_insync_replicas(&self) -> Result<u32> {
+        match self.unloaded_config() {
+            Some(config) => Ok(config.min_insync_replicas),
+            None => Ok(self.read_state()?.config.min_insync_replicas),
+        }
+    }
+
     /// Applies a new topic configuration; new segments and appends use it.
     pub fn set_config(&self, config: LogConfig) -> Result<()> {
         if self.set_unloaded_config(&config) {
