@@ -66,6 +66,16 @@ COMMON = {"broker.address.family": "v4", "reconnect.backoff.max.ms": 500,
           "retry.backoff.max.ms": 500, "metadata.recovery.strategy": "none"}
 
 
+# When the loop must be done (LOOP_LIMIT_S after it starts): a retry that would go on past it
+# ends the loop with an error instead, so that a stuck client fails the test, never hangs it.
+DEADLINE = [float("inf")]
+
+
+def give_up_if_late(what):
+    if time.time() > DEADLINE[0]:
+        sys.exit(f"loop: still retrying {what} after {LOOP_LIMIT_S} s")
+
+
 def say(line):
     print(line, flush=True)
 
@@ -271,6 +281,7 @@ class Loop:
 
     def send_offsets(self, positions):
         while True:
+            give_up_if_late("send_offsets_to_transaction")
             try:
                 metadata = self.consumer.consumer_group_metadata()
                 bounded(lambda: self.producer.send_offsets_to_transaction(
@@ -283,6 +294,7 @@ class Loop:
 
     def commit(self):
         while True:
+            give_up_if_late("commit_transaction")
             try:
                 bounded(lambda: self.producer.commit_transaction(OP_TIMEOUT_S))
                 return
@@ -293,6 +305,7 @@ class Loop:
 
     def abort(self, txn, count, why):
         while True:
+            give_up_if_late("abort_transaction")
             try:
                 self.producer.abort_transaction(OP_TIMEOUT_S)
                 say(f"ABORTED {txn} {count} {why}")
@@ -312,6 +325,7 @@ class Loop:
     def main(self):
         self.new_producer()
         started = time.time()
+        DEADLINE[0] = started + LOOP_LIMIT_S
         while not self.done():
             if time.time() - started > LOOP_LIMIT_S:
                 sys.exit(f"loop: not done after {LOOP_LIMIT_S} s: committed {self.committed}, "
