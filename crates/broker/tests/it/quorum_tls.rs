@@ -79,6 +79,14 @@ async fn a_quorum_over_mutual_tls_admits_only_its_members() {
     let voter = start(1, &one, &transport).await;
     let other = start(2, &two, &transport).await;
     voter.bootstrap().await.unwrap();
+    // The first membership committed before the second voter is added (openraft refuses a
+    // change while one is under way).
+    let leading = voter
+        .raft()
+        .wait(Some(MetadataNode::WAIT))
+        .metrics(|m| m.current_leader == Some(1) && m.last_applied.is_some(), "leading")
+        .await;
+    assert!(leading.is_ok(), "voter 1 leads its one-voter quorum: {leading:?}");
     voter.add_voter(2, other.addr()).await.expect("the second voter joins over TLS");
     let caught_up = other
         .raft()
