@@ -982,16 +982,7 @@ mod tests {
                 ControllerConfig { eligible_leader_replicas: elr, ..ControllerConfig::default() };
             let mut world = Self { controller: Controller::new(config), offset: 0 };
             for id in 1..=3 {
-                let request = BrokerRegistrationRequest {
-                    broker_id: id,
-                    incarnation_id: [u8::try_from(id).unwrap(); 16],
-                    endpoints: Vec::new(),
-                    rack: None,
-                    clean_shutdown: false,
-                };
-                let records = world.controller.register_broker(&request, world.offset, 0).unwrap();
-                world.commit(records);
-                world.beat(id, false);
+                world.add_broker(id);
             }
             let configs: Vec<(String, String)> =
                 configs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();

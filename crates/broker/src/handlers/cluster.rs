@@ -581,23 +581,19 @@ pub(crate) async fn elect_leaders(
             })
             .collect()
     };
-    let mut by_topic: std::collections::BTreeMap<String, Vec<PartitionResult>> =
-        std::collections::BTreeMap::new();
-    for (topic, partition, code) in results {
-        by_topic.entry(topic).or_default().push(
+    response.replica_election_results = super::group_by_topic(
+        results,
+        |partition, code| {
             PartitionResult::default()
                 .with_partition_id(partition)
                 .with_error_code(code)
-                .with_error_message(election_message(code).map(str_bytes)),
-        );
-    }
-    response.replica_election_results = by_topic
-        .into_iter()
-        .map(|(topic, partition_result)| {
+                .with_error_message(election_message(code).map(str_bytes))
+        },
+        |topic, partition_result| {
             ReplicaElectionResult::default()
                 .with_topic(kafka_protocol::messages::TopicName(str_bytes(&topic)))
                 .with_partition_result(partition_result)
-        })
-        .collect();
+        },
+    );
     crate::request::encode(&response, version)
 }

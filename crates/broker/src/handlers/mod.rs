@@ -148,6 +148,20 @@ pub(crate) fn now_ms() -> i64 {
     SystemClock.now_ms()
 }
 
+/// Per-partition results `(topic, partition, code)` as a response's topics, in name order:
+/// `partition` builds each partition's item, `topic` each topic's.
+pub(crate) fn group_by_topic<P, T>(
+    results: Vec<(String, i32, i16)>,
+    partition: impl Fn(i32, i16) -> P,
+    topic: impl Fn(String, Vec<P>) -> T,
+) -> Vec<T> {
+    let mut by_topic: BTreeMap<String, Vec<P>> = BTreeMap::new();
+    for (name, index, code) in results {
+        by_topic.entry(name).or_default().push(partition(index, code));
+    }
+    by_topic.into_iter().map(|(name, partitions)| topic(name, partitions)).collect()
+}
+
 /// Runs storage work on the blocking pool.
 pub(crate) async fn blocking<T, F>(work: F) -> Result<T, Error>
 where

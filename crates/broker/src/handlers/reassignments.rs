@@ -89,23 +89,20 @@ pub(crate) async fn alter_partition_reassignments(
     } else {
         single_node(broker, &asked)
     };
-    let mut by_topic: BTreeMap<String, Vec<ReassignablePartitionResponse>> = BTreeMap::new();
-    for (topic, partition, code) in results {
-        by_topic.entry(topic).or_default().push(
+    response.responses = super::group_by_topic(
+        results,
+        |partition, code| {
             ReassignablePartitionResponse::default()
                 .with_partition_index(partition)
                 .with_error_code(code)
-                .with_error_message(message(code).map(str_bytes)),
-        );
-    }
-    response.responses = by_topic
-        .into_iter()
-        .map(|(name, partitions)| {
+                .with_error_message(message(code).map(str_bytes))
+        },
+        |name, partitions| {
             ReassignableTopicResponse::default()
                 .with_name(TopicName(str_bytes(&name)))
                 .with_partitions(partitions)
-        })
-        .collect();
+        },
+    );
     encode(&response, version)
 }
 

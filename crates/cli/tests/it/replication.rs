@@ -216,7 +216,7 @@ fn replica_stream(data: &Path, topic: &str, partition: i32) -> (Vec<u8>, i64) {
 }
 
 /// Every batch of a partition on a node, its `.log` files concatenated.
-fn replica_log(data: &Path, topic: &str, partition: i32) -> Vec<u8> {
+pub(crate) fn replica_log(data: &Path, topic: &str, partition: i32) -> Vec<u8> {
     let mut logs: Vec<_> = std::fs::read_dir(data.join(format!("{topic}-{partition}")))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -247,6 +247,37 @@ fn stop_and_wait(cluster: &Cluster) {
     });
 }
 
+/// Properties that fence a dead broker after 2 s without a heartbeat (Kafka's default is 9 s).
+pub(crate) const FAST_FENCING: &str =
+    "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n";
+
+/// The three nodes of `scripts/cluster.sh` with `extra` properties, and `topic` created through
+/// node 1 with `partitions` partitions at RF=3 and `min.insync.replicas`=2, every ISR full.
+pub(crate) fn rf3_cluster(
+    root: &Path,
+    extra: &str,
+    topic: &str,
+    partitions: i32,
+) -> (Cluster, tokio::runtime::Runtime) {
+    let extra = properties(root, extra);
+    let (cluster, _) = Cluster::up_with(root, &["--extra-properties", extra.to_str().unwrap()]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(3))
+        .set("min.insync.replicas", "2");
+    create_topics(&runtime, &cluster.bootstrap(1), &[&new_topic]);
+    poll_until(
+        "every partition's ISR has three replicas",
+        Duration::from_secs(30),
+        || cluster.logs(),
+        || {
+            let isrs = isrs(&cluster.bootstrap(2), topic);
+            isrs.len() == usize::try_from(partitions).unwrap()
+                && isrs.values().all(|(_, isr)| isr.len() == 3)
+        },
+    );
+    (cluster, runtime)
+}
+
 pub(crate) fn properties(root: &Path, lines: &str) -> std::path::PathBuf {
     let path = root.join("extra.properties");
     std::fs::write(&path, lines).unwrap();
@@ -262,22 +293,8 @@ fn replicas_are_byte_identical_after_acks_all_produce() {
     const RECORDS: u64 = 100_000;
     let root = tempfile::tempdir().unwrap();
     // Small segments, so that each replica rolls on its own.
-    let extra = properties(root.path(), "log.segment.bytes=1048576\n");
-    let (cluster, _) =
-        Cluster::up_with(root.path(), &["--extra-properties", extra.to_str().unwrap()]);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(3))
-        .set("min.insync.replicas", "2");
-    create_topics(&runtime, &cluster.bootstrap(1), &[&topic]);
-    poll_until(
-        "every partition's ISR has three replicas",
-        Duration::from_secs(30),
-        || cluster.logs(),
-        || {
-            let isrs = isrs(&cluster.bootstrap(2), TOPIC);
-            isrs.len() == 3 && isrs.values().all(|(_, isr)| isr.len() == 3)
-        },
-    );
+    let (cluster, runtime) =
+        rf3_cluster(root.path(), "log.segment.bytes=1048576\n", TOPIC, PARTITIONS);
     let checker = std::sync::Mutex::new(Checker::default());
     let started = Instant::now();
     let failed =
@@ -354,16 +371,7 @@ fn killed_leaders_lose_no_acknowledged_record() {
     const KILLS: usize = 10;
     let root = tempfile::tempdir().unwrap();
     // A dead broker is fenced after 2 s without a heartbeat (Kafka's default is 9 s).
-    let extra = properties(
-        root.path(),
-        "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n",
-    );
-    let (cluster, _) =
-        Cluster::up_with(root.path(), &["--extra-properties", extra.to_str().unwrap()]);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let topic = NewTopic::new(TOPIC, PARTITIONS, TopicReplication::Fixed(3))
-        .set("min.insync.replicas", "2");
-    create_topics(&runtime, &cluster.bootstrap(1), &[&topic]);
+    let (cluster, _runtime) = rf3_cluster(root.path(), FAST_FENCING, TOPIC, PARTITIONS);
     let full_isrs = |skip: i32| {
         let isrs = leaders_via(&cluster, TOPIC, skip);
         isrs.len() == 3 && isrs.values().all(|(leader, isr)| *leader >= 0 && isr.len() == 3)
@@ -442,6 +450,29 @@ fn killed_leaders_lose_no_acknowledged_record() {
     );
     assert!(report.clean(), "{report:?}\n{}", cluster.logs());
     assert!(report.acked > 0, "{report:?}");
+}
+
+/// [`producing`] from id 0 under a checker of its own, until [`Producing::finish`].
+pub(crate) struct Producing {
+    pub(crate) checker: std::sync::Arc<std::sync::Mutex<Checker>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    writer: std::thread::JoinHandle<(u64, usize)>,
+}
+
+impl Producing {
+    pub(crate) fn start(bootstrap: String, topic: &'static str) -> Self {
+        let checker = std::sync::Arc::new(std::sync::Mutex::new(Checker::default()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let shared = (std::sync::Arc::clone(&checker), std::sync::Arc::clone(&stop));
+        let writer = producing(bootstrap, topic, 0, shared);
+        Self { checker, stop, writer }
+    }
+
+    /// Stops the producer: the next id and how many were not acknowledged.
+    pub(crate) fn finish(self) -> (u64, usize) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.writer.join().unwrap()
+    }
 }
 
 /// Produces ids from `first` in chunks of 1000 until `stop`, through `bootstrap`; returns the
@@ -560,14 +591,8 @@ fn a_partitioned_leader_is_fenced_and_truncates_its_writes() {
     let extra = "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n\
                  replica.lag.time.max.ms=5000\n";
     let Some(mut cluster) = Namespaced::up(TOPIC, extra) else { return };
-    let checker = std::sync::Arc::new(std::sync::Mutex::new(Checker::default()));
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = producing(
-        cluster.bootstrap.clone(),
-        TOPIC,
-        0,
-        (std::sync::Arc::clone(&checker), std::sync::Arc::clone(&stop)),
-    );
+    let writer = Producing::start(cluster.bootstrap.clone(), TOPIC);
+    let checker = std::sync::Arc::clone(&writer.checker);
     poll_until("acknowledged writes before the cut", Duration::from_secs(30), String::new, || {
         checker.lock().unwrap().acked.len() >= 2000
     });
@@ -603,8 +628,7 @@ fn a_partitioned_leader_is_fenced_and_truncates_its_writes() {
         },
     );
     let rejoined = healed_at.elapsed();
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (produced, unacknowledged) = writer.join().unwrap();
+    let (produced, unacknowledged) = writer.finish();
     let report = checker.lock().unwrap().check(&cluster.bootstrap, TOPIC, 1);
     let zombies = read_all(&cluster.bootstrap, TOPIC, 1)
         .iter()
@@ -708,14 +732,8 @@ fn a_paused_leader_is_fenced_and_its_late_writes_never_reach_a_consumer() {
     let extra = "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n\
                  replica.lag.time.max.ms=5000\n";
     let Some(mut cluster) = Namespaced::up(TOPIC, extra) else { return };
-    let checker = std::sync::Arc::new(std::sync::Mutex::new(Checker::default()));
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = producing(
-        cluster.bootstrap.clone(),
-        TOPIC,
-        0,
-        (std::sync::Arc::clone(&checker), std::sync::Arc::clone(&stop)),
-    );
+    let writer = Producing::start(cluster.bootstrap.clone(), TOPIC);
+    let checker = std::sync::Arc::clone(&writer.checker);
     poll_until(
         "acknowledged writes before the pause",
         Duration::from_secs(30),
@@ -757,8 +775,7 @@ fn a_paused_leader_is_fenced_and_its_late_writes_never_reach_a_consumer() {
         },
     );
     let rejoined = continued_at.elapsed();
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let (produced, unacknowledged) = writer.join().unwrap();
+    let (produced, unacknowledged) = writer.finish();
     let report = checker.lock().unwrap().check(&cluster.bootstrap, TOPIC, 1);
     let zombies = read_all(&cluster.bootstrap, TOPIC, 1)
         .iter()

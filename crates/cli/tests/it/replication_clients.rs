@@ -8,13 +8,8 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
-use rdkafka::admin::{NewTopic, TopicReplication};
-
-use crate::cluster::poll_until;
-use crate::cluster_clients::{Cluster, create_topics};
-use crate::replication::{isrs, properties};
+use crate::replication::{FAST_FENCING, rf3_cluster};
 
 const TOPIC: &str = "coordinated";
 
@@ -25,24 +20,7 @@ const TOPIC: &str = "coordinated";
 fn python_groups_keep_their_commits_through_their_coordinators_kill() {
     let Some(python) = crate::serve::python() else { return };
     let root = tempfile::tempdir().unwrap();
-    let extra = properties(
-        root.path(),
-        "broker.session.timeout.ms=2000\nbroker.heartbeat.interval.ms=250\n",
-    );
-    let (cluster, _) =
-        Cluster::up_with(root.path(), &["--extra-properties", extra.to_str().unwrap()]);
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let topic = NewTopic::new(TOPIC, 3, TopicReplication::Fixed(3)).set("min.insync.replicas", "2");
-    create_topics(&runtime, &cluster.bootstrap(1), &[&topic]);
-    poll_until(
-        "full ISRs",
-        Duration::from_secs(30),
-        || cluster.logs(),
-        || {
-            let isrs = isrs(&cluster.bootstrap(2), TOPIC);
-            isrs.len() == 3 && isrs.values().all(|(_, isr)| isr.len() == 3)
-        },
-    );
+    let (cluster, _runtime) = rf3_cluster(root.path(), FAST_FENCING, TOPIC, 3);
     let bootstraps = (1..=3).map(|n| cluster.bootstrap(n)).collect::<Vec<_>>().join(",");
     let output = Command::new(&python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/coordinator_kill.py"))

@@ -1,9 +1,10 @@
 //! Removing logs: a topic's partitions, or one partition, renamed away for deletion (then
 //! removed by the background work) or kept aside as stray.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use seglog_format::names::{DirState, PartitionDir};
 
@@ -39,27 +40,12 @@ impl LogManager {
         let mut no_move = self.moves.lock().unwrap_or_else(PoisonError::into_inner);
         // Future logs go first, so that a crash never leaves one without its live log (which
         // the next open would take for a move past its commit point).
-        let moving: Vec<TopicPartition> = self
-            .futures
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .filter(|tp| wanted(tp))
-            .cloned()
-            .collect();
-        for tp in moving {
+        for tp in matching(&self.futures, wanted) {
             self.abort_move(&tp, &mut no_move)?;
         }
         // No cleaning round may write into a directory being renamed away (Kafka's
         // `abortCleaning` before `deleteLog`).
-        let doomed: Vec<TopicPartition> = self
-            .logs
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .filter(|tp| wanted(tp))
-            .cloned()
-            .collect();
+        let doomed = matching(&self.logs, wanted);
         for tp in &doomed {
             self.abort_and_pause_cleaning(tp);
         }
@@ -136,4 +122,13 @@ impl LogManager {
         }
         Ok(deleted)
     }
+}
+
+/// The partitions of `logs` that `wanted` takes.
+fn matching(
+    logs: &RwLock<BTreeMap<TopicPartition, (usize, Arc<PartitionLog>)>>,
+    wanted: impl Fn(&TopicPartition) -> bool,
+) -> Vec<TopicPartition> {
+    let logs = logs.read().unwrap_or_else(PoisonError::into_inner);
+    logs.keys().filter(|tp| wanted(tp)).cloned().collect()
 }
