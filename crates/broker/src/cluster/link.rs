@@ -505,9 +505,9 @@ async fn apply_images(
                 offset
             }
             Some((offset, Some((placed, removed, (topics, configs))))) => {
-                let manager = Arc::clone(&manager);
-                let broker = broker.clone();
+                let (manager, broker_for_pass) = (Arc::clone(&manager), broker.clone());
                 let applied = tokio::task::spawn_blocking(move || {
+                    let broker = broker_for_pass;
                     apply(broker_id, (&manager, &broker), &placed, (&removed.0, &removed.1))
                 })
                 .await;
@@ -517,6 +517,8 @@ async fn apply_images(
                 });
                 // An incomplete pass is tried again whole at the next tick, removals included.
                 if complete {
+                    let quotas = broker.upgrade();
+                    quotas.inspect(|b| b.replication.quotas.update_topics(&configs, broker_id));
                     seen = topics.iter().map(|(id, t)| (*id, t.name.clone())).collect();
                     last_topics = topics;
                     last_configs = configs;

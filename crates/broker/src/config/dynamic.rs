@@ -22,6 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use seglog_storage::config::ConfigType;
 use serde::{Deserialize, Serialize};
 
+use crate::replication::quota::RATE_KEYS;
+
 /// The file's name in the first log directory.
 pub(crate) const DYNAMIC_CONFIG_FILE: &str = "seglog-dynamic-configs";
 /// The largest file read.
@@ -123,9 +125,13 @@ const OTHER_DYNAMIC_KEYS: [&str; 26] = [
     "transaction.partition.verification.enable",
 ];
 
-/// Whether Kafka lets `name` (without a listener prefix) change dynamically.
+/// Whether Kafka lets `name` (without a listener prefix) change dynamically: its
+/// `AllDynamicConfigs` and the replication throttles' rates (`DynamicConfig.Broker`).
 pub(crate) fn is_dynamic(name: &str) -> bool {
-    is_topic_default(name) || LISTENER_KEYS.contains(&name) || OTHER_DYNAMIC_KEYS.contains(&name)
+    is_topic_default(name)
+        || LISTENER_KEYS.contains(&name)
+        || OTHER_DYNAMIC_KEYS.contains(&name)
+        || RATE_KEYS.contains(&name)
 }
 
 /// Whether `name` is a broker default of a topic key (`log.retention.ms`, `compression.type`,
@@ -233,6 +239,12 @@ pub(crate) fn validate(
     for (name, value) in layer {
         if let Some(config_type) = type_of(&base(name)) {
             check_type(name, value, config_type)?;
+        }
+        // `QuotaConfig.brokerQuotaConfigs`: each rate is `atLeast(0)`.
+        if RATE_KEYS.contains(&name.as_str()) && value.trim().parse::<i64>().is_ok_and(|v| v < 0) {
+            return Err(format!(
+                "Invalid value {value} for configuration {name}: Value must be at least 0"
+            ));
         }
     }
     if !per_broker {
@@ -375,6 +387,38 @@ mod tests {
             check(&[("unclean.leader.election.enable", "maybe")], true),
             Err("Invalid value maybe for configuration unclean.leader.election.enable: Expected \
                  value to be either true or false"
+                .to_owned())
+        );
+    }
+
+    #[test]
+    fn the_replication_throttles_rates_are_dynamic_at_both_levels_and_at_least_zero() {
+        for per_broker in [true, false] {
+            let rates = [
+                ("leader.replication.throttled.rate", "1048576"),
+                ("follower.replication.throttled.rate", "0"),
+                ("replica.alter.log.dirs.io.max.bytes.per.second", "10"),
+            ];
+            assert_eq!(check(&rates, per_broker), Ok(()));
+        }
+        assert_eq!(
+            check(&[("leader.replication.throttled.rate", "-1")], true),
+            Err("Invalid value -1 for configuration leader.replication.throttled.rate: Value \
+                 must be at least 0"
+                .to_owned())
+        );
+        let typed = |name: &str| {
+            kafka_type(name).or_else(|| RATE_KEYS.contains(&name).then_some(ConfigType::Long))
+        };
+        assert_eq!(
+            validate(
+                &layer(&[("follower.replication.throttled.rate", "fast")]),
+                true,
+                typed,
+                |_| { false }
+            ),
+            Err("Invalid value fast for configuration follower.replication.throttled.rate: Not \
+                 a number of type LONG"
                 .to_owned())
         );
     }

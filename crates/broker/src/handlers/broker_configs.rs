@@ -12,6 +12,7 @@ use seglog_storage::config::{ConfigType as Type, TOPIC_CONFIGS, Unit};
 use super::configs::{ConfigEntry, SOURCE_DEFAULT_CONFIG};
 use crate::config::BrokerConfig;
 use crate::config::dynamic::{self, DynamicConfigs};
+use crate::replication::quota::RATE_KEYS;
 
 /// Kafka's `ConfigSource` for a key set in `server.properties` (or an override flag).
 const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
@@ -81,6 +82,7 @@ const KEYS: &[Key] = &[
     ("default.replication.factor", Type::Int, Some("1"), Use::AsGiven),
     ("delete.records.purgatory.purge.interval.requests", Type::Int, Some("1"), Use::Ignored),
     ("delete.topic.enable", Type::Boolean, Some("true"), Use::Ignored),
+    ("eligible.leader.replicas.enable", Type::Boolean, Some("false"), Use::Live),
     ("fetch.max.bytes", Type::Int, Some("57671680"), Use::Ignored),
     ("fetch.purgatory.purge.interval.requests", Type::Int, Some("1000"), Use::Ignored),
     ("group.consumer.assignors", Type::List, Some("uniform,range"), Use::Ignored),
@@ -179,6 +181,8 @@ const KEYS: &[Key] = &[
     ("replica.selector.class", Type::String, None, Use::Ignored),
     ("replica.socket.receive.buffer.bytes", Type::Int, Some("65536"), Use::Ignored),
     ("replica.socket.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
+    ("replication.quota.window.num", Type::Int, Some("11"), Use::AsGiven),
+    ("replication.quota.window.size.seconds", Type::Int, Some("1"), Use::AsGiven),
     ("request.timeout.ms", Type::Int, Some("30000"), Use::Ignored),
     ("reserved.broker.max.id", Type::Int, Some("1000"), Use::Ignored),
     ("sasl.enabled.mechanisms", Type::List, Some("GSSAPI"), Use::Live),
@@ -288,7 +292,11 @@ fn dynamic_synonyms(dynamic: &DynamicConfigs, names: &[&'static str]) -> Vec<Syn
 
 /// Kafka's type of a broker key (`None`: a key Kafka's broker config does not have).
 pub(crate) fn broker_key_type(name: &str) -> Option<Type> {
-    listed_keys().iter().find(|key| key.name == name).map(|key| key.config_type)
+    listed_keys()
+        .iter()
+        .find(|key| key.name == name)
+        .map(|key| key.config_type)
+        .or_else(|| RATE_KEYS.contains(&name).then_some(Type::Long))
 }
 
 /// Kafka's default of a broker key, as text (APPEND and SUBTRACT start from it).
@@ -335,6 +343,11 @@ fn live_value(config: &BrokerConfig, name: &str) -> Option<String> {
             advertised.join(",")
         }
         "auto.create.topics.enable" => config.auto_create_topics.to_string(),
+        // KIP-966: on unless set false (cluster/kraft_config.rs reads it the same way).
+        "eligible.leader.replicas.enable" => {
+            let given = config.properties.get("eligible.leader.replicas.enable");
+            (!given.is_some_and(|value| value.trim().eq_ignore_ascii_case("false"))).to_string()
+        }
         "broker.id" | "node.id" => config.node_id.to_string(),
         "listeners" => config
             .listeners
@@ -506,7 +519,29 @@ pub(crate) fn broker_config_entries(
                 read_only: !accepts_dynamic_update(name),
             }
         })
+        .chain(rate_entries(dynamic))
         .collect()
+}
+
+/// The replication throttles' rates, listed only when set, as Kafka lists them: they are not
+/// `KafkaConfig` keys, only dynamic ones, and Kafka's `ConfigHelper` marks them read-only
+/// (not in `AllDynamicConfigs`) though AlterConfigs takes them.
+fn rate_entries(dynamic: &DynamicConfigs) -> impl Iterator<Item = BrokerEntry> {
+    RATE_KEYS.iter().filter_map(|name| {
+        let synonyms = dynamic_synonyms(dynamic, std::slice::from_ref(name));
+        let first = synonyms.first()?;
+        Some(BrokerEntry {
+            entry: ConfigEntry {
+                name: (*name).to_owned(),
+                value: first.value.clone(),
+                source: first.source,
+            },
+            config_type: Type::Long.id(),
+            documentation: None,
+            synonyms,
+            read_only: true,
+        })
+    })
 }
 
 /// The cluster default's keys alone, as Kafka describes the BROKER resource with the empty
@@ -716,6 +751,10 @@ cluster default and its own layer.
 - The topic defaults (`log.retention.ms`, `log.segment.bytes`, `log.cleanup.policy`,
   `compression.type`, `message.max.bytes`, every `log.*` synonym of a topic key below) apply at
   once to every partition whose topic does not override them.
+- The replication throttles' rates (`leader.replication.throttled.rate`,
+  `follower.replication.throttled.rate`, bytes per second, at least 0) apply at once to the
+  replicas the topics' `*.replication.throttled.replicas` name (docs/replication.md); as in
+  Kafka they are listed only when set.
 - Keys seglog does not act on (`background.threads`, `num.io.threads`, the Kerberos and
   replication keys, ...) are kept and shown, as when set statically; so are keys Kafka does not
   know (Kafka allows custom keys).

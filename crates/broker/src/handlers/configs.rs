@@ -22,6 +22,9 @@ use super::dynamic_configs::{Operation, alter_broker, apply_operations, incremen
 use super::{blocking, str_bytes};
 use crate::Broker;
 use crate::error::{Error, storage_error};
+use crate::replication::quota::{
+    FOLLOWER_THROTTLED_REPLICAS, LEADER_THROTTLED_REPLICAS, validate_throttled_replicas,
+};
 use crate::request::{Reply, encode};
 use crate::security::Session;
 use crate::security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
@@ -36,8 +39,10 @@ const RESOURCE_GROUP: i8 = 32;
 pub(crate) const SOURCE_TOPIC_CONFIG: i8 = 1;
 pub(crate) const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
-/// Topic keys Kafka has that seglog accepts and keeps but does not act on (replication,
-/// tiered storage, message-format conversion), with Kafka's types.
+/// Topic keys Kafka has that storage's `LogConfig` does not, with Kafka's types: the broker
+/// reads some from the overrides (unclean election, tiered storage, the replication
+/// throttles' replicas) and keeps the others without acting on them (message-format
+/// conversion).
 const ACCEPTED_UNUSED_KEYS: [(&str, ConfigType); 8] = [
     ("unclean.leader.election.enable", ConfigType::Boolean),
     ("message.format.version", ConfigType::String),
@@ -74,6 +79,12 @@ pub(crate) fn check_topic_configs(
             ResponseError::InvalidConfig,
             format!("Unknown topic config name: {unknown}"),
         ));
+    }
+    for key in [LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS] {
+        if let Some(value) = overrides.get(key) {
+            validate_throttled_replicas(key, value)
+                .map_err(|error| Error::wire_with(ResponseError::InvalidConfig, error))?;
+        }
     }
     let config = broker
         .manager

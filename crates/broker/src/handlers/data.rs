@@ -52,12 +52,15 @@ struct PartitionRead {
     file: Option<FileSlice>,
     /// The offset is below the partition's local segments: the records come from the bucket.
     remote: Option<RemoteFetch>,
+    /// A follower's read of a partition under the leader's replication throttle: its bytes
+    /// count toward `leader.replication.throttled.rate`.
+    leader_throttled: bool,
 }
 
 impl PartitionRead {
     /// A partition answered without records (an error).
     fn without_records(topic_idx: usize, data: PartitionData) -> Self {
-        Self { topic_idx, data, bytes: 0, file: None, remote: None }
+        Self { topic_idx, data, bytes: 0, file: None, remote: None, leader_throttled: false }
     }
 }
 
@@ -259,6 +262,7 @@ pub(crate) async fn fetch(
         response.responses.push(out);
         debug_assert_eq!(response.responses.len(), idx + 1);
     }
+    record_leader_throttled(broker, follower, &reads);
     let mut reads = reads;
     read_remote(broker, &mut reads).await;
     if session_id != 0 {
@@ -275,6 +279,31 @@ pub(crate) async fn fetch(
         }
     }
     respond(broker, session, response, reads, incremental, version)
+}
+
+/// Whether a follower's fetch of `tp` is under the leader's replication throttle, and whether
+/// it is over it now (Kafka's `shouldLeaderThrottle`: a follower out of the ISR, of a
+/// throttled partition, while the leader's rate is over its bound, gets no records; the
+/// offsets are still answered).
+fn leader_throttle(broker: &Broker, tp: &TopicPartition, replica_id: i32) -> (bool, bool) {
+    let quota = &broker.replication.quotas.leader;
+    let throttled = quota.is_throttled(tp);
+    let over = throttled
+        && !broker.replication.in_isr(tp, replica_id)
+        && quota.is_quota_exceeded(now_ms());
+    (throttled, over)
+}
+
+/// Counts a follower's response toward the leader's replication throttle (Kafka's
+/// `sizeOfThrottledPartitions`): what it carries of throttled partitions, in sync or not (the
+/// ones over the rate carry nothing).
+fn record_leader_throttled(broker: &Broker, follower: Option<i32>, reads: &[PartitionRead]) {
+    if follower.is_none() {
+        return;
+    }
+    let throttled: usize =
+        reads.iter().filter(|read| read.leader_throttled).map(|read| read.bytes).sum();
+    broker.replication.quotas.leader.record(throttled, now_ms());
 }
 
 /// Whether a follower's reads carry a high watermark it does not know yet (each partition's
@@ -422,6 +451,7 @@ fn read_partitions(
             let mut bytes = 0;
             let mut file = None;
             let mut remote = None;
+            let (mut leader_throttled, mut over_throttle) = (false, false);
             let name = match &name {
                 Ok(name)
                     if !not_led_here(broker, name, partition.partition, version, &mut data) =>
@@ -451,6 +481,8 @@ fn read_partitions(
                     reads.push(PartitionRead::without_records(topic_idx, data));
                     continue;
                 }
+                (leader_throttled, over_throttle) =
+                    leader_throttle(broker, &tp(name, partition.partition), replica_id);
             }
             match broker.manager.get_log(&tp(name, partition.partition)) {
                 Err(error) => data.error_code = storage_error(&error).code(),
@@ -487,6 +519,8 @@ fn read_partitions(
                     set_read_offsets(&mut data, &read, request.isolation_level, version);
                     if epoch_check == NONE {
                         match read.data {
+                            // Read and dropped, as Kafka's `checkFetchDataInfo` does.
+                            Ok(_) if over_throttle => {}
                             Ok(records) => {
                                 bytes = records.len();
                                 if bytes > 0 {
@@ -521,7 +555,7 @@ fn read_partitions(
                     set_current_leader(broker, &mut data, leader_epoch, version);
                 }
             }
-            reads.push(PartitionRead { topic_idx, data, bytes, file, remote });
+            reads.push(PartitionRead { topic_idx, data, bytes, file, remote, leader_throttled });
         }
     }
     reads

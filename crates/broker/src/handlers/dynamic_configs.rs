@@ -164,12 +164,13 @@ fn alter_in_cluster(
 
 /// A cluster's broker takes the committed metadata's cluster default and its own layer as
 /// its dynamic configs (the applier calls this when either changed): the topic defaults go to
-/// every log. The local `seglog-dynamic-configs` file is not read or written in a cluster.
+/// every log, the replication throttles' rates to the replication quotas. The local `seglog-dynamic-configs` file is not read or written in a cluster.
 pub(crate) fn apply_from_metadata(
     broker: &Broker,
     cluster_default: BTreeMap<String, String>,
     per_broker: BTreeMap<String, String>,
 ) {
+    broker.replication.quotas.update_rates(&cluster_default, &per_broker);
     let mut next = DynamicConfigs::default();
     (next.cluster_default, next.per_broker) = (cluster_default, per_broker);
     match log_defaults(&broker.config, &next) {

@@ -10,6 +10,11 @@
 //! the next fetch reports the new end, and takes the leader's high watermark and log start.
 //! Every append and truncation runs under the partition's role lock as the follower of that
 //! leader and epoch; a role change ends it.
+//!
+//! A partition under the follower replication throttle (`quota.rs`) that is not caught up is
+//! left out of a fetch while `follower.replication.throttled.rate` is exceeded (Kafka's
+//! `RemoteLeaderEndPoint.buildFetch`); when every partition is left out, the fetcher waits
+//! `replica.fetch.backoff.ms`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -46,6 +51,16 @@ struct FetchState {
     truncating: bool,
     /// Not fetched before this (after an error).
     delayed_until: Option<Instant>,
+    /// How far behind the leader's high watermark the last append left this log (Kafka's
+    /// `PartitionFetchState.lag`); unknown until the first fetch of this leadership.
+    lag: Option<i64>,
+}
+
+impl FetchState {
+    /// Kafka's `isReplicaInSync`: caught up with the leader's high watermark.
+    fn in_sync(&self) -> bool {
+        self.lag.is_some_and(|lag| lag <= 0)
+    }
 }
 
 /// One fetcher: its partitions and its wake-up.
@@ -84,11 +99,10 @@ impl Fetchers {
             tokio::runtime::Handle::current().spawn(task);
             fetcher
         });
-        fetcher
-            .partitions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(tp.clone(), FetchState { leader_epoch, truncating: true, delayed_until: None });
+        fetcher.partitions.lock().unwrap_or_else(PoisonError::into_inner).insert(
+            tp.clone(),
+            FetchState { leader_epoch, truncating: true, delayed_until: None, lag: None },
+        );
         fetcher.changed.notify_one();
     }
 
@@ -147,7 +161,16 @@ async fn run(broker: Weak<Broker>, leader_id: i32, fetcher: Arc<Fetcher>) {
             continue;
         }
         match round(&broker, leader_id, &fetcher, &mut client).await {
-            Ok(()) => failures = 0,
+            Ok(true) => failures = 0,
+            Ok(false) => {
+                // Nothing could be fetched (every partition throttled, or none followed any
+                // more at its epoch): Kafka's `maybeFetch` waits the backoff.
+                failures = 0;
+                let backoff =
+                    broker.upgrade().map_or(1000, |b| b.replication.config().fetch_backoff_ms);
+                let changed = fetcher.changed.notified();
+                let _ = tokio::time::timeout(Duration::from_millis(backoff), changed).await;
+            }
             Err(RoundError::Stopped) => return,
             Err(error) => {
                 client = None;
@@ -164,13 +187,14 @@ async fn run(broker: Weak<Broker>, leader_id: i32, fetcher: Arc<Fetcher>) {
     }
 }
 
-/// One round: truncations first, then one Fetch.
+/// One round: truncations first, then one Fetch. `Ok(false)`: nothing was asked of the
+/// leader.
 async fn round(
     broker: &Weak<Broker>,
     leader_id: i32,
     fetcher: &Fetcher,
     client: &mut Option<Client>,
-) -> Result<(), RoundError> {
+) -> Result<bool, RoundError> {
     let strong = broker.upgrade().ok_or(RoundError::Stopped)?;
     let Some(link) = strong.cluster().cloned() else { return Err(RoundError::Stopped) };
     if client.is_none() {
@@ -193,10 +217,17 @@ async fn round(
         .collect();
     if !truncating.is_empty() {
         truncate(&strong, leader_id, fetcher, connection, &truncating).await?;
-        return Ok(());
+        return Ok(true);
     }
-    let fetching: Vec<(TopicPartition, i32)> =
-        due.iter().map(|(tp, s)| (tp.clone(), s.leader_epoch)).collect();
+    let quota = &strong.replication.quotas.follower;
+    let now_ms = crate::handlers::now_ms();
+    let fetching: Vec<(TopicPartition, i32)> = due
+        .iter()
+        .filter(|(tp, s)| {
+            s.in_sync() || !quota.is_throttled(tp) || !quota.is_quota_exceeded(now_ms)
+        })
+        .map(|(tp, s)| (tp.clone(), s.leader_epoch))
+        .collect();
     fetch(&strong, leader_id, fetcher, connection, &fetching).await
 }
 
@@ -368,7 +399,7 @@ async fn fetch(
     fetcher: &Fetcher,
     client: &mut Client,
     partitions: &[(TopicPartition, i32)],
-) -> Result<(), RoundError> {
+) -> Result<bool, RoundError> {
     let replication = &broker.replication;
     let config = replication.config().clone();
     let mut by_topic: BTreeMap<String, Vec<FetchPartition>> = BTreeMap::new();
@@ -388,7 +419,7 @@ async fn fetch(
         );
     }
     if by_topic.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let request = FetchRequest::default()
         .with_replica_id(BrokerId(replication.broker_id()))
@@ -449,12 +480,18 @@ async fn fetch(
     .map_err(|error| RoundError::Task(error.to_string()))?;
     for (tp, epoch, outcome) in outcomes {
         match outcome {
-            Outcome::Appended | Outcome::Gone => {}
+            // Kafka takes the lag after an append of records, or when none is known yet.
+            Outcome::Appended { lag, appended } => mark(fetcher, &tp, epoch, |s| {
+                if appended || s.lag.is_none() {
+                    s.lag = Some(lag);
+                }
+            }),
+            Outcome::Gone => {}
             Outcome::Truncate => mark(fetcher, &tp, epoch, |s| s.truncating = true),
             Outcome::Delay => mark(fetcher, &tp, epoch, |s| s.delayed_until = Some(delay(broker))),
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// One partition of a Fetch response.
@@ -468,7 +505,9 @@ struct Received {
 }
 
 enum Outcome {
-    Appended,
+    /// Taken: `lag` records below the leader's high watermark after it, `appended` when there
+    /// were records.
+    Appended { lag: i64, appended: bool },
     /// No longer followed at that epoch.
     Gone,
     /// Reconcile with the leader again.
@@ -495,7 +534,7 @@ fn process(broker: &Broker, leader_id: i32, r: &Received) -> Outcome {
         });
         return match done {
             None => Outcome::Gone,
-            Some(Some(())) => Outcome::Appended,
+            Some(Some(())) => Outcome::Appended { lag: 0, appended: false },
             Some(None) => Outcome::Truncate,
         };
     }
@@ -503,8 +542,12 @@ fn process(broker: &Broker, leader_id: i32, r: &Received) -> Outcome {
         tracing::debug!(partition = %r.tp, leader = leader_id, code, "the leader refused a follower's fetch");
         return Outcome::Delay;
     }
+    let now_ms = crate::handlers::now_ms();
+    let quota = &broker.replication.quotas.follower;
+    if quota.is_throttled(&r.tp) {
+        quota.record(r.records.len(), now_ms);
+    }
     let done = broker.replication.as_follower(&r.tp, (leader_id, r.leader_epoch), |log| {
-        let now_ms = crate::handlers::now_ms();
         if !r.records.is_empty() {
             log.append_as_follower(&r.records, now_ms)?;
             if log.durability()? != DurabilityMode::PageCache {
@@ -512,11 +555,15 @@ fn process(broker: &Broker, leader_id: i32, r: &Received) -> Outcome {
                 log.flush(now_ms)?;
             }
         }
-        log.follow_leader_offsets(r.high_watermark, r.log_start_offset)
+        log.follow_leader_offsets(r.high_watermark, r.log_start_offset)?;
+        log.log_end_offset()
     });
     match done {
         None => Outcome::Gone,
-        Some(Ok(_)) => Outcome::Appended,
+        Some(Ok(log_end)) => Outcome::Appended {
+            lag: (r.high_watermark - log_end).max(0),
+            appended: !r.records.is_empty(),
+        },
         Some(Err(seglog_storage::Error::Validation(error))) => {
             tracing::warn!(partition = %r.tp, leader = leader_id, %error, "records from the leader do not follow this log: reconciling");
             Outcome::Truncate

@@ -21,6 +21,7 @@
 //! (`ReplicaManager`'s sole-leader path).
 
 pub(crate) mod fetcher;
+pub(crate) mod quota;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
@@ -56,6 +57,10 @@ pub struct ReplicationConfig {
     pub transaction_state_log_replication_factor: i16,
     /// `transaction.state.log.min.isr` (2): `__transaction_state`'s `min.insync.replicas`.
     pub transaction_state_log_min_isr: u32,
+    /// `replication.quota.window.num` (11): the samples of the replication throttles' rates.
+    pub quota_window_num: u32,
+    /// `replication.quota.window.size.seconds` (1): each sample's span.
+    pub quota_window_size_seconds: u32,
 }
 
 impl Default for ReplicationConfig {
@@ -72,6 +77,8 @@ impl Default for ReplicationConfig {
             offsets_topic_replication_factor: 3,
             transaction_state_log_replication_factor: 3,
             transaction_state_log_min_isr: 2,
+            quota_window_num: 11,
+            quota_window_size_seconds: 1,
         }
     }
 }
@@ -239,6 +246,8 @@ pub(crate) struct Replication {
     isr_changed: tokio::sync::Notify,
     /// The followers' fetchers.
     pub(crate) fetchers: fetcher::Fetchers,
+    /// The replication throttles, as leader and as follower.
+    pub(crate) quotas: quota::ReplicationQuotas,
     /// Set at shutdown: no role is made any more.
     stopped: std::sync::atomic::AtomicBool,
     /// Held by each pass of the metadata applier (replicas made, roles taken), and by the
@@ -286,9 +295,14 @@ impl Replication {
         config: ReplicationConfig,
         appended: Arc<tokio::sync::Notify>,
     ) -> Self {
+        let quotas = quota::ReplicationQuotas::new(
+            config.quota_window_num,
+            u64::from(config.quota_window_size_seconds) * 1000,
+        );
         Self {
             broker_id,
             config,
+            quotas,
             partitions: RwLock::new(HashMap::new()),
             appended,
             isr_changes: Mutex::new(Vec::new()),
@@ -463,6 +477,17 @@ impl Replication {
         match &*role {
             Role::Leader(leadership) => Some(leadership.state.leader_epoch),
             _ => None,
+        }
+    }
+
+    /// Whether this broker leads `tp` and `replica_id` is in its ISR (Kafka's
+    /// `Partition.inSyncReplicaIds`): an in-sync follower is never throttled.
+    pub(crate) fn in_isr(&self, tp: &TopicPartition, replica_id: i32) -> bool {
+        let Some(partition) = self.get(tp) else { return false };
+        let role = partition.role.read().unwrap_or_else(PoisonError::into_inner);
+        match &*role {
+            Role::Leader(leadership) => leadership.state.isr.contains(&replica_id),
+            _ => false,
         }
     }
 
@@ -801,6 +826,16 @@ pub(crate) fn replication_config(
         transaction_state_log_min_isr: reader.value(
             "transaction.state.log.min.isr",
             &d.transaction_state_log_min_isr,
+            Validator::AtLeast(1),
+        )?,
+        quota_window_num: reader.value(
+            "replication.quota.window.num",
+            &d.quota_window_num,
+            Validator::AtLeast(1),
+        )?,
+        quota_window_size_seconds: reader.value(
+            "replication.quota.window.size.seconds",
+            &d.quota_window_size_seconds,
             Validator::AtLeast(1),
         )?,
     })

@@ -767,16 +767,21 @@ impl SampledRate {
         total / (ms_to_f64(self.window_size(now_ms)) / 1000.0)
     }
 
+    /// Kafka's `SimpleRate.measure` (the replication quotas' rate): the windowed sum divided by
+    /// the time since the oldest retained sample started, counted as at least one window.
+    pub(crate) fn measure_simple(&mut self, now_ms: u64) -> f64 {
+        let now = ms_to_i64(now_ms);
+        let oldest = self.oldest_start_ms(now);
+        let window_size_ms = now.saturating_sub(oldest).max(self.window_ms);
+        let total: f64 = self.stat.iter().map(|s| s.value).sum();
+        total / (ms_to_f64(window_size_ms) / 1000.0)
+    }
+
     /// Kafka's `Rate.windowSize`: the time since the oldest retained sample started, counted
     /// as at least `samples - 1` full windows, and at least 1 ms.
     pub(crate) fn window_size(&mut self, now_ms: u64) -> i64 {
         let now = ms_to_i64(now_ms);
-        self.purge_obsolete_samples(now);
-        if self.stat.is_empty() {
-            self.stat.push(Sample::new(now));
-            self.current = 0;
-        }
-        let oldest = self.stat.iter().map(|s| s.start_ms).min().unwrap_or(now);
+        let oldest = self.oldest_start_ms(now);
         let mut total_elapsed_ms = now.saturating_sub(oldest);
         let num_full_windows = total_elapsed_ms / self.window_ms;
         let min_full_windows = i64::from(self.samples) - 1;
@@ -786,6 +791,17 @@ impl SampledRate {
             );
         }
         total_elapsed_ms.max(1)
+    }
+
+    /// When the oldest retained sample started, after purging (Kafka's `SampledStat.oldest`:
+    /// a sample starting now when there is none).
+    fn oldest_start_ms(&mut self, now: i64) -> i64 {
+        self.purge_obsolete_samples(now);
+        if self.stat.is_empty() {
+            self.stat.push(Sample::new(now));
+            self.current = 0;
+        }
+        self.stat.iter().map(|s| s.start_ms).min().unwrap_or(now)
     }
 
     /// Kafka's `SampledStat.purgeObsoleteSamples`: resets samples whose last event is at least

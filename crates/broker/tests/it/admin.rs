@@ -609,6 +609,82 @@ fn broker_incremental(
     ])
 }
 
+/// The replication throttles' keys as Kafka takes and lists them: the rates are dynamic
+/// broker keys, at least 0, listed only when set (read-only, as Kafka's `ConfigHelper` marks
+/// them); the topics' throttled-replica lists pass Kafka's validator or are INVALID_CONFIG
+/// with its message.
+#[tokio::test]
+async fn replication_throttle_keys_are_validated_and_described_as_in_kafka() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), &[]).await;
+    let mut client = Client::connect(&server).await;
+    let rate = "leader.replication.throttled.rate";
+    let set = broker_incremental("1", &[(rate, 0, Some("1048576"))]);
+    assert_eq!(client.send(&set, 1).await.responses[0].error_code, 0);
+    let all = DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default().with_resource_type(4).with_resource_name(s("1")),
+    ]);
+    let response = client.send(&all, 4).await;
+    let listed: Vec<_> = response.results[0]
+        .configs
+        .iter()
+        .filter(|c| c.name.as_str().ends_with(".replication.throttled.rate"))
+        .map(|c| (c.name.as_str(), c.value.as_deref(), c.config_source, c.read_only, c.config_type))
+        .collect();
+    assert_eq!(listed, vec![(rate, Some("1048576"), 2, true, 5)], "LONG, DYNAMIC_BROKER_CONFIG");
+    let negative =
+        broker_incremental("", &[("follower.replication.throttled.rate", 0, Some("-1"))]);
+    let response = client.send(&negative, 1).await;
+    let refused = &response.responses[0];
+    assert_eq!(refused.error_code, 42, "INVALID_REQUEST");
+    assert_eq!(
+        refused.error_message.as_deref(),
+        Some(
+            "Invalid value -1 for configuration follower.replication.throttled.rate: Value must \
+             be at least 0"
+        )
+    );
+
+    let key = "leader.replication.throttled.replicas";
+    let created = client.send(&create_topic_request("moving", 2, &[(key, "0:1,1:2")]), 7).await;
+    assert_eq!(created.topics[0].error_code, 0, "{created:?}");
+    let topic_set = |value: &str| {
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            IncrementalResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("moving"))
+                .with_configs(vec![
+                    IncrementalConfig::default()
+                        .with_name(s(key))
+                        .with_config_operation(0)
+                        .with_value(Some(s(value))),
+                ]),
+        ])
+    };
+    for ok in ["*", "", "0:1"] {
+        assert_eq!(client.send(&topic_set(ok), 1).await.responses[0].error_code, 0, "{ok:?}");
+    }
+    let response = client.send(&topic_set("0:1,x"), 1).await;
+    assert_eq!(response.responses[0].error_code, 40, "INVALID_CONFIG");
+    assert_eq!(
+        response.responses[0].error_message.as_deref(),
+        Some(
+            "Invalid value [0:1, x] for configuration leader.replication.throttled.replicas: \
+             leader.replication.throttled.replicas must be the literal '*' or a list of \
+             replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
+    );
+    let topic = DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s("moving"))
+            .with_configuration_keys(Some(vec![s(key)])),
+    ]);
+    let response = client.send(&topic, 4).await;
+    let described = &response.results[0].configs[0];
+    assert_eq!((described.value.as_deref(), described.config_source), (Some("0:1"), 1));
+}
+
 /// Dynamic broker configs (Kafka's `DynamicBrokerConfig`): a topic default set on the broker
 /// applies to every log at once, under topic overrides, and is described with Kafka's sources;
 /// Kafka's refusals and messages; the cluster default; legacy AlterConfigs replaces the layer;

@@ -27,6 +27,11 @@ const TOPIC: &str = "moving";
 /// AlterPartitionReassignments v1 of `moving-0` through `bootstrap` (`None` cancels): the
 /// partition's code.
 async fn reassign(bootstrap: &str, target: Option<&[i32]>) -> i16 {
+    reassign_partition(bootstrap, TOPIC, target).await
+}
+
+/// AlterPartitionReassignments v1 of partition 0 of `topic`: the partition's code.
+async fn reassign_partition(bootstrap: &str, topic: &str, target: Option<&[i32]>) -> i16 {
     let mut client = Client::connect(bootstrap).await.unwrap();
     let partition = ReassignablePartition::default()
         .with_partition_index(0)
@@ -35,7 +40,7 @@ async fn reassign(bootstrap: &str, target: Option<&[i32]>) -> i16 {
         .with_allow_replication_factor_change(true)
         .with_topics(vec![
             ReassignableTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
+                .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
                 .with_partitions(vec![partition]),
         ]);
     let response = client.send(&request, 1).await.unwrap();
@@ -136,4 +141,140 @@ fn a_partition_moves_to_other_brokers_with_its_records() {
     );
     assert!(report.clean(), "{report:?}");
     assert_eq!((report.acked, report.read), (5000, 5000));
+}
+
+/// IncrementalAlterConfigs v1 through `bootstrap`: `key` of the resource (2 a topic, 4 a
+/// broker) set to `value`, or deleted.
+async fn set_config(bootstrap: &str, (kind, name): (i8, &str), key: &str, value: Option<&str>) {
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    let text = |s: &str| StrBytes::from_string(s.to_owned());
+    let config = AlterableConfig::default()
+        .with_name(text(key))
+        .with_config_operation(i8::from(value.is_none()))
+        .with_value(value.map(text));
+    let resource = AlterConfigsResource::default()
+        .with_resource_type(kind)
+        .with_resource_name(text(name))
+        .with_configs(vec![config]);
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![resource]);
+    let mut client = Client::connect(bootstrap).await.unwrap();
+    let response = client.send(&request, 1).await.unwrap();
+    assert_eq!(response.responses[0].error_code, 0, "{key}={value:?}: {response:?}");
+}
+
+/// `count` records of `size` bytes each, acknowledged by all replicas, to partition 0 of
+/// `topic`.
+async fn produce_bytes(bootstrap: &str, topic: &str, count: usize, size: usize) {
+    use rdkafka::ClientConfig;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", "15000")
+        .create()
+        .unwrap();
+    let payload = vec![b'x'; size];
+    let mut deliveries = Vec::with_capacity(count);
+    for _ in 0..count {
+        let record = FutureRecord::<(), _>::to(topic).partition(0).payload(&payload);
+        deliveries.push(producer.send_result(record).map_err(|(error, _)| error).unwrap());
+    }
+    for delivery in deliveries {
+        delivery.await.unwrap().unwrap();
+    }
+}
+
+/// Partition 0 of `topic` reassigned to `target` through `bootstrap`, and the time until the
+/// reassignment completed with `target` as the ISR.
+fn move_and_time(
+    cluster: &Cluster,
+    runtime: &tokio::runtime::Runtime,
+    topic: &str,
+    target: &[i32],
+) -> Duration {
+    let bootstrap = cluster.bootstrap(2);
+    let start = std::time::Instant::now();
+    assert_eq!(runtime.block_on(reassign_partition(&bootstrap, topic, Some(target))), 0);
+    poll_until(
+        &format!("{topic} moved to {target:?}"),
+        Duration::from_mins(1),
+        || cluster.logs(),
+        || {
+            runtime.block_on(under_way(&bootstrap)).is_empty()
+                && isrs(&bootstrap, topic).get(&0).is_some_and(|(_, isr)| {
+                    let mut isr = isr.clone();
+                    isr.sort_unstable();
+                    isr == target
+                })
+        },
+    );
+    start.elapsed()
+}
+
+/// The replication throttles of a reassignment, as `kafka-reassign-partitions --throttle`
+/// sets them. 6 MiB move between brokers three times: unthrottled (the control), under the
+/// leader's throttle alone (`leader.replication.throttled.rate` 1 MiB/s on node 1, the
+/// topic's `leader.replication.throttled.replicas` naming node 1's replica), and under the
+/// follower's alone (`follower.replication.throttled.rate` on node 3, the follower list naming
+/// node 3's replica). Each throttled move takes at least the time its rate allows (the first
+/// window and one fetch of 1 MiB may pass at once), acks=all writes to an in-sync follower
+/// pass a leader throttle of 1 byte/s, and every record arrives.
+#[test]
+fn a_throttled_reassignment_moves_no_faster_than_its_rate() {
+    const MIB: usize = 1 << 20;
+    let root = tempfile::tempdir().unwrap();
+    let (cluster, _) = Cluster::up_with(root.path(), &[]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let control = NewTopic::new("control", 1, TopicReplication::Variable(&[&[1]]));
+    let throttled = NewTopic::new("throttled", 1, TopicReplication::Variable(&[&[1]]));
+    create_topics(&runtime, &cluster.bootstrap(1), &[&control, &throttled]);
+    for topic in ["control", "throttled"] {
+        runtime.block_on(produce_bytes(&cluster.bootstrap(1), topic, 6 * 1024, 1024));
+    }
+    let unthrottled = move_and_time(&cluster, &runtime, "control", &[1, 2]);
+    let via = cluster.bootstrap(1);
+    let rate = MIB.to_string();
+    runtime.block_on(async {
+        set_config(&via, (4, "1"), "leader.replication.throttled.rate", Some(&rate)).await;
+        let list = Some("0:1");
+        set_config(&via, (2, "throttled"), "leader.replication.throttled.replicas", list).await;
+    });
+    let by_leader = move_and_time(&cluster, &runtime, "throttled", &[1, 2]);
+    // Node 2 is in the ISR now: in-sync replication is never throttled. At 1 byte/s, with
+    // megabytes counted in the window, a throttled follower would get nothing, and these
+    // acks=all writes would time out instead.
+    runtime.block_on(async {
+        set_config(&via, (4, "1"), "leader.replication.throttled.rate", Some("1")).await;
+        produce_bytes(&via, "throttled", 1024, 1024).await;
+        set_config(&via, (4, "1"), "leader.replication.throttled.rate", None).await;
+        set_config(&via, (4, "3"), "follower.replication.throttled.rate", Some(&rate)).await;
+        let list = Some("0:3");
+        set_config(&via, (2, "throttled"), "follower.replication.throttled.replicas", list).await;
+    });
+    let by_follower = move_and_time(&cluster, &runtime, "throttled", &[1, 2, 3]);
+    println!(
+        "throttles: 6 MiB moved unthrottled in {unthrottled:?}, at 1 MiB/s by the leader's \
+         throttle in {by_leader:?}, by the follower's in {by_follower:?}"
+    );
+    // 6 MiB at 1 MiB/s: at most 2 MiB pass in the first second (its window and one fetch).
+    for (side, took) in [("leader", by_leader), ("follower", by_follower)] {
+        assert!(
+            took >= Duration::from_secs(3),
+            "the {side}'s throttle let 6 MiB through in {took:?}"
+        );
+        assert!(took > unthrottled * 2, "{side}: {took:?} against {unthrottled:?} unthrottled");
+    }
+    // Every record reached each replica: their batch streams are the leader's, byte for byte.
+    let logs: Vec<Vec<u8>> = (1..=3)
+        .map(|node| {
+            let data = cluster.dir.join(format!("node-{node}/data"));
+            crate::replication::replica_log(&data, "throttled", 0)
+        })
+        .collect();
+    assert!(logs[0].len() > 6 * MIB, "{} bytes on the leader", logs[0].len());
+    assert!(logs.iter().all(|log| *log == logs[0]), "the replicas differ\n{}", cluster.logs());
 }
