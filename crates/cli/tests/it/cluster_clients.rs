@@ -811,10 +811,21 @@ fn broker_configs_span_the_cluster(cluster: &Cluster) {
         let entry = &answer.results[0].configs[0];
         (entry.value.as_ref().map(ToString::to_string), entry.config_source)
     };
+    // A change is applied by the broker it went through before the answer, and by the others
+    // moments later, when their appliers reach its record (as Kafka's brokers).
+    let shows = |node: usize, value: &str, source: i8, what: &str| {
+        let wanted = (Some(value.to_owned()), source);
+        poll_until(
+            what,
+            Duration::from_secs(10),
+            || format!("{:?}", retention(node)),
+            || retention(node) == wanted,
+        );
+    };
     set(1, "", "1234567");
-    assert_eq!(retention(2), (Some("1234567".to_owned()), 3), "the cluster default on broker 2");
+    shows(2, "1234567", 3, "the cluster default on broker 2");
     set(1, "3", "7654321");
-    assert_eq!(retention(3), (Some("7654321".to_owned()), 2), "broker 3's own, set through 1");
+    shows(3, "7654321", 2, "broker 3's own, set through 1");
     assert_eq!(retention(1), (Some("1234567".to_owned()), 3), "broker 1 keeps the default");
 }
 
