@@ -55,15 +55,27 @@ from confluent_kafka.admin import AdminClient, NewTopic
 SETTLE_S = 30.0
 PARTITIONS = 4
 BATCH_DEFAULT = 200
-LOOP_LIMIT_S = 900.0
+LOOP_LIMIT_S = float(os.environ.get("EOS_LOOP_LIMIT_S", "900"))
 OP_TIMEOUT_S = 30.0
 
-# Reconnect quickly to a restarted broker (the default backs off to 10 s). No re-bootstrap
-# (KIP-899): with the only broker down, librdkafka 2.16 re-bootstraps and decommissions broker 1,
-# and a send_offsets_to_transaction then waits forever on the decommissioned group coordinator,
-# past its timeout (librdkafka issues #5511 and #5456).
+# Reconnect quickly to a restarted broker (the default backs off to 10 s).
+#
+# Against one broker, no re-bootstrap (KIP-899): with the only broker down, librdkafka 2.16
+# re-bootstraps and decommissions broker 1, and a send_offsets_to_transaction then waits
+# forever on the decommissioned group coordinator, past its timeout (librdkafka issues #5511
+# and #5456).
+#
+# Against a cluster (several bootstrap servers), librdkafka's default re-bootstrap, soon: a
+# broker absent from Metadata (fenced while cut off, as Kafka leaves fenced brokers out) is
+# decommissioned by the client, and with flapping partitions a client came to know one broker
+# whose handle was being destroyed ("No brokers available ... (1 broker(s) known)") and, without
+# re-bootstrapping, never learned of another: its consumer stopped for good.
+CLUSTER = "," in (sys.argv[1] if len(sys.argv) > 1 else "")
 COMMON = {"broker.address.family": "v4", "reconnect.backoff.max.ms": 500,
-          "retry.backoff.max.ms": 500, "metadata.recovery.strategy": "none"}
+          "retry.backoff.max.ms": 500,
+          **({"metadata.recovery.strategy": "rebootstrap",
+              "metadata.recovery.rebootstrap.trigger.ms": 10000} if CLUSTER
+             else {"metadata.recovery.strategy": "none"})}
 
 
 # When the loop must be done (LOOP_LIMIT_S after it starts): a retry that would go on past it
@@ -91,6 +103,10 @@ class ClientHang(Exception):
 # The loop treats a call blocked that long as the producer's death: it leaves the producer, and
 # a new one with the same transactional id fences it (its open transaction is aborted).
 HANG_S = 2 * OP_TIMEOUT_S
+
+# How long the loop's consumer may hold partitions of an input not consumed to its end
+# without receiving a record before the loop takes it for stuck (see Loop.main).
+CONSUMER_STALL_S = 30.0
 
 
 def bounded(call):
@@ -152,18 +168,32 @@ class Loop:
         self.input, self.output = f"{prefix}-in", f"{prefix}-out"
         self.run, self.n_txns = 0, 0
         self.producer = None
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, **COMMON, "group.id": f"{prefix}-group",
-            "isolation.level": "read_committed", "enable.auto.commit": False,
-            "auto.offset.reset": "earliest"})
-        self.consumer.subscribe([self.input])
+        self.consumer = None
+        self.new_consumer()
         self.ends = self.input_ends()
         self.committed = {p: 0 for p in range(PARTITIONS)}
+
+    def new_consumer(self):
+        """A consumer of the input in the loop's group (the previous one, if any, closed)."""
+        if self.consumer is not None:
+            try:
+                bounded(self.consumer.close)
+            except (ClientHang, KafkaException) as error:
+                say(f"ERROR close {error!r}")
+        self.consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, **COMMON, "group.id": f"{self.prefix}-group",
+            "isolation.level": "read_committed", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            # librdkafka's debug contexts for the consumer, e.g. "cgrp,broker" (to stderr).
+            **({"debug": os.environ["SEGLOG_EOS_CONSUMER_DEBUG"]}
+               if "SEGLOG_EOS_CONSUMER_DEBUG" in os.environ else {})})
+        self.consumer.subscribe([self.input])
 
     def input_ends(self):
         ends = {}
         for p in range(PARTITIONS):
             while True:
+                give_up_if_late("the input's watermarks")
                 try:
                     _, high = self.consumer.get_watermark_offsets(
                         TopicPartition(self.input, p), timeout=OP_TIMEOUT_S)
@@ -182,6 +212,7 @@ class Loop:
             **({"debug": os.environ["SEGLOG_EOS_DEBUG"]} if "SEGLOG_EOS_DEBUG" in os.environ
                else {})})
         while True:
+            give_up_if_late("init_transactions")
             try:
                 self.producer.init_transactions(OP_TIMEOUT_S)
                 break
@@ -193,11 +224,19 @@ class Loop:
         say(f"RUN r{self.run}")
 
     def rewind(self):
-        """Seeks every assigned partition back to the group's committed offset."""
+        """Seeks every assigned partition back to the group's committed offset; a consumer
+        that cannot get them for CONSUMER_STALL_S is replaced (it starts from them)."""
+        started = time.time()
         while True:
+            give_up_if_late("the group's committed offsets")
+            if time.time() - started > CONSUMER_STALL_S:
+                say(f"ERROR rewind: no committed offsets for {CONSUMER_STALL_S:.0f} s: "
+                    "a new consumer")
+                self.new_consumer()
+                return
             assignment = self.consumer.assignment()
             try:
-                committed = self.consumer.committed(assignment, timeout=OP_TIMEOUT_S)
+                committed = self.consumer.committed(assignment, timeout=CONSUMER_STALL_S / 3)
                 for tp in committed:
                     offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
                     self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
@@ -326,6 +365,7 @@ class Loop:
         self.new_producer()
         started = time.time()
         DEADLINE[0] = started + LOOP_LIMIT_S
+        last_records = time.time()
         while not self.done():
             if time.time() - started > LOOP_LIMIT_S:
                 sys.exit(f"loop: not done after {LOOP_LIMIT_S} s: committed {self.committed}, "
@@ -337,7 +377,17 @@ class Loop:
                 elif message.error().fatal():
                     sys.exit(f"consumer: {message.error()}")
             if messages:
+                last_records = time.time()
                 self.transaction(messages)
+            elif time.time() - last_records > CONSUMER_STALL_S:
+                # Records are left (not done), yet none came: librdkafka issue #5586 leaves an
+                # assigned partition waiting forever for its committed offset after an
+                # OffsetFetch answered NOT_COORDINATOR (the group's coordinator moved). A new
+                # consumer starts from the committed offsets.
+                say(f"ERROR consumer: no records for {CONSUMER_STALL_S:.0f} s with "
+                    f"{len(self.consumer.assignment())} partition(s) assigned: a new consumer")
+                self.new_consumer()
+                last_records = time.time()
             elif not self.consumer.assignment():
                 continue
             else:
