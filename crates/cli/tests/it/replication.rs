@@ -265,6 +265,12 @@ pub(crate) fn rf3_cluster(
     let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(3))
         .set("min.insync.replicas", "2");
     create_topics(&runtime, &cluster.bootstrap(1), &[&new_topic]);
+    wait_for_full_isrs(&cluster, topic, partitions);
+    (cluster, runtime)
+}
+
+/// Waits until each of `topic`'s `partitions` partitions has three replicas in its ISR.
+pub(crate) fn wait_for_full_isrs(cluster: &Cluster, topic: &str, partitions: i32) {
     poll_until(
         "every partition's ISR has three replicas",
         Duration::from_secs(30),
@@ -275,7 +281,6 @@ pub(crate) fn rf3_cluster(
                 && isrs.values().all(|(_, isr)| isr.len() == 3)
         },
     );
-    (cluster, runtime)
 }
 
 pub(crate) fn properties(root: &Path, lines: &str) -> std::path::PathBuf {

@@ -157,15 +157,7 @@ fn a_power_loss_of_the_whole_isr_loses_nothing_acknowledged_under_the_fsync_mode
         .collect();
     create_topics(&runtime, &cluster.bootstrap(1), &topics.iter().collect::<Vec<_>>());
     for (topic, _) in TOPICS {
-        poll_until(
-            "every partition's ISR has three replicas",
-            Duration::from_secs(30),
-            || cluster.logs(),
-            || {
-                let isrs = isrs(&cluster.bootstrap(2), topic);
-                isrs.len() == PARTITIONS as usize && isrs.values().all(|(_, isr)| isr.len() == 3)
-            },
-        );
+        crate::replication::wait_for_full_isrs(&cluster, topic, PARTITIONS);
     }
     let bootstraps = (1..=3).map(|n| cluster.bootstrap(n)).collect::<Vec<_>>().join(",");
     let stop = Arc::new(AtomicBool::new(false));
